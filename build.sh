@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# ctxcompact build and test driver. Usage: ./build.sh <command>
+#   wasm    rebuild wasm/ctxcompact.wasm (needs the pinned Go version)
+#   check   rebuild into a temp dir and fail if it differs from the committed .wasm
+#   test    every test: Go (native + wazero), wasm reproducibility, Node, Python
+#   bench   benchmarks (ratios measured side by side in one run)
+set -euo pipefail
+cd "$(dirname "$0")"
+
+GO_PINNED=go1.26.8
+WASM=wasm/ctxcompact.wasm
+
+require_pinned_go() {
+	local have
+	have=$(go env GOVERSION)
+	if [[ "$have" != "$GO_PINNED" ]]; then
+		echo "build.sh: the .wasm must be built with $GO_PINNED (have $have); install it or set GOTOOLCHAIN=$GO_PINNED" >&2
+		exit 1
+	fi
+}
+
+build_wasm() { # $1 = output path
+	require_pinned_go
+	GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 go build -buildmode=c-shared -trimpath -buildvcs=false \
+		-ldflags='-s -w -buildid=' -o "$1" ./wasm/guest
+}
+
+cmd_wasm() {
+	build_wasm "$WASM"
+	echo "built $WASM: $(wc -c <"$WASM") bytes, sha256 $(sha256sum "$WASM" | cut -d' ' -f1)"
+}
+
+cmd_check() {
+	local tmp
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' RETURN
+	build_wasm "$tmp/ctxcompact.wasm"
+	if ! cmp -s "$tmp/ctxcompact.wasm" "$WASM"; then
+		echo "build.sh check: $WASM is stale: rebuild with ./build.sh wasm and commit it" >&2
+		echo "  committed sha256 $(sha256sum "$WASM" | cut -d' ' -f1)" >&2
+		echo "  rebuilt   sha256 $(sha256sum "$tmp/ctxcompact.wasm" | cut -d' ' -f1)" >&2
+		exit 1
+	fi
+	echo "build.sh check: $WASM is up to date ($(sha256sum "$WASM" | cut -d' ' -f1))"
+}
+
+cmd_test_go() {
+	go vet ./...
+	go test -count=1 ./...
+	# Fuzz each target briefly; `go test -fuzz` takes one target at a time.
+	local t
+	for t in $(go test -list '^Fuzz' ./core | grep '^Fuzz' || true); do
+		go test -run '^$' -fuzz "^$t\$" -fuzztime "${FUZZTIME:-10s}" ./core
+	done
+}
+
+cmd_test() {
+	cmd_test_go
+	cmd_check
+}
+
+cmd_bench() {
+	go test -run '^$' -bench . -benchtime "${BENCHTIME:-1s}" ./core
+}
+
+case "${1:-}" in
+wasm) cmd_wasm ;;
+check) cmd_check ;;
+test) cmd_test ;;
+test-go) cmd_test_go ;;
+bench) cmd_bench ;;
+*)
+	sed -n '2,8p' "$0" >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,129 @@
+package core
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"runtime/debug"
+	"sort"
+
+	"github.com/tidwall/gjson"
+)
+
+// MaxRequestBytes bounds one request envelope. Larger requests get
+// CodeInputTooLarge instead of exhausting a wasm instance's memory.
+const MaxRequestBytes = 256 << 20
+
+// handler runs one op on the parsed request object and returns the JSON of its
+// result (without the {"result": ...} envelope).
+type handler func(req gjson.Result) ([]byte, error)
+
+// ops is the table of every op. It is the only place that knows op names.
+var ops map[string]handler
+
+func init() {
+	ops = map[string]handler{
+		"info": opInfo,
+	}
+}
+
+// Ops returns the names of every op, sorted.
+func Ops() []string {
+	names := make([]string, 0, len(ops))
+	for name := range ops {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Call runs one request envelope {"op": ..., ...} and returns the response envelope:
+// {"result": ...} or {"error": {"code", "message", "path"}}. It never panics.
+// The wasm guest and the CLI both call it; its bytes are the contract.
+func Call(envelope []byte) []byte {
+	if len(envelope) > MaxRequestBytes {
+		return errorEnvelope(errorf(CodeInputTooLarge, "", "request is %d bytes; the limit is %d", len(envelope), MaxRequestBytes))
+	}
+	if !gjson.ValidBytes(envelope) {
+		return errorEnvelope(errorf(CodeInvalidJSON, "", "request is not valid JSON"))
+	}
+	req := gjson.ParseBytes(envelope)
+	if !req.IsObject() {
+		return errorEnvelope(errorf(CodeInvalidRequest, "", "request must be a JSON object with an \"op\" field"))
+	}
+	op := req.Get("op")
+	if op.Type != gjson.String {
+		return errorEnvelope(errorf(CodeInvalidRequest, "/op", "\"op\" must be a string naming an operation"))
+	}
+	return dispatch(op.Str, req)
+}
+
+// Dispatch runs op on request, a JSON object of the op's parameters (an "op" field in
+// it is ignored). It is Call with the op given separately.
+func Dispatch(op string, request []byte) []byte {
+	if len(request) > MaxRequestBytes {
+		return errorEnvelope(errorf(CodeInputTooLarge, "", "request is %d bytes; the limit is %d", len(request), MaxRequestBytes))
+	}
+	if !gjson.ValidBytes(request) {
+		return errorEnvelope(errorf(CodeInvalidJSON, "", "request is not valid JSON"))
+	}
+	req := gjson.ParseBytes(request)
+	if !req.IsObject() {
+		return errorEnvelope(errorf(CodeInvalidRequest, "", "request must be a JSON object"))
+	}
+	return dispatch(op, req)
+}
+
+func dispatch(op string, req gjson.Result) (out []byte) {
+	h, ok := ops[op]
+	if !ok {
+		return errorEnvelope(errorf(CodeUnknownOp, "/op", "unknown op %q; known ops: %v", op, Ops()))
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			out = errorEnvelope(errorf(CodeInternal, "", "internal error in %s: %v\n%s", op, r, debug.Stack()))
+		}
+	}()
+	result, err := h(req)
+	if err != nil {
+		return errorEnvelope(err)
+	}
+	buf := make([]byte, 0, len(result)+12)
+	buf = append(buf, `{"result":`...)
+	buf = append(buf, result...)
+	return append(buf, '}')
+}
+
+func errorEnvelope(err error) []byte {
+	e, ok := err.(*Error)
+	if !ok {
+		e = &Error{Code: CodeInternal, Message: "ctxcompact: " + err.Error()}
+	}
+	b, _ := marshal(map[string]*Error{"error": e})
+	return b
+}
+
+// marshal is json.Marshal without HTML escaping and without the trailing newline,
+// so strings reach the caller exactly as written.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("ctxcompact: encoding result: %w", err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// InfoResult is the result of the info op.
+type InfoResult struct {
+	Name       string      `json:"name"`
+	Version    string      `json:"version"`
+	Ops        []string    `json:"ops"`
+	ErrorCodes []ErrorCode `json:"error_codes"`
+	Encodings  []string    `json:"encodings"`
+}
+
+func opInfo(gjson.Result) ([]byte, error) {
+	return marshal(InfoResult{Name: "ctxcompact", Version: Version, Ops: Ops(), ErrorCodes: ErrorCodes, Encodings: Encodings()})
+}

@@ -1,0 +1,16 @@
+// Package wasm embeds the ctxcompact WebAssembly module, built from ./guest by
+// `./build.sh wasm` (GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath
+// -buildvcs=false -ldflags='-s -w -buildid=' with Go 1.26.8). The bytes are
+// committed and byte-reproducible; `./build.sh check` rebuilds and compares.
+package wasm
+
+import _ "embed"
+
+// Binary is the module. Do not modify it; hosts compile it once and share it.
+//
+//go:embed ctxcompact.wasm
+var Binary []byte
+
+// ABIVersion is the boundary version the module exports as ctxc_abi_version.
+// It changes only when the boundary changes incompatibly; see abi.json.
+const ABIVersion = 1
