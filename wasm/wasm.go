@@ -11,6 +11,13 @@ import _ "embed"
 //go:embed ctxcompact.wasm
 var Binary []byte
 
+// ABI is abi.json: the machine-readable description of the module's boundary
+// (exports and their signatures, ABI version, ops, error codes). Hosts check the
+// compiled module against it on load.
+//
+//go:embed abi.json
+var ABI []byte
+
 // ABIVersion is the boundary version the module exports as ctxc_abi_version.
 // It changes only when the boundary changes incompatibly; see abi.json.
 const ABIVersion = 1

@@ -1,0 +1,237 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/ctxcompact/ctxcompact/wasm"
+)
+
+// Engine runs the ctxcompact WebAssembly module on wazero. It compiles the module
+// once and keeps a pool of instances; it is safe for concurrent use by many
+// goroutines, each call borrowing one instance for its duration.
+//
+// Compiling the module is slow (seconds on the compiler; see WithCompilationCache
+// to pay it once per machine instead of once per process), so make one Engine per
+// process and share it. Close it when done.
+type Engine struct {
+	cfg      config
+	abi      *abiDescription
+	runtime  wazero.Runtime
+	compiled wazero.CompiledModule
+	cache    wazero.CompilationCache
+	modCfg   wazero.ModuleConfig
+
+	// slots holds one token per instance that is in use; its capacity is the pool size.
+	slots chan struct{}
+	// done is closed by Close, to wake calls waiting for a slot.
+	done chan struct{}
+
+	mu     sync.Mutex
+	idle   []*instance
+	closed bool
+}
+
+// New compiles the module (wasm.Binary unless WithBinary), checks it against
+// wasm/abi.json, and makes one instance to check its ctxc_abi_version. It returns an
+// error wrapping ErrBadBinary when the bytes do not compile or instantiate, and
+// ErrABIMismatch when the module's boundary is not the one this package speaks.
+//
+// The wazero compiler is used where it is supported, the interpreter elsewhere (or
+// with WithInterpreter). Instances get WASI preview1 with no files, environment,
+// arguments or network; _initialize runs exactly once per instance.
+func New(ctx context.Context, opts ...Option) (*Engine, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.binary == nil {
+		cfg.binary = wasm.Binary
+	}
+	abi, err := loadABI()
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{cfg: cfg, abi: abi, slots: make(chan struct{}, cfg.poolSize), done: make(chan struct{})}
+	if err := e.compile(ctx); err != nil {
+		e.closeRuntime(ctx)
+		return nil, err
+	}
+	inst, err := e.newInstance(ctx)
+	if err != nil {
+		e.closeRuntime(ctx)
+		return nil, err
+	}
+	e.idle = append(e.idle, inst)
+	return e, nil
+}
+
+// compile makes the runtime, instantiates WASI into it and compiles the module.
+func (e *Engine) compile(ctx context.Context) error {
+	rc := wazero.NewRuntimeConfig()
+	if e.cfg.interpreter {
+		rc = wazero.NewRuntimeConfigInterpreter()
+	}
+	rc = rc.WithCloseOnContextDone(e.cfg.closeOnCtx)
+	if e.cfg.memoryPages > 0 {
+		rc = rc.WithMemoryLimitPages(e.cfg.memoryPages)
+	}
+	if e.cfg.cacheDir != "" {
+		cache, err := wazero.NewCompilationCacheWithDir(e.cfg.cacheDir)
+		if err != nil {
+			return fmt.Errorf("ctxcompact: opening the compilation cache %q: %w", e.cfg.cacheDir, err)
+		}
+		e.cache = cache
+		rc = rc.WithCompilationCache(cache)
+	}
+	e.runtime = wazero.NewRuntimeWithConfig(ctx, rc)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, e.runtime); err != nil {
+		return fmt.Errorf("ctxcompact: instantiating WASI preview1: %w", err)
+	}
+	compiled, err := e.runtime.CompileModule(ctx, e.cfg.binary)
+	if err != nil {
+		return fmt.Errorf("%w: compiling: %w", ErrBadBinary, err)
+	}
+	e.compiled = compiled
+	if err := checkModule(e.abi, compiled); err != nil {
+		return err
+	}
+	e.modCfg = wazero.NewModuleConfig().WithName("").WithStartFunctions().
+		WithStdout(io.Discard).WithStderr(io.Discard)
+	if e.cfg.stderr != nil {
+		e.modCfg = e.modCfg.WithStderr(e.cfg.stderr)
+	}
+	return nil
+}
+
+// Call runs one request envelope {"op": ..., ...} on an instance and returns the
+// response envelope, byte for byte what core.Call returns for the same request:
+// {"result": ...} or {"error": {"code", "message", "path"}}. A request the core
+// rejects is a response, not an error.
+//
+// The error is non-nil only for host-level failures: ErrClosed; the context's error
+// when it is done before an instance is free; ErrTrapped (wrapping wazero's cause,
+// and the context's error if the call was stopped by it) when the instance trapped,
+// in which case the instance is discarded and the next call makes a new one.
+func (e *Engine) Call(ctx context.Context, envelope []byte) ([]byte, error) {
+	if len(envelope) > e.abi.MaxRequestBytes {
+		return tooLarge(len(envelope), e.abi.MaxRequestBytes), nil
+	}
+	inst, err := e.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := inst.call(ctx, envelope)
+	e.release(ctx, inst, err == nil)
+	return out, err
+}
+
+// tooLarge is the response core.Call gives a request over the limit. The host
+// answers it itself: such a request cannot be copied into a guest buffer.
+func tooLarge(n, limit int) []byte {
+	return fmt.Appendf(nil, `{"error":{"code":"input_too_large","message":"ctxcompact: request is %d bytes; the limit is %d","path":""}}`, n, limit)
+}
+
+// acquire waits for a free slot and returns an idle instance or a new one.
+func (e *Engine) acquire(ctx context.Context) (*instance, error) {
+	if e.isClosed() {
+		return nil, ErrClosed
+	}
+	select {
+	case e.slots <- struct{}{}:
+	case <-e.done:
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, fmt.Errorf("ctxcompact: waiting for a wasm instance: %w", context.Cause(ctx))
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		<-e.slots
+		return nil, ErrClosed
+	}
+	if n := len(e.idle); n > 0 {
+		inst := e.idle[n-1]
+		e.idle = e.idle[:n-1]
+		e.mu.Unlock()
+		return inst, nil
+	}
+	e.mu.Unlock()
+	inst, err := e.newInstance(ctx)
+	if err != nil {
+		<-e.slots
+		return nil, err
+	}
+	return inst, nil
+}
+
+// release returns inst to the pool, or discards it when it trapped.
+func (e *Engine) release(ctx context.Context, inst *instance, healthy bool) {
+	e.mu.Lock()
+	keep := healthy && !e.closed
+	if keep {
+		e.idle = append(e.idle, inst)
+	}
+	e.mu.Unlock()
+	if !keep {
+		_ = inst.close(context.WithoutCancel(ctx))
+	}
+	<-e.slots
+}
+
+func (e *Engine) isClosed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closed
+}
+
+// Close waits for the calls in flight (until ctx is done), then releases every
+// instance, the compiled module and the runtime. Calls after Close return ErrClosed.
+// Closing twice is a no-op.
+func (e *Engine) Close(ctx context.Context) error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	close(e.done)
+	e.mu.Unlock()
+	e.drain(ctx)
+	e.mu.Lock()
+	e.idle = nil
+	e.mu.Unlock()
+	return e.closeRuntime(ctx)
+}
+
+// drain takes every slot, so that no call is in flight, or gives up when ctx is done.
+func (e *Engine) drain(ctx context.Context) {
+	for range cap(e.slots) {
+		select {
+		case e.slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (e *Engine) closeRuntime(ctx context.Context) error {
+	var err error
+	if e.runtime != nil {
+		err = e.runtime.Close(ctx) // closes the instances and the compiled module too
+	}
+	if e.cache != nil {
+		if cerr := e.cache.Close(ctx); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("ctxcompact: closing the engine: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,123 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/tetratelabs/wazero/api"
+)
+
+// instance is one module instance. It is single-threaded: the pool hands it to one
+// call at a time.
+type instance struct {
+	mod       api.Module
+	mem       api.Memory
+	alloc     api.Function
+	free      api.Function
+	callFn    api.Function
+	resultLen api.Function
+	stack     [2]uint64
+}
+
+// newInstance instantiates the compiled module, runs _initialize once and checks
+// ctxc_abi_version.
+func (e *Engine) newInstance(ctx context.Context) (*instance, error) {
+	mod, err := e.runtime.InstantiateModule(ctx, e.compiled, e.modCfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: instantiating: %w", ErrBadBinary, err)
+	}
+	inst := &instance{
+		mod:       mod,
+		mem:       mod.Memory(),
+		alloc:     mod.ExportedFunction("ctxc_alloc"),
+		free:      mod.ExportedFunction("ctxc_free"),
+		callFn:    mod.ExportedFunction("ctxc_call"),
+		resultLen: mod.ExportedFunction("ctxc_result_len"),
+	}
+	if err := inst.start(ctx, e.abi.ABIVersion); err != nil {
+		_ = mod.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return inst, nil
+}
+
+// start runs _initialize and compares ctxc_abi_version with want.
+func (inst *instance) start(ctx context.Context, want uint32) error {
+	if inst.mem == nil || inst.alloc == nil || inst.free == nil || inst.callFn == nil || inst.resultLen == nil {
+		return fmt.Errorf("%w: the instance lacks memory or a ctxc_* export", ErrABIMismatch)
+	}
+	if _, err := inst.mod.ExportedFunction("_initialize").Call(ctx); err != nil {
+		return fmt.Errorf("%w: _initialize: %w", ErrBadBinary, err)
+	}
+	got, err := inst.mod.ExportedFunction("ctxc_abi_version").Call(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: ctxc_abi_version: %w", ErrBadBinary, err)
+	}
+	if uint32(got[0]) != want {
+		return fmt.Errorf("%w: the module's ctxc_abi_version is %d; this host speaks %d",
+			ErrABIMismatch, uint32(got[0]), want)
+	}
+	return nil
+}
+
+// call copies envelope into a guest buffer, runs ctxc_call and copies the response
+// out. Any error means the instance is no longer usable.
+func (inst *instance) call(ctx context.Context, envelope []byte) ([]byte, error) {
+	p, err := inst.invoke(ctx, inst.alloc, "ctxc_alloc", uint32(max(len(envelope), 1)))
+	if err != nil {
+		return nil, err
+	}
+	if p == 0 {
+		return nil, fmt.Errorf("%w: ctxc_alloc(%d) returned 0", ErrABIMismatch, len(envelope))
+	}
+	if !inst.mem.Write(p, envelope) {
+		return nil, fmt.Errorf("%w: ctxc_alloc returned %#x, outside memory", ErrABIMismatch, p)
+	}
+	r, err := inst.invoke(ctx, inst.callFn, "ctxc_call", p, uint32(len(envelope)))
+	if err != nil {
+		return nil, err
+	}
+	n, err := inst.invoke(ctx, inst.resultLen, "ctxc_result_len")
+	if err != nil {
+		return nil, err
+	}
+	view, ok := inst.mem.Read(r, n)
+	if !ok || n == 0 {
+		return nil, fmt.Errorf("%w: ctxc_call returned %d bytes at %#x, outside memory", ErrABIMismatch, n, r)
+	}
+	out := bytes.Clone(view)
+	if _, err := inst.invoke(ctx, inst.free, "ctxc_free", p); err != nil {
+		return nil, err
+	}
+	if _, err := inst.invoke(ctx, inst.free, "ctxc_free", r); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// invoke calls f with up to two i32 arguments and returns its i32 result (0 if none),
+// without allocating. A wazero error is a trap.
+func (inst *instance) invoke(ctx context.Context, f api.Function, name string, args ...uint32) (uint32, error) {
+	for i, a := range args {
+		inst.stack[i] = api.EncodeI32(int32(a))
+	}
+	if err := f.CallWithStack(ctx, inst.stack[:]); err != nil {
+		return 0, trapped(ctx, name, err)
+	}
+	return api.DecodeU32(inst.stack[0]), nil
+}
+
+// trapped wraps a wazero error as ErrTrapped, adding the context's error when the
+// call was stopped by it.
+func trapped(ctx context.Context, name string, err error) error {
+	if cerr := context.Cause(ctx); cerr != nil {
+		return fmt.Errorf("%w in %s: %w (%w)", ErrTrapped, name, err, cerr)
+	}
+	return fmt.Errorf("%w in %s: %w", ErrTrapped, name, err)
+}
+
+// memoryBytes is the size of the instance's linear memory.
+func (inst *instance) memoryBytes() uint32 { return inst.mem.Size() }
+
+func (inst *instance) close(ctx context.Context) error { return inst.mod.Close(ctx) }

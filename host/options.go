@@ -1,0 +1,86 @@
+package host
+
+import (
+	"io"
+	"runtime"
+)
+
+// Option configures an Engine. See New.
+type Option func(*config)
+
+type config struct {
+	binary      []byte
+	cacheDir    string
+	poolSize    int
+	memoryPages uint32
+	stderr      io.Writer
+	interpreter bool
+	closeOnCtx  bool
+}
+
+func defaultConfig() config {
+	return config{
+		poolSize:   runtime.GOMAXPROCS(0),
+		closeOnCtx: true,
+	}
+}
+
+// WithCompilationCache keeps compiled machine code in dir (created if missing), so
+// the next process that calls New with the same dir skips compilation. The cache is
+// keyed by the module bytes and the wazero version; it is safe to share dir between
+// processes. An empty dir means no on-disk cache (the default).
+func WithCompilationCache(dir string) Option {
+	return func(c *config) { c.cacheDir = dir }
+}
+
+// WithPoolSize bounds the number of module instances, which is the number of calls
+// that run at the same time; further calls wait for a free instance. Instances are
+// made on demand. The default is runtime.GOMAXPROCS(0). n < 1 means 1.
+func WithPoolSize(n int) Option {
+	return func(c *config) {
+		if n < 1 {
+			n = 1
+		}
+		c.poolSize = n
+	}
+}
+
+// WithMemoryLimitPages caps the linear memory of each instance at pages of 64 KiB.
+// A call that needs more traps; the instance is discarded and the call returns an
+// error wrapping ErrTrapped. 0 means the wasm maximum of 4 GiB (the default).
+func WithMemoryLimitPages(pages uint32) Option {
+	return func(c *config) { c.memoryPages = pages }
+}
+
+// WithMemoryLimitMB is WithMemoryLimitPages in MiB (16 pages each).
+func WithMemoryLimitMB(mb uint32) Option {
+	return WithMemoryLimitPages(mb * 16)
+}
+
+// WithStderr sends the guest's stderr (Go runtime fatal errors, panics that escape
+// the guest's recover) to w. By default it is discarded. For debugging.
+func WithStderr(w io.Writer) Option {
+	return func(c *config) { c.stderr = w }
+}
+
+// WithInterpreter runs the module on wazero's interpreter instead of its compiler.
+// The compiler is used by default where wazero supports it (amd64 and arm64 on the
+// common operating systems); the interpreter compiles fast but runs several times
+// slower.
+func WithInterpreter() Option {
+	return func(c *config) { c.interpreter = true }
+}
+
+// WithCloseOnContextDone controls whether a call stops when its context is
+// canceled or its deadline passes (default true). A call stopped this way discards
+// its instance and returns an error that matches the context's error with
+// errors.Is. Turning it off saves the small cost of wazero's periodic checks.
+func WithCloseOnContextDone(enabled bool) Option {
+	return func(c *config) { c.closeOnCtx = enabled }
+}
+
+// WithBinary runs bin instead of the embedded wasm.Binary. It is for testing other
+// builds of the module; bin is checked against wasm/abi.json like the default.
+func WithBinary(bin []byte) Option {
+	return func(c *config) { c.binary = bin }
+}
