@@ -1,0 +1,209 @@
+// Loading, checking and calling the ctxcompact WebAssembly module (wasm/abi.json).
+// No `node:` imports here: file lookup in Node lives in ./node.js and is loaded with a
+// dynamic import only when a file: URL or a path has to be read.
+
+import { createWasi } from "./wasi.js";
+import { CompactError, ErrABIMismatch, ErrBadBinary } from "./errors.js";
+
+/** The boundary version this binding speaks (wasm/abi.json "abi_version"). */
+export const ABI_VERSION = 1;
+
+/** The exports this binding needs: name -> [kind, parameter count] (wasm/abi.json "exports"). */
+export const EXPORTS = {
+  _initialize: ["function", 0],
+  memory: ["memory"],
+  ctxc_abi_version: ["function", 0],
+  ctxc_alloc: ["function", 1],
+  ctxc_free: ["function", 1],
+  ctxc_call: ["function", 2],
+  ctxc_result_len: ["function", 0],
+};
+
+/** wasm/abi.json "max_request_bytes": larger requests are refused before the call. */
+export const MAX_REQUEST_BYTES = 268435456;
+
+const DEFAULT_WASM = new URL("../../wasm/ctxcompact.wasm", import.meta.url);
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** @type {Promise<WebAssembly.Module> | undefined} */
+let defaultModule;
+
+/**
+ * Compiles (once per process for the packaged module) the module named by `wasm`.
+ * @param {BufferSource | URL | string | WebAssembly.Module | Response | undefined} wasm
+ * @returns {Promise<WebAssembly.Module>}
+ */
+export function loadModule(wasm) {
+  if (wasm === undefined || wasm === null) {
+    defaultModule ??= compileFrom(DEFAULT_WASM).catch((err) => {
+      defaultModule = undefined; // let a later create() try again
+      throw err;
+    });
+    return defaultModule;
+  }
+  return compileFrom(wasm);
+}
+
+async function compileFrom(wasm) {
+  if (wasm instanceof WebAssembly.Module) return wasm;
+  if (wasm instanceof ArrayBuffer || ArrayBuffer.isView(wasm)) return compileBytes(wasm);
+  if (typeof Response !== "undefined" && wasm instanceof Response) return compileResponse(wasm);
+  let url;
+  if (wasm instanceof URL) url = wasm;
+  else if (typeof wasm === "string") {
+    // "C:\x.wasm" is a path, "https://…" and "file:///…" are URLs.
+    if (/^[a-z][a-z0-9+.-]+:/i.test(wasm)) url = new URL(wasm);
+    else return compileBytes(await (await import("./node.js")).readPath(wasm));
+  } else {
+    throw new TypeError("ctxcompact: options.wasm must be bytes, a URL, a string or a WebAssembly.Module");
+  }
+  if (url.protocol === "file:") {
+    return compileBytes(await (await import("./node.js")).readURL(url));
+  }
+  const res = await fetch(url);
+  if (!res.ok) throw new Error(`ctxcompact: fetching ${url.href} failed: HTTP ${res.status}`);
+  return compileResponse(res);
+}
+
+async function compileResponse(res) {
+  const type = res.headers.get("content-type") || "";
+  if (typeof WebAssembly.compileStreaming === "function" && type.split(";")[0].trim() === "application/wasm") {
+    try {
+      return await WebAssembly.compileStreaming(res);
+    } catch (err) {
+      throw new ErrBadBinary(`ctxcompact: the module does not compile: ${err.message}`, { cause: err });
+    }
+  }
+  return compileBytes(await res.arrayBuffer());
+}
+
+async function compileBytes(bytes) {
+  try {
+    return await WebAssembly.compile(bytes);
+  } catch (err) {
+    throw new ErrBadBinary(`ctxcompact: the module does not compile: ${err.message}`, { cause: err });
+  }
+}
+
+/**
+ * Checks a compiled module's exports and imports against the ABI, before instantiating.
+ * @param {WebAssembly.Module} module
+ */
+export function checkModule(module) {
+  const have = new Map(WebAssembly.Module.exports(module).map((e) => [e.name, e.kind]));
+  for (const [name, [kind]] of Object.entries(EXPORTS)) {
+    if (!have.has(name)) throw new ErrBadBinary(`ctxcompact: the module does not export ${name}; it is not a ctxcompact module`);
+    if (have.get(name) !== kind) throw new ErrBadBinary(`ctxcompact: export ${name} is a ${have.get(name)}, want a ${kind}`);
+  }
+  for (const imp of WebAssembly.Module.imports(module)) {
+    if (imp.module !== "wasi_snapshot_preview1" || imp.kind !== "function") {
+      throw new ErrBadBinary(`ctxcompact: the module imports ${imp.module}.${imp.name} (${imp.kind}); only wasi_snapshot_preview1 functions are provided`);
+    }
+  }
+}
+
+/**
+ * One instance of the module: single-threaded, not re-entrant. A trapped instance is
+ * corrupt; its owner discards it (see Compactor).
+ */
+export class Instance {
+  #exports;
+  #wasi;
+
+  constructor(instance, wasi) {
+    this.#exports = instance.exports;
+    this.#wasi = wasi;
+  }
+
+  /** Instantiates asynchronously (allowed everywhere, for any module size). */
+  static async create(module, debug) {
+    const wasi = createWasi(module, debug);
+    const instance = await WebAssembly.instantiate(module, wasi.imports);
+    return Instance.#start(instance, wasi);
+  }
+
+  /** Instantiates synchronously; used to replace a trapped instance inside a sync call. */
+  static createSync(module, debug) {
+    const wasi = createWasi(module, debug);
+    return Instance.#start(new WebAssembly.Instance(module, wasi.imports), wasi);
+  }
+
+  static #start(instance, wasi) {
+    const ex = instance.exports;
+    for (const [name, [kind, params]] of Object.entries(EXPORTS)) {
+      if (kind === "function" && ex[name].length !== params) {
+        throw new ErrBadBinary(`ctxcompact: export ${name} takes ${ex[name].length} parameters, want ${params}`);
+      }
+    }
+    wasi.bind(instance);
+    ex._initialize();
+    const v = ex.ctxc_abi_version();
+    if (v !== ABI_VERSION) {
+      throw new ErrABIMismatch(`ctxcompact: the module speaks ABI version ${v}; this binding speaks ${ABI_VERSION}`);
+    }
+    return new Instance(instance, wasi);
+  }
+
+  /** The last bytes the guest wrote to stderr (a Go panic trace before a trap). */
+  get stderrTail() { return this.#wasi.stderrTail(); }
+
+  /** Raw exports, for tests. */
+  get exports() { return this.#exports; }
+
+  /**
+   * Sends one request envelope and returns the response envelope, both JSON text.
+   * Throws whatever the instance throws (a trap); the caller decides what that means.
+   * @param {string} request
+   * @returns {string}
+   */
+  call(request) {
+    const ex = this.#exports;
+    // Encode straight into guest memory: ask for the UTF-8 upper bound when it is
+    // small, otherwise encode first to learn the exact length.
+    let p, n;
+    if (request.length <= 1 << 20) {
+      const cap = request.length * 3 || 1;
+      p = ex.ctxc_alloc(cap);
+      if (p === 0) return tooLarge(cap);
+      n = encoder.encodeInto(request, new Uint8Array(ex.memory.buffer, p >>> 0, cap)).written;
+    } else {
+      const bytes = encoder.encode(request);
+      n = bytes.length;
+      if (n > MAX_REQUEST_BYTES) return tooLarge(n);
+      p = ex.ctxc_alloc(n);
+      if (p === 0) return tooLarge(n);
+      new Uint8Array(ex.memory.buffer, p >>> 0, n).set(bytes);
+    }
+    const r = ex.ctxc_call(p, n) >>> 0;
+    const len = ex.ctxc_result_len() >>> 0;
+    const out = decoder.decode(new Uint8Array(ex.memory.buffer, r, len));
+    ex.ctxc_free(p);
+    return out;
+  }
+}
+
+function tooLarge(n) {
+  return JSON.stringify({ error: { code: "input_too_large", message: `ctxcompact: request is ${n} bytes; the limit is ${MAX_REQUEST_BYTES}`, path: "" } });
+}
+
+/**
+ * Parses a response envelope: the result, or a thrown CompactError.
+ * @param {string} response
+ */
+export function unwrap(response) {
+  let env;
+  try {
+    env = JSON.parse(response);
+  } catch (err) {
+    throw new CompactError("internal", `ctxcompact: the module returned invalid JSON: ${err.message}`, "", { cause: err });
+  }
+  if (env !== null && typeof env === "object") {
+    if ("result" in env) return env.result;
+    if (env.error && typeof env.error.code === "string") {
+      throw new CompactError(env.error.code, env.error.message ?? `ctxcompact: ${env.error.code}`, env.error.path ?? "");
+    }
+  }
+  throw new CompactError("internal", "ctxcompact: the module returned an envelope with neither result nor error");
+}
