@@ -298,7 +298,7 @@ export class ContextEngine {
   lastPromptTokens = 0;
   lastCompletionTokens = 0;
   compressionCount = 0;
-  /** tokens_after of the last compaction, for the repeat-compaction breaker. */
+  /** tokens_after of the last compaction when it did not fit (the repeat-compaction breaker). */
   lastCompactionTokens = undefined;
 
   constructor(compactor, options = {}) {
@@ -339,7 +339,8 @@ export class ContextEngine {
     });
     if (res.report.compacted) {
       this.compressionCount++;
-      this.lastCompactionTokens = res.report.tokens_after;
+      // The breaker only matters when the result still does not fit.
+      this.lastCompactionTokens = res.report.fits ? undefined : res.report.tokens_after;
       this.lastPromptTokens = res.report.tokens_after;
     }
     return res;

@@ -1,0 +1,475 @@
+// Types of the ctxcompact JS binding, written by hand. Wire objects (config, results,
+// reports) keep the JSON wire names (snake_case); only function and option names are
+// camelCase. See docs/OPS.md for the contract of every op.
+
+// ---------------------------------------------------------------------------
+// Messages (OpenAI chat format; unknown fields are preserved byte for byte)
+
+export type Role = "system" | "developer" | "user" | "assistant" | "tool";
+
+export interface TextPart {
+  type: "text";
+  text: string;
+  /** Anthropic prompt-cache breakpoint, as placed by cache.apply. */
+  cache_control?: CacheControl;
+  [extra: string]: unknown;
+}
+
+export interface ImagePart {
+  type: "image_url";
+  image_url: { url: string; detail?: "auto" | "low" | "high" };
+  cache_control?: CacheControl;
+  [extra: string]: unknown;
+}
+
+/** Any other content part (input_audio, file, provider-specific parts). */
+export interface OtherPart {
+  type: string;
+  [extra: string]: unknown;
+}
+
+export type ContentPart = TextPart | ImagePart | OtherPart;
+
+export interface CacheControl {
+  type: "ephemeral";
+  ttl?: "5m" | "1h";
+}
+
+export interface ToolCall {
+  id: string;
+  type: "function";
+  function: {
+    name: string;
+    /** The arguments as a JSON string, as the model produced them. */
+    arguments: string;
+  };
+  [extra: string]: unknown;
+}
+
+export interface SystemMessage {
+  role: "system" | "developer";
+  content: string | ContentPart[];
+  name?: string;
+  [extra: string]: unknown;
+}
+
+export interface UserMessage {
+  role: "user";
+  content: string | ContentPart[];
+  name?: string;
+  [extra: string]: unknown;
+}
+
+export interface AssistantMessage {
+  role: "assistant";
+  content: string | ContentPart[] | null;
+  /** Several calls in one message are parallel calls; with their results they form one tool group. */
+  tool_calls?: ToolCall[];
+  name?: string;
+  [extra: string]: unknown;
+}
+
+export interface ToolMessage {
+  role: "tool";
+  tool_call_id: string;
+  content: string | ContentPart[];
+  [extra: string]: unknown;
+}
+
+export type Message = SystemMessage | UserMessage | AssistantMessage | ToolMessage;
+
+// ---------------------------------------------------------------------------
+// Configuration (snake_case wire keys; every key optional; unknown keys are invalid_config)
+
+export interface CompressionConfig {
+  /** Compaction on or off (default true). */
+  enabled?: boolean;
+  /** Fraction of the context window that triggers compaction, in (0, 1] (default 0.50). */
+  threshold?: number;
+  /** Model-name substring -> fraction; the longest matching key wins (default {}). */
+  model_thresholds?: Record<string, number>;
+  /** Legacy tail budget = threshold_tokens * target_ratio, in (0, 1] (default 0.20). */
+  target_ratio?: number;
+  /** "legacy" (target_ratio) or "lean" (2.5% of the window, 10K..25K tokens) (default "legacy"). */
+  tail_mode?: "legacy" | "lean";
+  /** Head messages kept verbatim: system + first exchange (default 3). */
+  protect_first_n?: number;
+  /** Minimum tail messages when the token budget protects fewer (default 20). */
+  protect_last_n?: number;
+  /** Real user messages guaranteed in the tail (default 1). */
+  min_tail_user_messages?: number;
+  /** Raise provider openai-codex / gpt-5.5 to 0.85 (default true). */
+  codex_gpt55_autoraise?: boolean;
+  /** Raise-only floor for windows below small_context_limit; 0 or null disables (default 0.75). */
+  small_context_floor?: number | null;
+  /** Windows below this many tokens get the small-context floor (default 512000). */
+  small_context_limit?: number;
+  /** Gateway safety net fraction (default 0.85). */
+  hygiene_threshold?: number;
+  /** The summarizer model's window in tokens; 0 = the main model's (default 0). */
+  summary_context_length?: number;
+}
+
+export interface PromptCachingConfig {
+  /** Cache TTL of the breakpoints: "5m" or "1h" (default "5m"). */
+  cache_ttl?: "5m" | "1h";
+}
+
+export interface ModelConfig {
+  /** Model name, matched against model_thresholds keys (default ""). */
+  name?: string;
+  /** Provider id, e.g. "anthropic", "openrouter", "openai-codex" (default ""). */
+  provider?: string;
+  /** Context window in tokens (default 200000). */
+  context_length?: number;
+}
+
+export interface TokensConfig {
+  /** Token counter: "rough" (chars/4) or an encoding listed by info().encodings (default "rough"). */
+  encoding?: string;
+  /** Scale factor for estimates, in (0, 10] (default 1). */
+  calibration?: number;
+}
+
+export interface Config {
+  /** When and how much to compact. */
+  compression?: CompressionConfig;
+  /** Prompt-cache breakpoints. */
+  prompt_caching?: PromptCachingConfig;
+  /** The main model and its window. */
+  model?: ModelConfig;
+  /** Token counting. */
+  tokens?: TokensConfig;
+}
+
+// ---------------------------------------------------------------------------
+// Errors
+
+/** Stable error codes of the core (the contract; message text is not). */
+export type ErrorCode =
+  | "invalid_json"
+  | "invalid_request"
+  | "unknown_op"
+  | "invalid_messages"
+  | "invalid_config"
+  | "invalid_state"
+  | "input_too_large"
+  | "internal";
+
+/** An error envelope from the core; "internal" also reports a trapped (and replaced) instance. */
+export declare class CompactError extends Error {
+  constructor(code: ErrorCode, message: string, path?: string, options?: { cause?: unknown });
+  readonly name: "CompactError";
+  /** Stable machine-readable code. */
+  code: ErrorCode;
+  /** JSON pointer (RFC 6901) into the request; "" for the whole request. */
+  path: string;
+}
+
+/** The module is not a ctxcompact module (does not compile, wrong exports or imports, fails to start). */
+export declare class ErrBadBinary extends Error {
+  readonly name: "ErrBadBinary";
+}
+
+/** The module's ctxc_abi_version differs from ABI_VERSION. */
+export declare class ErrABIMismatch extends Error {
+  readonly name: "ErrABIMismatch";
+}
+
+/** The compactor was closed. */
+export declare class ErrClosed extends Error {
+  readonly name: "ErrClosed";
+}
+
+/** The boundary version this binding speaks. */
+export declare const ABI_VERSION: 1;
+
+// ---------------------------------------------------------------------------
+// Results of the ops
+
+export interface InfoResult {
+  name: "ctxcompact";
+  version: string;
+  ops: string[];
+  error_codes: ErrorCode[];
+  encodings: string[];
+}
+
+export type ThresholdRule = "threshold" | "model_thresholds" | "small_context_floor" | "codex_gpt55_autoraise";
+
+export interface ThresholdResult {
+  context_length: number;
+  fraction: number;
+  /** What decided the fraction. */
+  rule: ThresholdRule;
+  /** The model_thresholds key that matched, if any. */
+  override_key: string | null;
+  floor_applied: boolean;
+  /** The Codex gpt-5.5 autoraise lifted the fraction (show a one-time notice). */
+  autoraised: boolean;
+  threshold_tokens: number;
+  tail_token_budget: number;
+  tail_rule: "target_ratio" | "lean" | "window_cap";
+  max_summary_tokens: number;
+  hygiene_tokens: number;
+}
+
+export type TriggerReason = "at_or_above_threshold" | "below_threshold" | "disabled" | "breaker_open" | "too_few_messages";
+
+export interface ShouldCompressResult {
+  should_compress: boolean;
+  prompt_tokens: number;
+  threshold_tokens: number;
+  reason: TriggerReason;
+}
+
+export interface HygieneResult {
+  should_compact: boolean;
+  tokens: number;
+  /** API-reported prompt tokens, or the estimate when none were given. */
+  source: "reported" | "estimate";
+  threshold_tokens: number;
+  /** Number of messages checked. */
+  messages: number;
+  reason: TriggerReason;
+  [extra: string]: unknown;
+}
+
+export interface TokenCountResult {
+  encoding: string;
+  total: number;
+  per_message: number[];
+}
+
+export type ArchiveReason = "summarized" | "pruned" | "merged" | "orphan_removed";
+
+/** An input message that is not returned unchanged, with its original object. */
+export interface ArchivedEntry {
+  /** Index in the input array. */
+  index: number;
+  reason: ArchiveReason;
+  /** The caller's original message object (the same object, not a copy). */
+  message: Message;
+}
+
+export interface PruneResult {
+  /** The pruned list; unchanged messages are the caller's own objects. */
+  messages: Message[];
+  /** Input indices of pruned tool outputs. */
+  pruned: number[];
+  archived: ArchivedEntry[];
+  tokens_before: number;
+  tokens_after: number;
+}
+
+export interface SanitizeResult {
+  messages: Message[];
+  /** Input indices of orphan tool results removed. */
+  removed: number[];
+  /** tool_call ids that got a stub result. */
+  stubbed: string[];
+  archived: ArchivedEntry[];
+}
+
+export interface ValidationProblem {
+  code: string;
+  path: string;
+  message: string;
+}
+
+export interface ValidateResult {
+  ok: boolean;
+  problems: ValidationProblem[];
+}
+
+/** What the summarizer is asked: send `messages` to an LLM with `max_tokens`, return its text. */
+export interface SummaryRequest {
+  messages: [{ role: "system"; content: string }, { role: "user"; content: string }];
+  target_tokens: number;
+  max_tokens: number;
+  /** True when a previous summary is being updated rather than written anew. */
+  iterative: boolean;
+  /** Input index range [from, to) being summarized. */
+  middle: { from: number; to: number };
+}
+
+export interface CompactReport {
+  compacted: boolean;
+  reason: string;
+  tokens_before: number;
+  tokens_after: number;
+  threshold_tokens: number;
+  /** Whether the result is under the threshold (false: head + tail + summary exceed it). */
+  fits: boolean;
+  messages_before: number;
+  messages_after: number;
+  head_end: number;
+  tail_start: number;
+  pruned: number[];
+  summarized: { from: number; to: number } | null;
+  summary_role: "user" | "assistant" | "merged" | null;
+  summary_tokens: number;
+  summarizer: "host" | "builtin";
+  fallback_used: boolean;
+  fallback_reason: string | null;
+  iterative: boolean;
+  active_request_in_summary: boolean;
+  /** First output index that differs from the input (where the prompt cache breaks). */
+  first_changed_index: number | null;
+  orphans_removed: number[];
+  stubs_added: string[];
+  [extra: string]: unknown;
+}
+
+export interface CompactResult {
+  /** The compacted list; unchanged messages are the caller's own objects. */
+  messages: Message[];
+  report: CompactReport;
+  /** Every input message not returned unchanged, with its input index. */
+  archived: ArchivedEntry[];
+}
+
+// ---------------------------------------------------------------------------
+// Options
+
+export interface CompactorOptions {
+  /** The module: bytes, a URL (fetched, or read from disk for file:), a path (Node), or a compiled module; default the packaged wasm/ctxcompact.wasm. */
+  wasm?: BufferSource | URL | string | WebAssembly.Module | Response;
+  /** Default config for every call; a call's `config` is merged over it per section. */
+  config?: Config;
+  /** Receives what the module writes to stdout (fd 1) and stderr (fd 2); nothing goes to the console. */
+  debug?: (fd: 1 | 2, text: string) => void;
+}
+
+export type Summarize = (request: SummaryRequest) => string | Promise<string>;
+
+export interface CompactOptions {
+  /** Your LLM call; may be async, may reject or throw (the built-in fallback summary is used). Absent: the built-in extractive summarizer. */
+  summarize?: Summarize;
+  /** Compact even below the threshold. */
+  force?: boolean;
+  /** Config for this call, merged per section over the compactor's. */
+  config?: Config;
+  /** API-reported prompt tokens of the last response (preferred over the estimate). */
+  promptTokens?: number;
+}
+
+export interface ShouldCompressOptions {
+  /** Config for this call, merged per section over the compactor's. */
+  config?: Config;
+  /** The breaker: tokens_after of the last compaction when it did not fit, else omit. */
+  lastCompactionTokens?: number;
+}
+
+export interface HygieneOptions {
+  /** Config for this call, merged per section over the compactor's. */
+  config?: Config;
+  /** API-reported prompt tokens, preferred over the estimate. */
+  promptTokens?: number;
+}
+
+export interface CountTokensOptions {
+  /** Encoding to count with (default: config.tokens.encoding). */
+  encoding?: string;
+  /** Config for this call, merged per section over the compactor's. */
+  config?: Config;
+}
+
+export interface PruneOptions {
+  /** Config for this call, merged per section over the compactor's. */
+  config?: Config;
+}
+
+export interface EngineOptions {
+  /** Config of this engine, merged per section over the compactor's. */
+  config?: Config;
+  /** The summarizer compress() uses. */
+  summarize?: Summarize;
+}
+
+/** A usage object from an OpenAI or Anthropic response. */
+export interface Usage {
+  /** OpenAI prompt tokens. */
+  prompt_tokens?: number;
+  /** OpenAI completion tokens. */
+  completion_tokens?: number;
+  /** Anthropic uncached input tokens. */
+  input_tokens?: number;
+  /** Anthropic output tokens. */
+  output_tokens?: number;
+  /** Anthropic cache-read input tokens. */
+  cache_read_input_tokens?: number;
+  /** Anthropic cache-write input tokens. */
+  cache_creation_input_tokens?: number;
+  [extra: string]: unknown;
+}
+
+export interface EngineStatus {
+  last_prompt_tokens: number;
+  threshold_tokens: number;
+  context_length: number;
+  /** last_prompt_tokens as a percentage of the window, one decimal. */
+  usage_percent: number;
+  compression_count: number;
+}
+
+// ---------------------------------------------------------------------------
+// API
+
+/**
+ * One loaded module and one instance. Loading is async; pure ops are sync; compact is
+ * async only because the summarizer may be. Concurrent compactions on one compactor
+ * are fine. A trapped instance is replaced; the call that trapped throws CompactError
+ * code "internal" (it is not retried).
+ */
+export declare class Compactor {
+  private constructor();
+  /** Loads (compiling once per process for the packaged module), checks and instantiates. */
+  static create(options?: CompactorOptions): Promise<Compactor>;
+  /** The compiled module; pass it as `wasm` to skip compiling again. */
+  readonly module: WebAssembly.Module;
+  /** The default config given to create(). */
+  readonly config: Config | undefined;
+  readonly closed: boolean;
+  /** Releases the instance; later calls throw ErrClosed. */
+  close(): void;
+  /** Resolves when the compactor can take calls (after a trap, once the replacement is up). */
+  ready(): Promise<void>;
+  /** Request envelope JSON in, response envelope JSON out, unparsed. */
+  callRaw(request: string): string;
+  /** Runs any op; returns its result or throws CompactError. */
+  call<T = unknown>(op: string, params?: Record<string, unknown>): T;
+  info(): InfoResult;
+  resolveThreshold(config?: Config): ThresholdResult;
+  shouldCompress(promptTokens: number, options?: ShouldCompressOptions): ShouldCompressResult;
+  hygieneCheck(messages: Message[], options?: HygieneOptions): HygieneResult;
+  countTokens(messages: Message[], options?: CountTokensOptions): TokenCountResult;
+  prune(messages: Message[], options?: PruneOptions): PruneResult;
+  sanitize(messages: Message[]): SanitizeResult;
+  validate(messages: Message[]): ValidateResult;
+  compact(messages: Message[], options?: CompactOptions): Promise<CompactResult>;
+  /** A Hermes-style context engine over this compactor. */
+  engine(options?: EngineOptions): ContextEngine;
+}
+
+/** The method set of a Hermes-style context engine. */
+export declare class ContextEngine {
+  private constructor();
+  readonly config: Config | undefined;
+  lastPromptTokens: number;
+  lastCompletionTokens: number;
+  compressionCount: number;
+  /** tokens_after of the last compaction that did not fit (the breaker), else undefined. */
+  lastCompactionTokens: number | undefined;
+  /** Records the usage of a model response. */
+  updateFromResponse(usage: Usage | null | undefined): void;
+  /** Whether the last (or given) prompt size calls for compaction. */
+  shouldCompress(promptTokens?: number): boolean;
+  /** Compacts with this engine's config, last prompt tokens and summarizer. */
+  compress(messages: Message[], options?: CompactOptions): Promise<CompactResult>;
+  /** Switches the model; thresholds follow. */
+  updateModel(model: ModelConfig): void;
+  /** Forgets usage, counters and the breaker. */
+  onSessionReset(): void;
+  getStatus(): EngineStatus;
+}

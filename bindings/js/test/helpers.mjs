@@ -1,0 +1,86 @@
+// Shared test helpers: paths, a hand-assembled stand-in module for loader errors,
+// and the shared traces.
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import path from "node:path";
+
+export const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
+export const WASM_PATH = path.join(ROOT, "wasm", "ctxcompact.wasm");
+export const TRACES_DIR = path.join(ROOT, "..", "shared", "traces");
+
+/** Trace files (openai-chat) in ../shared/traces, or null when that folder is absent. */
+export function traceFiles() {
+  if (!existsSync(TRACES_DIR)) return null;
+  return readdirSync(TRACES_DIR).filter((f) => f.endsWith(".json")).sort().map((f) => path.join(TRACES_DIR, f));
+}
+
+export function loadTrace(file) {
+  return JSON.parse(readFileSync(file, "utf8")).messages;
+}
+
+/** Skip reason for trace tests: only when ../shared/traces is absent. */
+export function tracesSkip() {
+  return traceFiles() === null ? `../shared/traces is absent (looked in ${TRACES_DIR})` : false;
+}
+
+const leb = (n) => {
+  const out = [];
+  do {
+    let b = n & 0x7f;
+    n >>>= 7;
+    if (n) b |= 0x80;
+    out.push(b);
+  } while (n);
+  return out;
+};
+const sleb = (n) => {
+  const out = [];
+  for (;;) {
+    const b = n & 0x7f;
+    n >>= 7;
+    if ((n === 0 && !(b & 0x40)) || (n === -1 && b & 0x40)) { out.push(b); return out; }
+    out.push(b | 0x80);
+  }
+};
+const str = (s) => [...leb(s.length), ...new TextEncoder().encode(s)];
+const section = (id, bytes) => [id, ...leb(bytes.length), ...bytes];
+const vec = (items) => [...leb(items.length), ...items.flat()];
+
+/**
+ * A tiny hand-assembled module shaped like ctxcompact's boundary, for loader tests.
+ * @param {{abi?: number, omit?: string[], allocParams?: number, extraImport?: boolean | [string, string]}} o
+ */
+export function tinyModule({ abi = 1, omit = [], allocParams = 1, extraImport = false } = {}) {
+  const I32 = 0x7f;
+  const types = [
+    [0x60, 0, 0], // 0: () -> ()
+    [0x60, 0, 1, I32], // 1: () -> i32
+    [0x60, allocParams, ...Array(allocParams).fill(I32), 1, I32], // 2: alloc
+    [0x60, 1, I32, 0], // 3: (i32) -> ()
+    [0x60, 2, I32, I32, 1, I32], // 4: (i32, i32) -> i32
+  ];
+  const [impMod, impName] = Array.isArray(extraImport) ? extraImport : ["env", "host_fn"];
+  const imports = extraImport ? [[...str(impMod), ...str(impName), 0x00, 0]] : [];
+  const nImp = imports.length;
+  const funcs = [
+    ["_initialize", 0, [0x0b]],
+    ["ctxc_abi_version", 1, [0x41, ...sleb(abi), 0x0b]],
+    ["ctxc_alloc", 2, [0x41, 0, 0x0b]],
+    ["ctxc_free", 3, [0x0b]],
+    ["ctxc_call", 4, [0x41, 0, 0x0b]],
+    ["ctxc_result_len", 1, [0x41, 0, 0x0b]],
+  ];
+  const exports = [];
+  funcs.forEach(([name], i) => { if (!omit.includes(name)) exports.push([...str(name), 0x00, ...leb(i + nImp)]); });
+  if (!omit.includes("memory")) exports.push([...str("memory"), 0x02, 0]);
+  const bytes = [
+    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+    ...section(1, vec(types)),
+    ...(nImp ? section(2, vec(imports)) : []),
+    ...section(3, vec(funcs.map(([, t]) => leb(t)))),
+    ...section(5, vec([[0x00, 1]])),
+    ...section(7, vec(exports)),
+    ...section(10, vec(funcs.map(([, , body]) => { const b = [0, ...body]; return [...leb(b.length), ...b]; }))),
+  ];
+  return new Uint8Array(bytes);
+}
