@@ -1,0 +1,420 @@
+"""Compactor: the idiomatic API over the wire contract (docs/OPS.md)."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+from typing import (
+    Any,
+    Awaitable,
+    Callable,
+    Dict,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+    cast,
+)
+
+from ._errors import CompactError, ErrClosed
+from ._runtime import (
+    CacheDir,
+    LoadedModule,
+    Pool,
+    load_module,
+    packaged_wasm,
+    resolve_cache_dir,
+)
+from ._types import (
+    ArchivedMessage,
+    CompactReport,
+    CompactResult,
+    Config,
+    HygieneResult,
+    InfoResult,
+    Message,
+    PruneResult,
+    SanitizeResult,
+    ShouldCompressResult,
+    SummaryRequest,
+    ThresholdResult,
+    TokenCountResult,
+    ValidateResult,
+)
+
+__all__ = ["Compactor", "SyncSummarizer", "AsyncSummarizer"]
+
+#: A summarizer gets the summary request (send ``request["messages"]`` to an LLM
+#: with ``request["max_tokens"]``) and returns the summary text.
+SyncSummarizer = Callable[[SummaryRequest], str]
+AsyncSummarizer = Callable[[SummaryRequest], Awaitable[str]]
+
+# One encoder for every request: compact separators, raw UTF-8 (the same bytes a
+# JS host sends, so the core sees identical input), NaN refused (not JSON).
+_encode = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), check_circular=True, allow_nan=False
+).encode
+_loads = json.loads
+
+
+def dumps(value: Any) -> bytes:
+    """Compact UTF-8 JSON, as sent to the core."""
+    return _encode(value).encode("utf-8")
+
+
+def _messages_json(messages: Any) -> Tuple[List[Message], bytes]:
+    if not isinstance(messages, list):
+        if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, Sequence):
+            raise CompactError("invalid_messages", "messages must be a list of message dicts", "/messages")
+        messages = list(messages)
+    try:
+        return messages, _encode(messages).encode("utf-8")
+    except (TypeError, ValueError) as e:
+        raise CompactError("invalid_messages", f"messages are not JSON-serializable: {e}", "/messages") from e
+
+
+def _envelope(op: bytes, parts: Sequence[Tuple[bytes, bytes]]) -> bytes:
+    """{"op":op, k1:v1, ...} from already-serialized values, with one join (the
+    messages JSON is copied once, never re-encoded)."""
+    chunks = [b'{"op":"', op, b'"']
+    for k, v in parts:
+        chunks.append(b',"')
+        chunks.append(k)
+        chunks.append(b'":')
+        chunks.append(v)
+    chunks.append(b"}")
+    return b"".join(chunks)
+
+
+def _raise_error(err: Any) -> "NoReturn":  # type: ignore[name-defined]  # noqa: F821
+    if not isinstance(err, dict):
+        raise CompactError("internal", f"malformed error envelope: {err!r}")
+    raise CompactError(str(err.get("code", "internal")), str(err.get("message", "")), str(err.get("path", "")))
+
+
+def parse_response(out: bytes) -> Any:
+    """The result of a response envelope, or raise CompactError."""
+    try:
+        env = _loads(out)
+    except ValueError as e:
+        raise CompactError("internal", f"the module returned invalid JSON: {e}") from e
+    if "result" in env:
+        return env["result"]
+    _raise_error(env.get("error"))
+
+
+def resolve_refs(messages: List[Message], result: Dict[str, Any]) -> None:
+    """In place: replace integer refs in result["messages"] with the caller's own
+    objects and give every archived entry its original message (also the caller's)."""
+    out = result.get("messages")
+    if out is not None:
+        result["messages"] = [messages[x] if x.__class__ is int else x for x in out]
+    for a in result.get("archived") or ():
+        if "message" not in a:
+            a["message"] = messages[a["index"]]
+
+
+class Compactor:
+    """Runs the ctxcompact core (Go compiled to WebAssembly) on wasmtime.
+
+    ``Compactor(config)`` loads the module once per process: the compiled code is
+    cached on disk (``cache_dir``: default ``$CTXCOMPACT_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/ctxcompact`` or ``~/.cache/ctxcompact``; ``False`` disables
+    it), so only the first start on a machine pays the ~2 s compile.
+
+    Thread safety: a Compactor may be shared by threads. It keeps a small pool of
+    wasm instances (``max_instances``, default min(4, CPUs)); each call takes one
+    instance for its duration, so up to ``max_instances`` calls run in parallel
+    (wasmtime releases the GIL while wasm runs) and further callers wait. Between
+    ``compact.begin`` and ``compact.finish`` (while your summarizer runs) no
+    instance is held. A trapped instance is dropped and the request retried once on
+    a fresh one.
+    """
+
+    def __init__(
+        self,
+        config: Optional[Config] = None,
+        *,
+        cache_dir: CacheDir = None,
+        max_instances: Optional[int] = None,
+        wasm: Union[None, bytes, str, "os.PathLike[str]"] = None,
+    ) -> None:
+        if wasm is None:
+            data, sha = packaged_wasm()
+        else:
+            import hashlib
+
+            data = bytes(wasm) if isinstance(wasm, (bytes, bytearray, memoryview)) else open(wasm, "rb").read()
+            sha = hashlib.sha256(data).hexdigest()
+        if max_instances is None:
+            max_instances = max(1, min(4, os.cpu_count() or 1))
+        self._loaded: LoadedModule = load_module(data, sha, resolve_cache_dir(cache_dir))
+        self._pool: Optional[Pool] = Pool(self._loaded, max_instances)
+        self._config: Config = {}
+        self._config_json = b"{}"
+        self.config = config or {}
+
+    # -- configuration and lifecycle --------------------------------------------------
+
+    @property
+    def config(self) -> Config:
+        """The default config of every op (a copy is serialized when set)."""
+        return self._config
+
+    @config.setter
+    def config(self, value: Config) -> None:
+        if not isinstance(value, dict):
+            raise CompactError("invalid_config", "config must be a dict", "/config")
+        self._config_json = dumps(value)
+        self._config = value
+
+    @property
+    def module_source(self) -> str:
+        """How the compiled module was obtained: "cache", "compiled" (and cached) or
+        "compiled-uncached"."""
+        return self._loaded.source
+
+    def close(self) -> None:
+        """Release the wasm instances; later calls raise ErrClosed."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    def __enter__(self) -> "Compactor":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _p(self) -> Pool:
+        pool = self._pool
+        if pool is None:
+            raise ErrClosed()
+        return pool
+
+    def _cfg(self, config: Optional[Config]) -> bytes:
+        return self._config_json if config is None else dumps(config)
+
+    # -- raw calls -----------------------------------------------------------------------
+
+    def call_bytes(self, envelope: bytes) -> bytes:
+        """Send a raw request envelope ``{"op": ..., ...}`` (UTF-8 JSON bytes) and
+        return the raw response envelope bytes (``{"result": ...}`` or
+        ``{"error": ...}``): no parsing either way."""
+        return self._p().call(bytes(envelope))
+
+    def call(self, op: str, params: Optional[Dict[str, Any]] = None) -> Any:
+        """Run any op with params as given (no defaults added) and return its result,
+        or raise CompactError. ``call("info")`` lists the ops this module has."""
+        env = dict(params or {})
+        env["op"] = op
+        try:
+            body = dumps(env)
+        except (TypeError, ValueError) as e:
+            raise CompactError("invalid_request", f"params are not JSON-serializable: {e}") from e
+        return parse_response(self._p().call(body))
+
+    def _run(self, op: bytes, parts: Sequence[Tuple[bytes, bytes]]) -> Any:
+        return parse_response(self._p().call(_envelope(op, parts)))
+
+    # -- pure ops ------------------------------------------------------------------------
+
+    def info(self) -> InfoResult:
+        return cast(InfoResult, self._run(b"info", ()))
+
+    def resolve_threshold(self, config: Optional[Config] = None) -> ThresholdResult:
+        """threshold.resolve: the effective fraction, threshold_tokens, budgets and
+        which rule decided them."""
+        return cast(ThresholdResult, self._run(b"threshold.resolve", [(b"config", self._cfg(config))]))
+
+    def should_compress(
+        self,
+        prompt_tokens: int,
+        *,
+        last_compaction_tokens: Optional[int] = None,
+        config: Optional[Config] = None,
+    ) -> ShouldCompressResult:
+        """should_compress: ``prompt_tokens >= threshold_tokens``, with the breaker:
+        pass the tokens_after of a compaction that did not fit as
+        ``last_compaction_tokens`` so a repeated trigger does not loop."""
+        parts = [(b"config", self._cfg(config)), (b"prompt_tokens", dumps(prompt_tokens))]
+        if last_compaction_tokens is not None:
+            parts.append((b"last_compaction_tokens", dumps(last_compaction_tokens)))
+        return cast(ShouldCompressResult, self._run(b"should_compress", parts))
+
+    def hygiene_check(
+        self, messages: Sequence[Message], prompt_tokens: Optional[int] = None, *, config: Optional[Config] = None
+    ) -> HygieneResult:
+        """hygiene.check: the gateway safety net (85% of the window by default)."""
+        _, mj = _messages_json(messages)
+        parts = [(b"config", self._cfg(config)), (b"messages", mj)]
+        if prompt_tokens is not None:
+            parts.append((b"prompt_tokens", dumps(prompt_tokens)))
+        return cast(HygieneResult, self._run(b"hygiene.check", parts))
+
+    def count_tokens(
+        self, messages: Sequence[Message], encoding: Optional[str] = None, *, config: Optional[Config] = None
+    ) -> TokenCountResult:
+        """tokens.count: total and per-message token counts."""
+        _, mj = _messages_json(messages)
+        parts = [(b"config", self._cfg(config)), (b"messages", mj)]
+        if encoding is not None:
+            parts.append((b"encoding", dumps(encoding)))
+        return cast(TokenCountResult, self._run(b"tokens.count", parts))
+
+    def prune(self, messages: Sequence[Message], *, config: Optional[Config] = None) -> PruneResult:
+        """prune: old tool outputs become placeholders. Unchanged messages in the
+        result are your own objects; ``archived`` holds the originals of pruned ones."""
+        msgs, mj = _messages_json(messages)
+        r = self._run(b"prune", [(b"output", b'"refs"'), (b"config", self._cfg(config)), (b"messages", mj)])
+        resolve_refs(msgs, r)
+        return cast(PruneResult, r)
+
+    def sanitize(self, messages: Sequence[Message]) -> SanitizeResult:
+        """sanitize: drop tool results whose call is gone, stub calls whose result is
+        gone."""
+        msgs, mj = _messages_json(messages)
+        r = self._run(b"sanitize", [(b"output", b'"refs"'), (b"messages", mj)])
+        resolve_refs(msgs, r)
+        return cast(SanitizeResult, r)
+
+    def validate(self, messages: Sequence[Message]) -> ValidateResult:
+        """validate: problems with a message list (never raises for bad messages)."""
+        _, mj = _messages_json(messages)
+        return cast(ValidateResult, self._run(b"validate", [(b"messages", mj)]))
+
+    # -- compaction ------------------------------------------------------------------------
+
+    def _compact_parts(
+        self, config: Optional[Config], force: bool, prompt_tokens: Optional[int], host: bool
+    ) -> List[Tuple[bytes, bytes]]:
+        parts = [
+            (b"output", b'"refs"'),
+            (b"summarizer", b'"host"' if host else b'"builtin"'),
+            (b"config", self._cfg(config)),
+        ]
+        if force:
+            parts.append((b"force", b"true"))
+        if prompt_tokens is not None:
+            parts.append((b"prompt_tokens", dumps(int(prompt_tokens))))
+        return parts
+
+    def _begin(
+        self,
+        messages: Sequence[Message],
+        config: Optional[Config],
+        force: bool,
+        prompt_tokens: Optional[int],
+        host: bool,
+    ) -> Tuple[List[Message], bytes, List[Tuple[bytes, bytes]], Dict[str, Any]]:
+        msgs, mj = _messages_json(messages)
+        parts = self._compact_parts(config, force, prompt_tokens, host)
+        r = self._run(b"compact.begin", parts + [(b"messages", mj)])
+        return msgs, mj, parts, r
+
+    def _finish(
+        self,
+        msgs: List[Message],
+        mj: bytes,
+        parts: List[Tuple[bytes, bytes]],
+        state: Any,
+        summary: Optional[str],
+        error: Optional[str],
+    ) -> CompactResult:
+        tail = [(b"state", dumps(state))]
+        if error is not None:
+            tail.append((b"error", dumps(error)))
+        else:
+            tail.append((b"summary", dumps(summary)))
+        r = self._run(b"compact.finish", parts + tail + [(b"messages", mj)])
+        return _result(msgs, r)
+
+    def compact(
+        self,
+        messages: Sequence[Message],
+        summarize: Optional[SyncSummarizer] = None,
+        force: bool = False,
+        prompt_tokens: Optional[int] = None,
+        *,
+        config: Optional[Config] = None,
+    ) -> CompactResult:
+        """Compact messages if they are over the threshold (or ``force``).
+
+        ``summarize(request) -> str`` is called at most once, with the summary
+        request, when the middle of the conversation must be summarized; without it
+        the core's deterministic extractive summarizer is used. If it raises or
+        returns an empty string, the deterministic summary is used instead and
+        ``report["fallback_used"]`` is true. ``prompt_tokens`` is the API-reported
+        prompt size of the last response, preferred over the estimate.
+        """
+        msgs, mj, parts, r = self._begin(messages, config, force, prompt_tokens, summarize is not None)
+        if r.get("done"):
+            return _result(msgs, r)
+        summary, error = _run_sync_summarizer(summarize, r["summary_request"])
+        return self._finish(msgs, mj, parts, r["state"], summary, error)
+
+    async def acompact(
+        self,
+        messages: Sequence[Message],
+        summarize: Union[AsyncSummarizer, SyncSummarizer, None] = None,
+        force: bool = False,
+        prompt_tokens: Optional[int] = None,
+        *,
+        config: Optional[Config] = None,
+    ) -> CompactResult:
+        """``compact`` for an async summarizer (``async def summarize(request) ->
+        str``; a plain function works too). The wasm work itself runs inline (it is
+        milliseconds); no instance is held while the summarizer is awaited."""
+        msgs, mj, parts, r = self._begin(messages, config, force, prompt_tokens, summarize is not None)
+        if r.get("done"):
+            return _result(msgs, r)
+        request = r["summary_request"]
+        summary: Optional[str] = None
+        error: Optional[str] = None
+        try:
+            out = summarize(request)  # type: ignore[misc]
+            if inspect.isawaitable(out):
+                out = await out
+            summary, error = _check_summary(out)
+        except Exception as e:  # the fallback covers any summarizer failure
+            error = _describe(e)
+        return self._finish(msgs, mj, parts, r["state"], summary, error)
+
+
+def _result(msgs: List[Message], r: Dict[str, Any]) -> CompactResult:
+    resolve_refs(msgs, r)
+    return CompactResult(
+        messages=r["messages"],
+        report=cast(CompactReport, r.get("report") or {}),
+        archived=cast(List[ArchivedMessage], r.get("archived") or []),
+    )
+
+
+def _describe(e: BaseException) -> str:
+    text = str(e)
+    return f"summarizer raised {type(e).__name__}: {text}" if text else f"summarizer raised {type(e).__name__}"
+
+
+def _check_summary(out: Any) -> Tuple[Optional[str], Optional[str]]:
+    if not isinstance(out, str):
+        return None, f"summarizer returned {type(out).__name__}, not str"
+    if not out.strip():
+        return None, "summarizer returned an empty summary"
+    return out, None
+
+
+def _run_sync_summarizer(summarize: Optional[SyncSummarizer], request: SummaryRequest) -> Tuple[Optional[str], Optional[str]]:
+    if summarize is None:  # pragma: no cover - the core only asks when summarizer is "host"
+        return None, "no summarizer was given"
+    try:
+        out = summarize(request)
+    except Exception as e:
+        return None, _describe(e)
+    if inspect.isawaitable(out):
+        close = getattr(out, "close", None)
+        if close is not None:
+            close()  # do not leak a never-awaited coroutine warning
+        raise TypeError("ctxcompact: summarize returned an awaitable; use `await compactor.acompact(...)`")
+    return _check_summary(out)

@@ -1,0 +1,405 @@
+"""The WebAssembly runtime: load (and cache) the compiled module, run instances.
+
+Everything that touches wasmtime lives here. One wasmtime Engine per process; one
+compiled Module per (module sha256, cache dir), shared by every Compactor; one
+Store + Instance per _Instance, never used by two threads at once (_Pool).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import sys
+import tempfile
+import threading
+from importlib import resources
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple, Union
+
+import wasmtime
+
+from ._errors import CompactError, ErrABIMismatch, ErrBadBinary, ErrClosed
+
+#: The boundary version this package speaks (wasm/abi.json "abi_version").
+ABI_VERSION = 1
+
+#: wasm/abi.json "max_request_bytes": larger requests are refused before the copy.
+MAX_REQUEST_BYTES = 256 << 20
+
+#: Every export the module must have, with its signature (params, results); see wasm/abi.json.
+EXPECTED_EXPORTS: Dict[str, Union[str, Tuple[Tuple[str, ...], Tuple[str, ...]]]] = {
+    "_initialize": ((), ()),
+    "memory": "memory",
+    "ctxc_abi_version": ((), ("i32",)),
+    "ctxc_alloc": (("i32",), ("i32",)),
+    "ctxc_free": (("i32",), ()),
+    "ctxc_call": (("i32", "i32"), ("i32",)),
+    "ctxc_result_len": ((), ("i32",)),
+}
+
+_WASI = "wasi_snapshot_preview1"
+_CACHE_MAGIC = b"ctxcompact-cwasm-1\n"
+_TRAPS = (wasmtime.Trap, wasmtime.WasmtimeError)
+
+_string_at = ctypes.string_at
+_memmove = ctypes.memmove
+_addressof = ctypes.addressof
+
+
+def wasmtime_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("wasmtime")
+    except Exception:  # pragma: no cover - metadata missing in odd installs
+        return getattr(wasmtime, "__version__", "unknown")
+
+
+# --- the packaged module ----------------------------------------------------------
+
+
+def packaged_wasm() -> Tuple[bytes, str]:
+    """The module shipped in this package and its sha256, checked against the hash
+    recorded next to it when it was copied from wasm/ctxcompact.wasm."""
+    pkg = resources.files("ctxcompact")
+    try:
+        data = pkg.joinpath("ctxcompact.wasm").read_bytes()
+        recorded = pkg.joinpath("ctxcompact.wasm.sha256").read_text(encoding="ascii").split()[0]
+    except (FileNotFoundError, OSError, IndexError) as e:
+        raise ErrBadBinary(
+            "ctxcompact.wasm is missing from the package (a source checkout needs "
+            "`bash bindings/python/test.sh`, which copies it)",
+            e,
+        ) from e
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != recorded:
+        raise ErrBadBinary(f"packaged ctxcompact.wasm has sha256 {digest}, but {recorded} was recorded")
+    return data, digest
+
+
+# --- compiled-module cache ----------------------------------------------------------
+
+
+CacheDir = Union[None, bool, str, "os.PathLike[str]"]
+
+
+def resolve_cache_dir(cache_dir: CacheDir) -> Optional[Path]:
+    """None -> $CTXCOMPACT_CACHE_DIR, else $XDG_CACHE_HOME/ctxcompact, else
+    ~/.cache/ctxcompact. False (or the env value "off") -> no cache. A path -> that."""
+    if cache_dir is False:
+        return None
+    if cache_dir is None or cache_dir is True:
+        env = os.environ.get("CTXCOMPACT_CACHE_DIR")
+        if env is not None:
+            if env.strip().lower() in ("", "off", "0", "false", "none"):
+                return None
+            return Path(env)
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
+        return base / "ctxcompact"
+    return Path(os.fspath(cache_dir))
+
+
+def cache_file_name(module_sha256: str) -> str:
+    """Key: module hash + wasmtime version + platform; a compiled module is only
+    valid for the exact wasmtime build and CPU family that produced it."""
+    plat = f"{sys.platform}-{_machine()}"
+    return f"ctxcompact-{module_sha256[:32]}-wasmtime{wasmtime_version()}-{plat}.cwasm"
+
+
+def _machine() -> str:
+    import platform
+
+    return platform.machine().lower() or "unknown"
+
+
+def _read_cache(path: Path) -> Optional[bytes]:
+    """The serialized module in path, or None if it is absent or corrupt. The file is
+    magic + sha256(payload) + payload: wasmtime trusts what it deserializes, so a
+    truncated or altered file must be caught here, before it reaches wasmtime."""
+    try:
+        blob = path.read_bytes()
+    except OSError:
+        return None
+    head = len(_CACHE_MAGIC)
+    if len(blob) < head + 32 or not blob.startswith(_CACHE_MAGIC):
+        return None
+    digest, payload = blob[head : head + 32], blob[head + 32 :]
+    if hashlib.sha256(payload).digest() != digest:
+        return None
+    return payload
+
+
+def _write_cache(path: Path, payload: bytes) -> bool:
+    """Write atomically (temp file in the same directory + os.replace). Any OS error
+    (read-only dir, full disk) only means there is no cache: return False."""
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".cwasm", dir=str(path.parent))
+        with os.fdopen(fd, "wb") as f:
+            f.write(_CACHE_MAGIC)
+            f.write(hashlib.sha256(payload).digest())
+            f.write(payload)
+        os.replace(tmp, path)
+        return True
+    except OSError:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        return False
+
+
+# --- engine, module, linker ---------------------------------------------------------
+
+_lock = threading.Lock()
+_engine: Optional[wasmtime.Engine] = None
+_linker: Optional[wasmtime.Linker] = None
+_modules: Dict[Tuple[str, Optional[str]], "LoadedModule"] = {}
+
+
+def _shared_engine() -> Tuple[wasmtime.Engine, wasmtime.Linker]:
+    global _engine, _linker
+    if _engine is None:
+        engine = wasmtime.Engine()
+        linker = wasmtime.Linker(engine)
+        linker.define_wasi()
+        _engine, _linker = engine, linker
+    assert _linker is not None
+    return _engine, _linker
+
+
+class LoadedModule:
+    """A compiled module plus how it was obtained (for tests and the benchmark)."""
+
+    __slots__ = ("module", "sha256", "source", "cache_path")
+
+    def __init__(self, module: wasmtime.Module, sha256: str, source: str, cache_path: Optional[Path]) -> None:
+        self.module = module
+        self.sha256 = sha256
+        #: "cache" (deserialized from disk), "compiled" (cache miss, written),
+        #: "compiled-uncached" (no cache dir, or it could not be written).
+        self.source = source
+        self.cache_path = cache_path
+
+
+def load_module(wasm: bytes, sha256: str, cache_dir: Optional[Path], *, memo: bool = True) -> LoadedModule:
+    """Compile wasm, or deserialize it from the cache. Once per process per
+    (sha256, cache_dir) unless memo=False (tests, benchmark cold starts)."""
+    key = (sha256, str(cache_dir) if cache_dir is not None else None)
+    with _lock:
+        if memo and key in _modules:
+            return _modules[key]
+        engine, _ = _shared_engine()
+        loaded = _load_uncached(engine, wasm, sha256, cache_dir)
+        if memo:
+            _modules[key] = loaded
+        return loaded
+
+
+def _load_uncached(engine: wasmtime.Engine, wasm: bytes, sha256: str, cache_dir: Optional[Path]) -> LoadedModule:
+    path = cache_dir / cache_file_name(sha256) if cache_dir is not None else None
+    if path is not None:
+        payload = _read_cache(path)
+        if payload is not None:
+            try:
+                module = wasmtime.Module.deserialize(engine, payload)
+                check_module(module)
+                return LoadedModule(module, sha256, "cache", path)
+            except (wasmtime.WasmtimeError, ErrBadBinary):
+                pass  # stale or foreign: compile and overwrite below
+    try:
+        module = wasmtime.Module(engine, wasm)
+    except wasmtime.WasmtimeError as e:
+        raise ErrBadBinary(f"the module does not compile: {e}", e) from e
+    check_module(module)
+    source = "compiled-uncached"
+    if path is not None:
+        try:
+            if _write_cache(path, bytes(module.serialize())):
+                source = "compiled"
+        except wasmtime.WasmtimeError:
+            pass
+    return LoadedModule(module, sha256, source, path)
+
+
+def check_module(module: wasmtime.Module) -> None:
+    """Imports: WASI preview1 only. Exports: every one of EXPECTED_EXPORTS, with its
+    signature. Raises ErrBadBinary naming the first problem."""
+    for imp in module.imports:
+        if imp.module != _WASI:
+            raise ErrBadBinary(f"the module imports {imp.module}.{imp.name}; only {_WASI} is allowed")
+    have = {e.name: e.type for e in module.exports}
+    for name, want in EXPECTED_EXPORTS.items():
+        ty = have.get(name)
+        if ty is None:
+            raise ErrBadBinary(f"the module does not export {name}")
+        if want == "memory":
+            if not isinstance(ty, wasmtime.MemoryType):
+                raise ErrBadBinary(f"export {name} is not a memory")
+            continue
+        if not isinstance(ty, wasmtime.FuncType):
+            raise ErrBadBinary(f"export {name} is not a function")
+        sig = (tuple(str(p) for p in ty.params), tuple(str(r) for r in ty.results))
+        if sig != want:
+            raise ErrBadBinary(f"export {name} has signature {sig}, want {want}")
+
+
+# --- one instance ---------------------------------------------------------------------
+
+
+class Instance:
+    """One Store + instance of the module. Single-threaded: the pool hands each to
+    one thread at a time. After a trap it is corrupt and must be dropped."""
+
+    __slots__ = ("store", "_mem", "_alloc", "_free", "_call", "_len", "calls")
+
+    def __init__(self, module: wasmtime.Module) -> None:
+        engine, linker = _shared_engine()
+        store = wasmtime.Store(engine)
+        # An empty WasiConfig: no files, no env, no args, stdio closed.
+        store.set_wasi(wasmtime.WasiConfig())
+        inst = linker.instantiate(store, module)
+        ex = inst.exports(store)
+        self.store = store
+        self._mem: wasmtime.Memory = ex["memory"]  # type: ignore[assignment]
+        self._alloc = ex["ctxc_alloc"]
+        self._free = ex["ctxc_free"]
+        self._call = ex["ctxc_call"]
+        self._len = ex["ctxc_result_len"]
+        self.calls = 0
+        ex["_initialize"](store)  # type: ignore[operator]
+        got = ex["ctxc_abi_version"](store)  # type: ignore[operator]
+        if got != ABI_VERSION:
+            raise ErrABIMismatch(got, ABI_VERSION)
+
+    def _base(self) -> int:
+        return _addressof(self._mem.data_ptr(self.store).contents)
+
+    def write(self, data: bytes) -> int:
+        """Allocate a guest buffer and copy data into it with one memmove."""
+        n = len(data)
+        p = self._alloc(self.store, n)
+        if not p:
+            raise CompactError("input_too_large", f"the module could not allocate {n} bytes for the request")
+        if p + n > self._mem.data_len(self.store):  # pragma: no cover - guest bug
+            raise CompactError("internal", "guest buffer lies outside linear memory")
+        _memmove(self._base() + p, data, n)
+        return p
+
+    def run(self, p: int, n: int) -> bytes:
+        """Call the core on the request at p and copy the response out."""
+        store = self.store
+        r = self._call(store, p, n)
+        rl = self._len(store)
+        if r <= 0 or rl <= 0 or r + rl > self._mem.data_len(store):
+            raise CompactError("internal", "the module returned no response")
+        out = _string_at(self._base() + r, rl)
+        self._free(store, p)
+        self.calls += 1
+        return out
+
+    def call(self, envelope: bytes) -> bytes:
+        return self.run(self.write(envelope), len(envelope))
+
+    def memory_bytes(self) -> int:
+        return self._mem.data_len(self.store)
+
+
+# --- a pool of instances ----------------------------------------------------------------
+
+
+class Pool:
+    """Instances handed out one thread at a time. Up to max_size are created lazily;
+    a thread that finds none free and the pool full waits. A trapped instance is
+    dropped and the request retried once on a fresh one."""
+
+    def __init__(self, loaded: LoadedModule, max_size: int) -> None:
+        if max_size < 1:
+            raise ValueError("max_instances must be at least 1")
+        self.loaded = loaded
+        self.max_size = max_size
+        self._free: List[Instance] = []
+        self._count = 0
+        self._cv = threading.Condition(threading.Lock())
+        self._closed = False
+        #: number of instances dropped after a trap (observable in tests)
+        self.replaced = 0
+        self._put(self._new())  # fail fast: ABI mismatch etc. surface in the constructor
+
+    def _new(self) -> Instance:
+        with self._cv:
+            if self._closed:
+                raise ErrClosed()
+            self._count += 1
+        try:
+            return Instance(self.loaded.module)
+        except BaseException as e:
+            with self._cv:
+                self._count -= 1
+                self._cv.notify()
+            if isinstance(e, _TRAPS):
+                raise ErrBadBinary(f"the module failed to start: {e}", e) from e
+            raise
+
+    def take(self) -> Instance:
+        with self._cv:
+            while True:
+                if self._closed:
+                    raise ErrClosed()
+                if self._free:
+                    return self._free.pop()
+                if self._count < self.max_size:
+                    break
+                self._cv.wait()
+        return self._new()
+
+    def _put(self, inst: Instance) -> None:
+        with self._cv:
+            if self._closed:
+                self._count -= 1
+                return
+            self._free.append(inst)
+            self._cv.notify()
+
+    def _drop(self, inst: Instance) -> None:
+        with self._cv:
+            self._count -= 1
+            self.replaced += 1
+            self._cv.notify()
+
+    def call(self, envelope: bytes) -> bytes:
+        """Run one request envelope; returns the response envelope bytes."""
+        if len(envelope) > MAX_REQUEST_BYTES:
+            raise CompactError(
+                "input_too_large", f"request is {len(envelope)} bytes; the limit is {MAX_REQUEST_BYTES}"
+            )
+        for attempt in (0, 1):
+            inst = self.take()
+            try:
+                out = inst.call(envelope)
+            except _TRAPS as e:
+                self._drop(inst)
+                if attempt:
+                    raise CompactError("internal", f"the wasm instance trapped twice on this request: {e}") from e
+                continue
+            except BaseException:
+                self._put(inst)
+                raise
+            self._put(inst)
+            return out
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def instances(self) -> int:
+        with self._cv:
+            return self._count
+
+    def close(self) -> None:
+        with self._cv:
+            self._closed = True
+            self._count -= len(self._free)
+            self._free.clear()
+            self._cv.notify_all()

@@ -1,0 +1,210 @@
+"""Typed shapes of the wire contract (docs/OPS.md). Keys equal the JSON wire names,
+so a dict from the core is one of these as it is, and a config written as a plain
+dict type-checks. Keys that are Python keywords ("from") use the functional form."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Literal, Optional, TypedDict, Union
+
+__all__ = [
+    "Message",
+    "CompressionConfig",
+    "PromptCachingConfig",
+    "ModelConfig",
+    "TokensConfig",
+    "Config",
+    "IndexRange",
+    "SummaryRequest",
+    "CompactReport",
+    "ArchivedMessage",
+    "CompactResult",
+    "ThresholdResult",
+    "ShouldCompressResult",
+    "HygieneResult",
+    "TokenCountResult",
+    "PruneResult",
+    "SanitizeResult",
+    "Problem",
+    "ValidateResult",
+    "InfoResult",
+]
+
+#: An OpenAI chat message (role, content, tool_calls, tool_call_id, ...). Any extra
+#: keys are preserved byte for byte by the core.
+Message = Dict[str, Any]
+
+
+class CompressionConfig(TypedDict, total=False):
+    enabled: bool
+    threshold: float
+    model_thresholds: Dict[str, float]
+    target_ratio: float
+    tail_mode: Literal["legacy", "lean"]
+    protect_first_n: int
+    protect_last_n: int
+    min_tail_user_messages: int
+    codex_gpt55_autoraise: bool
+    small_context_floor: float
+    small_context_limit: int
+    hygiene_threshold: float
+    summary_context_length: int
+
+
+class PromptCachingConfig(TypedDict, total=False):
+    cache_ttl: Literal["5m", "1h"]
+
+
+class ModelConfig(TypedDict, total=False):
+    name: str
+    provider: str
+    context_length: int
+
+
+class TokensConfig(TypedDict, total=False):
+    encoding: str
+    calibration: float
+
+
+class Config(TypedDict, total=False):
+    """The config object of every op. All keys are optional; unknown keys are an
+    ``invalid_config`` error. ``model.context_length`` defaults to 200000."""
+
+    compression: CompressionConfig
+    prompt_caching: PromptCachingConfig
+    model: ModelConfig
+    tokens: TokensConfig
+
+
+IndexRange = TypedDict("IndexRange", {"from": int, "to": int})
+
+
+class SummaryRequest(TypedDict):
+    """What compact.begin asks the summarizer for: send ``messages`` to an LLM with
+    ``max_tokens`` and return its text."""
+
+    messages: List[Message]
+    target_tokens: int
+    max_tokens: int
+    iterative: bool
+    middle: IndexRange
+
+
+class CompactReport(TypedDict, total=False):
+    compacted: bool
+    reason: str
+    tokens_before: int
+    tokens_after: int
+    threshold_tokens: int
+    fits: bool
+    messages_before: int
+    messages_after: int
+    head_end: int
+    tail_start: int
+    pruned: List[int]
+    summarized: Optional[IndexRange]
+    summary_role: Literal["user", "assistant", "merged"]
+    summary_tokens: int
+    summarizer: Literal["host", "builtin"]
+    fallback_used: bool
+    fallback_reason: str
+    iterative: bool
+    active_request_in_summary: bool
+    first_changed_index: int
+    orphans_removed: List[int]
+    stubs_added: List[str]
+
+
+class ArchivedMessage(TypedDict):
+    """An input message that is not in the result unchanged. ``message`` is the
+    caller's own object (the binding fills it in from the input by ``index``)."""
+
+    index: int
+    reason: Literal["summarized", "pruned", "merged", "orphan_removed"]
+    message: Message
+
+
+@dataclass
+class CompactResult:
+    """What ``compact``/``acompact`` return.
+
+    ``messages`` is the compacted list: unchanged messages are the caller's own
+    dict objects (not copies), new or changed ones are fresh dicts. ``report`` says
+    what was done. ``archived`` lists every input message that was summarized,
+    pruned or removed, with its original object, so a host can soft-archive it."""
+
+    messages: List[Message]
+    report: CompactReport
+    archived: List[ArchivedMessage] = field(default_factory=list)
+
+
+class ThresholdResult(TypedDict):
+    context_length: int
+    fraction: float
+    rule: str
+    override_key: str
+    floor_applied: bool
+    autoraised: bool
+    threshold_tokens: int
+    tail_token_budget: int
+    tail_rule: str
+    max_summary_tokens: int
+    hygiene_tokens: int
+
+
+class ShouldCompressResult(TypedDict):
+    should_compress: bool
+    prompt_tokens: int
+    threshold_tokens: int
+    reason: str
+
+
+class HygieneResult(TypedDict):
+    should_compact: bool
+    tokens: int
+    source: Literal["reported", "estimate"]
+    threshold_tokens: int
+    reason: str
+
+
+class TokenCountResult(TypedDict):
+    encoding: str
+    total: int
+    per_message: List[int]
+
+
+class PruneResult(TypedDict):
+    messages: List[Message]
+    pruned: List[int]
+    archived: List[ArchivedMessage]
+    tokens_before: int
+    tokens_after: int
+
+
+class SanitizeResult(TypedDict):
+    messages: List[Message]
+    removed: List[int]
+    stubbed: List[str]
+    archived: List[ArchivedMessage]
+
+
+class Problem(TypedDict):
+    code: str
+    path: str
+    message: str
+
+
+class ValidateResult(TypedDict):
+    ok: bool
+    problems: List[Problem]
+
+
+class InfoResult(TypedDict):
+    name: str
+    version: str
+    ops: List[str]
+    error_codes: List[str]
+    encodings: List[str]
+
+
+JSONValue = Union[None, bool, int, float, str, List[Any], Dict[str, Any]]
