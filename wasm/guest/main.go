@@ -1,13 +1,21 @@
 //go:build wasip1
 
 // Command guest is the ctxcompact WebAssembly module: a reactor whose exports move
-// bytes in and out of linear memory and call core.Call. See wasm/abi.json.
+// bytes in and out of linear memory and call core.Call. See wasm/abi.json and
+// wasm/README.md.
 //
 // Protocol, per instance (an instance is single-threaded and not re-entrant):
 //  1. p := ctxc_alloc(n); write the n-byte request envelope at p.
 //  2. r := ctxc_call(p, n); the response is ctxc_result_len() bytes at r.
 //  3. ctxc_free(p). The response buffer stays valid until the next ctxc_call or
 //     ctxc_free(r), whichever comes first; the guest frees it on the next call.
+//
+// No export traps on bad arguments: an unknown pointer, a length past the end of its
+// buffer or a panic in the core becomes an error envelope (ctxc_call), 0
+// (ctxc_alloc) or nothing (ctxc_free). Every export yields (runtime.Gosched) before
+// it returns, so the Go runtime's background GC work runs between calls and memory
+// stays flat. What cannot be recovered is the Go runtime running out of memory
+// (a host memory limit): it exits the instance, which the host must discard.
 package main
 
 import (
@@ -20,24 +28,46 @@ import (
 // abiVersion changes only when the boundary changes incompatibly.
 const abiVersion = 1
 
+// maxAlloc bounds ctxc_alloc: a request may be up to core.MaxRequestBytes, plus some
+// slack so that the core itself reports a request just over the limit.
+const maxAlloc = core.MaxRequestBytes + 1024
+
 // live keeps buffers handed to the host reachable, so the Go GC does not free them.
+// The Go GC does not move objects, so their addresses stay valid.
 var live = map[uintptr][]byte{}
 
+// last is the response of the latest ctxc_call, freed by the next one.
+var last struct {
+	ptr uintptr
+	n   int32
+}
+
+// Prebuilt error envelopes: building them must not fail or allocate much.
 var (
-	lastResult    uintptr
-	lastResultLen int32
+	errBadBuffer = []byte(`{"error":{"code":"invalid_request","message":"ctxcompact: the request buffer was not returned by ctxc_alloc, or is shorter than the length given","path":""}}`)
+	errPanic     = []byte(`{"error":{"code":"internal","message":"ctxcompact: the guest panicked outside the core","path":""}}`)
 )
 
 func main() {}
 
 //go:wasmexport ctxc_abi_version
-func ctxcABIVersion() int32 { return abiVersion }
+func ctxcABIVersion() int32 {
+	runtime.Gosched()
+	return abiVersion
+}
 
-// ctxc_alloc returns a buffer of size bytes (size >= 1) or 0 when size is out of range.
+// ctxc_alloc returns a zeroed buffer of size bytes (1 <= size <= maxAlloc), or 0
+// when size is out of range.
 //
 //go:wasmexport ctxc_alloc
-func ctxcAlloc(size int32) int32 {
-	if size <= 0 || int64(size) > core.MaxRequestBytes+1024 {
+func ctxcAlloc(size int32) (ptr int32) {
+	defer func() {
+		if recover() != nil {
+			ptr = 0
+		}
+		runtime.Gosched()
+	}()
+	if size <= 0 || int64(size) > maxAlloc {
 		return 0
 	}
 	buf := make([]byte, size)
@@ -46,47 +76,61 @@ func ctxcAlloc(size int32) int32 {
 	return int32(p)
 }
 
-// ctxc_free releases a buffer from ctxc_alloc or a response; unknown pointers are ignored.
+// ctxc_free releases a buffer from ctxc_alloc or a response; unknown pointers
+// (including 0 and pointers already freed) are ignored.
 //
 //go:wasmexport ctxc_free
 func ctxcFree(ptr int32) {
+	defer func() {
+		_ = recover()
+		runtime.Gosched()
+	}()
 	p := uintptr(uint32(ptr))
 	delete(live, p)
-	if p == lastResult {
-		lastResult, lastResultLen = 0, 0
+	if p == last.ptr {
+		last.ptr, last.n = 0, 0
 	}
-	runtime.Gosched()
 }
 
 // ctxc_call runs the request envelope at [ptr, ptr+n) and returns a pointer to the
-// response envelope; its length is ctxc_result_len(). It never traps on bad input:
-// a bad pointer or a panic becomes an error envelope.
+// response envelope; its length is ctxc_result_len(). It frees the previous
+// response. It never traps on bad input: a bad pointer or length, or a panic,
+// becomes an error envelope.
 //
 //go:wasmexport ctxc_call
-func ctxcCall(ptr, n int32) int32 {
-	if lastResult != 0 {
-		delete(live, lastResult)
+func ctxcCall(ptr, n int32) (resp int32) {
+	defer runtime.Gosched()
+	if last.ptr != 0 {
+		delete(live, last.ptr)
+		last.ptr, last.n = 0, 0
 	}
 	out := call(ptr, n)
 	p := uintptr(unsafe.Pointer(&out[0]))
 	live[p] = out
-	lastResult, lastResultLen = p, int32(len(out))
-	runtime.Gosched()
+	last.ptr, last.n = p, int32(len(out))
 	return int32(p)
 }
 
+// ctxc_result_len is the length in bytes of the latest response, 0 when there is
+// none (before the first call, or after it was freed).
+//
 //go:wasmexport ctxc_result_len
-func ctxcResultLen() int32 { return lastResultLen }
+func ctxcResultLen() int32 {
+	runtime.Gosched()
+	return last.n
+}
 
+// call looks up the request buffer and runs core.Call on it; the result is never
+// empty.
 func call(ptr, n int32) (out []byte) {
 	defer func() {
-		if r := recover(); r != nil {
-			out = []byte(`{"error":{"code":"internal","message":"ctxcompact: guest panic","path":""}}`)
+		if recover() != nil || len(out) == 0 {
+			out = append([]byte(nil), errPanic...)
 		}
 	}()
 	buf, ok := live[uintptr(uint32(ptr))]
 	if !ok || n < 0 || int(n) > len(buf) {
-		return []byte(`{"error":{"code":"invalid_request","message":"ctxcompact: request buffer was not allocated with ctxc_alloc or is shorter than the length given","path":""}}`)
+		return append([]byte(nil), errBadBuffer...)
 	}
 	return core.Call(buf[:n])
 }

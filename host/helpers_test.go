@@ -1,0 +1,182 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+
+	"github.com/ctxcompact/ctxcompact/core"
+)
+
+// repoRoot is the module root, seen from this package's directory.
+const repoRoot = ".."
+
+// tracesDir holds the shared real-session traces, beside the repository.
+var tracesDir = filepath.Join(repoRoot, "..", "shared", "traces")
+
+var (
+	cacheDir string // one compilation cache for every engine of this test binary
+	shared   struct {
+		once sync.Once
+		eng  *Engine
+		err  error
+	}
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ctxcompact-host-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cacheDir = dir
+	code := m.Run()
+	if shared.eng != nil {
+		_ = shared.eng.Close(context.Background())
+	}
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// sharedEngine is one Engine for the tests that do not need their own options:
+// compiling is the slow part, more so under the race detector.
+func sharedEngine(t testing.TB) *Engine {
+	t.Helper()
+	shared.once.Do(func() {
+		shared.eng, shared.err = New(context.Background(), WithCompilationCache(cacheDir), WithPoolSize(4))
+	})
+	if shared.err != nil {
+		t.Fatalf("New: %v", shared.err)
+	}
+	return shared.eng
+}
+
+// newEngine is an Engine with its own options, closed at the end of the test. It
+// shares the compilation cache, so it does not recompile.
+func newEngine(t testing.TB, opts ...Option) *Engine {
+	t.Helper()
+	e, err := New(context.Background(), append([]Option{WithCompilationCache(cacheDir)}, opts...)...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { _ = e.Close(context.Background()) })
+	return e
+}
+
+// hasOp reports whether the core (and so a module built from it) has op.
+func hasOp(op string) bool { return slices.Contains(core.Ops(), op) }
+
+// vectorFile is one testdata/*.json file (see testdata/README.md).
+type vectorFile struct {
+	Op    string       `json:"op"`
+	Cases []vectorCase `json:"cases"`
+}
+
+type vectorCase struct {
+	Name    string          `json:"name"`
+	Request json.RawMessage `json:"request"`
+	Want    struct {
+		Result json.RawMessage `json:"result"`
+		Error  *struct {
+			Code string `json:"code"`
+			Path string `json:"path"`
+		} `json:"error"`
+	} `json:"want"`
+}
+
+// vector is one case with its id <op>/<file>/<name> and its request envelope.
+type vector struct {
+	id       string
+	envelope []byte
+	c        vectorCase
+}
+
+// loadVectors reads every testdata/*.json file, in name order.
+func loadVectors(t testing.TB) []vector {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(repoRoot, "testdata", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(files)
+	var out []vector
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var vf vectorFile
+		if err := json.Unmarshal(b, &vf); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		base := filepath.Base(f)
+		base = base[:len(base)-len(filepath.Ext(base))]
+		for _, c := range vf.Cases {
+			env, err := envelope(vf.Op, c.Request)
+			if err != nil {
+				t.Fatalf("%s/%s/%s: %v", vf.Op, base, c.Name, err)
+			}
+			out = append(out, vector{id: vf.Op + "/" + base + "/" + c.Name, envelope: env, c: c})
+		}
+	}
+	return out
+}
+
+// trace is one shared trace's messages.
+type trace struct {
+	name     string
+	messages json.RawMessage
+}
+
+// loadTraces reads ../shared/traces/*.json, or skips the test when the directory is
+// absent (a clone without the shared data beside it).
+func loadTraces(t testing.TB) []trace {
+	t.Helper()
+	if _, err := os.Stat(tracesDir); err != nil {
+		t.Skipf("shared traces not found at %s (they live beside the repository): %v", tracesDir, err)
+	}
+	files, err := filepath.Glob(filepath.Join(tracesDir, "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatalf("no traces in %s", tracesDir)
+	}
+	sort.Strings(files)
+	out := make([]trace, 0, len(files))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tf struct {
+			Messages json.RawMessage `json:"messages"`
+		}
+		if err := json.Unmarshal(b, &tf); err != nil || len(tf.Messages) == 0 {
+			t.Fatalf("%s: no messages: %v", f, err)
+		}
+		out = append(out, trace{name: filepath.Base(f), messages: tf.Messages})
+	}
+	return out
+}
+
+// compactBegin is the envelope of a forced builtin compaction of messages in a
+// window of contextLength tokens.
+func compactBegin(messages json.RawMessage, contextLength int) []byte {
+	env, err := envelope("compact.begin", map[string]any{
+		"messages":   messages,
+		"config":     map[string]any{"model": map[string]any{"context_length": contextLength}},
+		"summarizer": "builtin",
+		"force":      true,
+	})
+	if err != nil {
+		panic(err)
+	}
+	return env
+}
