@@ -84,3 +84,5 @@ export function tinyModule({ abi = 1, omit = [], allocParams = 1, extraImport = 
   ];
   return new Uint8Array(bytes);
 }
+
+export { session, sleep } from "./fixtures.mjs";

@@ -1,0 +1,38 @@
+// Runs in headless Chromium (see browser.test.mjs): loads the binding as a browser
+// would, fetches the .wasm over http, runs ops and compactions, reports to the test.
+import { Compactor, CompactError, _instanceOf } from "/bindings/js/index.js";
+import { session, sleep } from "/bindings/js/test/fixtures.mjs";
+
+async function run() {
+  const out = {};
+  // 1. Default loading: the binding finds ../../wasm/ctxcompact.wasm next to itself.
+  const t0 = performance.now();
+  const c = await Compactor.create();
+  out.createMs = performance.now() - t0;
+  out.info = c.info();
+  // 2. An explicit URL, and a Response.
+  const byUrl = await Compactor.create({ wasm: new URL("/wasm/ctxcompact.wasm", location.href) });
+  out.byUrl = byUrl.info().name;
+  const byResponse = await Compactor.create({ wasm: await fetch("/wasm/ctxcompact.wasm") });
+  out.byResponse = byResponse.info().name;
+  // 3. A pure op.
+  out.threshold = c.resolveThreshold({ compression: { small_context_floor: 0 }, model: { context_length: 200000 } });
+  // 4. A compaction with an async summarizer, and one with a rejecting summarizer.
+  const msgs = session({ turns: 40 });
+  const config = { model: { context_length: 32000 } };
+  const res = await c.compact(msgs, { config, summarize: async () => { await sleep(20); return "BROWSER-SUMMARY"; } });
+  out.report = res.report;
+  out.sameTail = res.messages.at(-1) === msgs.at(-1);
+  out.hasSummary = res.messages.some((m) => typeof m.content === "string" && m.content.includes("BROWSER-SUMMARY"));
+  const failed = await c.compact(msgs, { config, summarize: async () => { throw new Error("offline"); } });
+  out.fallbackUsed = failed.report.fallback_used;
+  // 5. An error envelope.
+  try { c.call("nope"); } catch (e) { out.error = { isCompactError: e instanceof CompactError, code: e.code, path: e.path }; }
+  // 6. A trap on the main thread: replaced synchronously, next call works.
+  new Uint8Array(_instanceOf(c).exports.memory.buffer).fill(0xaa);
+  try { c.info(); } catch (e) { out.trapCode = e.code; }
+  out.afterTrap = c.info().name;
+  return out;
+}
+
+run().then((r) => { window.__result = r; }, (e) => { window.__result = { failure: String(e && e.stack || e) }; });

@@ -1,0 +1,74 @@
+// The module and the API in headless Chromium (Debian's /usr/bin/chromium driven by
+// playwright-core), loading the binding and the .wasm from a localhost page.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { chromium } from "playwright-core";
+import { ROOT } from "./helpers.mjs";
+
+const CHROMIUM = "/usr/bin/chromium";
+const TYPES = { ".js": "text/javascript", ".mjs": "text/javascript", ".wasm": "application/wasm", ".html": "text/html" };
+const PAGE = `<!doctype html><meta charset="utf-8"><title>ctxcompact</title>
+<script type="module" src="/bindings/js/test/browser-page.mjs"></script>`;
+
+function serve() {
+  const server = createServer((req, res) => {
+    const url = new URL(req.url, "http://127.0.0.1");
+    if (url.pathname === "/") {
+      res.writeHead(200, { "content-type": "text/html" }).end(PAGE);
+      return;
+    }
+    // Only the binding and the module are served.
+    const rel = path.normalize(decodeURIComponent(url.pathname)).replace(/^\/+/, "");
+    const ok = (rel.startsWith("bindings/js/") && !rel.includes("..")) || rel === "wasm/ctxcompact.wasm";
+    const file = path.join(ROOT, rel);
+    if (!ok || !existsSync(file)) {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, { "content-type": TYPES[path.extname(file)] ?? "application/octet-stream" }).end(readFileSync(file));
+  });
+  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
+}
+
+test("headless Chromium: default and URL loading, an op, compactions, errors, trap recovery", async (t) => {
+  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: bindings/js/test.sh installs the Debian chromium package`);
+  const server = await serve();
+  t.after(() => server.close());
+  const profile = mkdtempSync(path.join(tmpdir(), "ctxcompact-chromium-"));
+  t.after(() => rmSync(profile, { recursive: true, force: true }));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+  t.after(() => context.close());
+  const page = context.pages()[0] ?? await context.newPage();
+  const logs = [];
+  page.on("console", (m) => logs.push(`${m.type()}: ${m.text()}`));
+  page.on("pageerror", (e) => logs.push(`pageerror: ${e.message}`));
+  const { port } = server.address();
+  await page.goto(`http://127.0.0.1:${port}/`);
+  await page.waitForFunction(() => window.__result !== undefined, null, { timeout: 60000 });
+  const r = await page.evaluate(() => window.__result);
+
+  assert.equal(r.failure, undefined, r.failure);
+  assert.equal(r.info.name, "ctxcompact");
+  assert.equal(r.byUrl, "ctxcompact");
+  assert.equal(r.byResponse, "ctxcompact");
+  assert.equal(r.threshold.threshold_tokens, 100000);
+  assert.equal(r.report.compacted, true);
+  assert.equal(r.report.summarizer, "host");
+  assert.equal(r.report.fallback_used, false);
+  assert.equal(r.sameTail, true);
+  assert.equal(r.hasSummary, true);
+  assert.equal(r.fallbackUsed, true);
+  assert.deepEqual(r.error, { isCompactError: true, code: "unknown_op", path: "/op" });
+  assert.equal(r.trapCode, "internal");
+  assert.equal(r.afterTrap, "ctxcompact");
+  assert.deepEqual(logs, [], "nothing on the browser console");
+});

@@ -1,0 +1,52 @@
+// Compiled by types.test.mjs with `tsc --strict --noEmit`: the hand-written index.d.ts
+// must accept real usage and reject wrong usage (each @ts-expect-error must be needed).
+import {
+  Compactor, CompactError, ErrBadBinary, ErrClosed, ErrABIMismatch,
+  type CompactResult, type ErrorCode, type Message, type SummaryRequest, type Config,
+} from "ctxcompact";
+
+const config: Config = {
+  compression: { threshold: 0.5, tail_mode: "lean", model_thresholds: { "claude": 0.6 }, small_context_floor: null },
+  prompt_caching: { cache_ttl: "1h" },
+  model: { name: "claude-sonnet-4", provider: "anthropic", context_length: 200000 },
+};
+
+const messages: Message[] = [
+  { role: "system", content: "You are helpful." },
+  { role: "user", content: [{ type: "text", text: "hi", cache_control: { type: "ephemeral" } }] },
+  { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "ls", arguments: "{}" } }], reasoning_content: "kept" },
+  { role: "tool", tool_call_id: "c1", content: "a b c" },
+];
+
+export async function main(): Promise<number> {
+  const c = await Compactor.create({ config, debug: (fd, text) => void [fd, text] });
+  const summarize = async (req: SummaryRequest): Promise<string> => `${req.max_tokens} ${req.messages[1].content}`;
+  const res: CompactResult = await c.compact(messages, { summarize, force: true, promptTokens: 1234 });
+  const first: number | null = res.report.first_changed_index;
+  const role: "user" | "assistant" | "merged" | null = res.report.summary_role;
+  for (const a of res.archived) { const i: number = a.index; void [i, a.reason, a.message.role]; }
+  const t = c.resolveThreshold({ model: { context_length: 128000 } });
+  const n: number = t.threshold_tokens + c.countTokens(messages).total + c.prune(messages).pruned.length;
+  const s: boolean = c.shouldCompress(1000, { lastCompactionTokens: 900 }).should_compress && c.validate(messages).ok;
+  const engine = c.engine({ summarize: () => "sync summary" });
+  engine.updateFromResponse({ prompt_tokens: 10 });
+  const status = engine.getStatus();
+  try {
+    c.call<{ name: string }>("info").name.toUpperCase();
+  } catch (err) {
+    if (err instanceof CompactError) { const code: ErrorCode = err.code; const p: string = err.path; void [code, p]; }
+    if (err instanceof ErrBadBinary || err instanceof ErrABIMismatch || err instanceof ErrClosed) throw err;
+  }
+  // @ts-expect-error unknown role
+  const bad: Message = { role: "wizard", content: "x" };
+  // @ts-expect-error tail_mode is "legacy" | "lean"
+  const badCfg: Config = { compression: { tail_mode: "fat" } };
+  // @ts-expect-error summarize must return a string (or a promise of one)
+  await c.compact(messages, { summarize: async () => 42 });
+  // @ts-expect-error the constructor is private: use Compactor.create
+  new Compactor();
+  // @ts-expect-error not an error code
+  const code: ErrorCode = "oops";
+  void [first, role, n, s, status.usage_percent, bad, badCfg, code];
+  return res.messages.length;
+}
