@@ -1,6 +1,7 @@
 package core
 
 import (
+	"strings"
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
@@ -20,27 +21,73 @@ const (
 	imageTokens = 1000
 )
 
-// EncodingRough names the chars/4 estimate.
-const EncodingRough = "rough"
+// Encoding names. EncodingAuto is not an encoding of its own: it resolves to the
+// encoding of the configured model (see EncodingForModel).
+const (
+	// EncodingRough names the chars/4 estimate.
+	EncodingRough = "rough"
+	// EncodingO200k is tiktoken's o200k_base (gpt-4o, gpt-4.1, gpt-5, o1/o3/o4).
+	EncodingO200k = "o200k_base"
+	// EncodingCl100k is tiktoken's cl100k_base (gpt-4, gpt-3.5-turbo).
+	EncodingCl100k = "cl100k_base"
+	// EncodingAuto picks the encoding from the model name.
+	EncodingAuto = "auto"
+)
 
-// Encodings lists the token encodings the core can count with.
-func Encodings() []string { return []string{EncodingRough} }
+// Encodings lists the token encodings the core can count with ("auto" is not one:
+// it picks one of these).
+func Encodings() []string { return []string{EncodingRough, EncodingO200k, EncodingCl100k} }
 
 // tokenCounter counts the tokens of messages. The zero value is not usable; use
-// roughCounter or another encoding's counter. scale is the calibration factor.
+// roughCounter or newCounter. scale is the calibration factor.
 type tokenCounter struct {
 	name string
 	// text counts one JSON string value (v.Type == gjson.String).
-	text  func(v gjson.Result) int
+	text func(v gjson.Result) int
+	// exact is the tiktoken encoding, nil for rough.
+	exact *exactEncoding
 	scale float64
 }
 
 // roughCounter is the default counter: ceil(chars/4), CJK-dense characters one each.
 var roughCounter = tokenCounter{name: EncodingRough, text: roughJSONString, scale: 1}
 
-// message estimates the tokens of one message: its text, tool-call envelopes (name
-// and arguments), images at a fixed cost, and the per-message overhead.
+// message estimates the tokens of one message, calibrated: for rough, its text,
+// tool-call envelopes (name and arguments), images at a fixed cost, and the
+// per-message overhead; for an exact encoding, see exactEncoding.message. Exact
+// counts are cached per instance by message bytes (see countCache).
 func (c tokenCounter) message(m gjson.Result) int {
+	n, _ := c.messageRaw(m)
+	return c.scaled(n)
+}
+
+// messageRaw is message before calibration; hit reports a count from the cache.
+func (c tokenCounter) messageRaw(m gjson.Result) (n int, hit bool) {
+	if c.exact != nil {
+		return c.exact.cachedMessage(m)
+	}
+	return c.roughMessage(m), false
+}
+
+// scaled applies the calibration factor, rounding to the nearest token.
+func (c tokenCounter) scaled(n int) int {
+	if c.scale != 1 && c.scale > 0 {
+		return int(float64(n)*c.scale + 0.5)
+	}
+	return n
+}
+
+// replyPriming is what a request adds once after its messages: 3 tokens
+// (<|start|>assistant<|message|>) for the exact encodings, none for rough.
+func (c tokenCounter) replyPriming() int {
+	if c.exact != nil {
+		return exactReplyTokens
+	}
+	return 0
+}
+
+// roughMessage is the rough estimate of one message before calibration.
+func (c tokenCounter) roughMessage(m gjson.Result) int {
 	n := messageOverheadTokens
 	m.ForEach(func(key, v gjson.Result) bool {
 		switch key.Str {
@@ -56,15 +103,16 @@ func (c tokenCounter) message(m gjson.Result) int {
 		}
 		return true
 	})
-	if c.scale != 1 && c.scale > 0 {
-		return int(float64(n)*c.scale + 0.5)
-	}
 	return n
 }
 
 // content counts a content value: a string, null, or a list of parts/blocks in either
-// OpenAI or Anthropic shape.
+// OpenAI or Anthropic shape. Like text, part and value, it is not calibrated and
+// works for every encoding.
 func (c tokenCounter) content(v gjson.Result) int {
+	if c.exact != nil {
+		return c.exact.content(v)
+	}
 	switch {
 	case v.Type == gjson.String:
 		return c.text(v)
@@ -80,6 +128,9 @@ func (c tokenCounter) content(v gjson.Result) int {
 }
 
 func (c tokenCounter) part(p gjson.Result) int {
+	if c.exact != nil {
+		return c.exact.part(p)
+	}
 	if p.Type == gjson.String {
 		return c.text(p)
 	}
@@ -91,24 +142,99 @@ func (c tokenCounter) part(p gjson.Result) int {
 	case "thinking":
 		return c.text(p.Get("thinking"))
 	case "redacted_thinking":
-		return rawTokens(p.Get("data").Raw)
+		return c.value(p.Get("data"))
 	case "tool_use":
 		return toolCallOverheadTokens + c.text(p.Get("name")) + c.value(p.Get("input"))
 	case "tool_result":
 		return c.content(p.Get("content"))
 	}
-	return rawTokens(p.Raw)
+	return rawTokens(p)
 }
 
-// value counts a string by its text and any other JSON value by its raw bytes.
+// value counts a string by its text and any other JSON value by its canonical JSON.
 func (c tokenCounter) value(v gjson.Result) int {
+	if c.exact != nil {
+		return c.exact.value(v)
+	}
 	if v.Type == gjson.String {
 		return c.text(v)
 	}
-	return rawTokens(v.Raw)
+	return rawTokens(v)
 }
 
-func rawTokens(raw string) int { return (len(raw) + roughCharsPerToken - 1) / roughCharsPerToken }
+// rawTokens estimates a non-string JSON value by the bytes of its canonical JSON
+// text (see canonicalJSON), so the estimate does not depend on how the caller's
+// JSON encoder spaced or escaped it.
+func rawTokens(v gjson.Result) int {
+	return (len(canonicalJSON(nil, v)) + roughCharsPerToken - 1) / roughCharsPerToken
+}
+
+// canonicalJSON appends v as compact JSON: no insignificant whitespace, object keys
+// in their original order, strings escaped as JSON.stringify does (only '"', '\\' and
+// control characters; everything else as UTF-8), numbers and literals as written.
+// It is the text a non-string value (tool_use input, an unknown part) is counted by:
+// the same in every runtime whatever encoder produced the request (Python's
+// json.dumps adds spaces and escapes non-ASCII; JSON.stringify does neither).
+func canonicalJSON(dst []byte, v gjson.Result) []byte {
+	switch {
+	case v.Type == gjson.String:
+		return appendJSONString(dst, v.Str)
+	case v.IsObject():
+		dst = append(dst, '{')
+		first := true
+		v.ForEach(func(k, e gjson.Result) bool {
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = appendJSONString(dst, k.Str)
+			dst = append(dst, ':')
+			dst = canonicalJSON(dst, e)
+			return true
+		})
+		return append(dst, '}')
+	case v.IsArray():
+		dst = append(dst, '[')
+		first := true
+		v.ForEach(func(_, e gjson.Result) bool {
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = canonicalJSON(dst, e)
+			return true
+		})
+		return append(dst, ']')
+	}
+	return append(dst, strings.TrimSpace(v.Raw)...)
+}
+
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		switch {
+		case b == '"' || b == '\\':
+			dst = append(dst, '\\', b)
+		case b == '\n':
+			dst = append(dst, '\\', 'n')
+		case b == '\r':
+			dst = append(dst, '\\', 'r')
+		case b == '\t':
+			dst = append(dst, '\\', 't')
+		case b == '\b':
+			dst = append(dst, '\\', 'b')
+		case b == '\f':
+			dst = append(dst, '\\', 'f')
+		case b < 0x20:
+			dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
+		default:
+			dst = append(dst, b)
+		}
+	}
+	return append(dst, '"')
+}
 
 // roughJSONString estimates a JSON string value from its raw literal, without
 // unescaping: escapes count as the one character they stand for.
@@ -178,12 +304,12 @@ func isCJKDense(r rune) bool {
 	case r < 0x1100:
 		return false
 	case r <= 0x11FF, // Hangul Jamo
-		r >= 0x2E80 && r <= 0x2FDF, // CJK radicals
-		r >= 0x3000 && r <= 0x9FFF, // CJK symbols, kana, Bopomofo, Hangul compat, Ext A, unified
-		r >= 0xA960 && r <= 0xA97F, // Hangul Jamo Ext A
-		r >= 0xAC00 && r <= 0xD7AF, // Hangul syllables
-		r >= 0xF900 && r <= 0xFAFF, // compatibility ideographs
-		r >= 0xFF00 && r <= 0xFFEF, // half- and full-width forms
+		r >= 0x2E80 && r <= 0x2FDF,   // CJK radicals
+		r >= 0x3000 && r <= 0x9FFF,   // CJK symbols, kana, Bopomofo, Hangul compat, Ext A, unified
+		r >= 0xA960 && r <= 0xA97F,   // Hangul Jamo Ext A
+		r >= 0xAC00 && r <= 0xD7AF,   // Hangul syllables
+		r >= 0xF900 && r <= 0xFAFF,   // compatibility ideographs
+		r >= 0xFF00 && r <= 0xFFEF,   // half- and full-width forms
 		r >= 0x20000 && r <= 0x3134F: // Ext B and later
 		return true
 	}
@@ -193,14 +319,28 @@ func isCJKDense(r rune) bool {
 // EstimateMessage returns the rough token estimate of one message given as raw JSON.
 func EstimateMessage(raw []byte) int { return roughCounter.message(gjson.ParseBytes(raw)) }
 
-// newCounter returns the counter for an encoding name ("" means rough) scaled by a
-// calibration factor (0 means 1). path locates the encoding in the request for errors.
+// newCounter returns the counter for an encoding name ("" means rough; "auto" without
+// a model means rough) scaled by a calibration factor (0 means 1). path locates the
+// encoding in the request for errors. See newModelCounter for "auto".
 func newCounter(encoding string, calibration float64, path string) (tokenCounter, error) {
+	return newModelCounter(encoding, "", calibration, path)
+}
+
+// newModelCounter is newCounter where "auto" resolves from the model name with
+// EncodingForModel.
+func newModelCounter(encoding, model string, calibration float64, path string) (tokenCounter, error) {
 	c := roughCounter
+	if encoding == EncodingAuto {
+		encoding = EncodingForModel(model)
+	}
 	switch encoding {
 	case "", EncodingRough:
+	case EncodingO200k:
+		c = o200k.counter()
+	case EncodingCl100k:
+		c = cl100k.counter()
 	default:
-		return c, errorf(CodeInvalidConfig, path, "unknown encoding %q; allowed: %v", encoding, Encodings())
+		return c, errorf(CodeInvalidConfig, path, "unknown encoding %q; allowed: %v and %q", encoding, Encodings(), EncodingAuto)
 	}
 	if calibration > 0 {
 		c.scale = calibration

@@ -1,0 +1,186 @@
+package core
+
+import (
+	"strings"
+	"sync"
+
+	"github.com/tidwall/gjson"
+	"github.com/tiktoken-go/tokenizer/codec"
+)
+
+// Exact counting with tiktoken's o200k_base and cl100k_base (DESIGN §7), through
+// github.com/tiktoken-go/tokenizer. Only the codec package is imported, and only
+// its two constructors are called, so the linker drops the other vocabularies
+// (r50k, p50k) from the wasm module; see docs/TOKENS.md for the sizes.
+//
+// The per-message rule is OpenAI's documented one for chat models (the cookbook's
+// num_tokens_from_messages), extended to tool calls and content parts:
+//
+//	message      3 + tokens(role) + tokens(content) [+ tokens(name) + 1]
+//	content      a string: its tokens; a list: the sum of its parts
+//	part         text: tokens(text); image: 1000 (fixed); Anthropic blocks: thinking
+//	             tokens(thinking), tool_use 3 + tokens(name) + tokens(input JSON),
+//	             tool_result its content; any other part: tokens(its JSON)
+//	JSON         a non-string value (tool_use input, object arguments, unknown
+//	             parts) is counted as compact JSON, see canonicalJSON
+//	tool call    3 + tokens(function.name) + tokens(function.arguments)
+//	request      + 3 once, for the reply priming <|start|>assistant<|message|>
+//
+// Other fields (tool_call_id, reasoning fields, provider extras) are not counted.
+// The tool-call rule is ours: OpenAI does not document how it renders tool calls;
+// 3 tokens per call mirrors the per-message envelope.
+const (
+	exactMessageTokens  = 3 // <|start|>{role}<|message|>...<|end|> minus the role itself
+	exactNameTokens     = 1
+	exactToolCallTokens = 3
+	exactReplyTokens    = 3
+)
+
+// exactEncoding is one tiktoken encoding, its codec built on first use (building
+// the o200k vocabulary map takes tens of milliseconds, more inside wasm).
+type exactEncoding struct {
+	name  string
+	id    uint8 // distinguishes encodings in countCache keys
+	newFn func() *codec.Codec
+	once  sync.Once
+	codec *codec.Codec
+}
+
+var (
+	o200k  = &exactEncoding{name: EncodingO200k, id: 1, newFn: codec.NewO200kBase}
+	cl100k = &exactEncoding{name: EncodingCl100k, id: 2, newFn: codec.NewCl100kBase}
+)
+
+// counter returns the uncalibrated tokenCounter of the encoding.
+func (e *exactEncoding) counter() tokenCounter {
+	return tokenCounter{name: e.name, exact: e, scale: 1, text: e.value}
+}
+
+// count returns the number of tokens of s (no special tokens: "<|endoftext|>" in the
+// text is ordinary text, as in tiktoken's encode_ordinary).
+func (e *exactEncoding) count(s string) int {
+	if s == "" {
+		return 0
+	}
+	e.once.Do(func() { e.codec = e.newFn() })
+	n, err := e.codec.Count(s)
+	if err != nil {
+		// Count fails only on a regexp engine error, which the compiled splitter
+		// does not produce; fall back to the rough estimate rather than 0.
+		return (len(s) + roughCharsPerToken - 1) / roughCharsPerToken
+	}
+	return n
+}
+
+// value counts a string by its unescaped text and any other JSON value by its
+// canonical JSON text (see canonicalJSON).
+func (e *exactEncoding) value(v gjson.Result) int {
+	switch v.Type {
+	case gjson.String:
+		return e.count(v.Str)
+	case gjson.Null:
+		return 0
+	}
+	return e.count(string(canonicalJSON(nil, v)))
+}
+
+// message counts one message with the rule above (without the reply priming).
+func (e *exactEncoding) message(m gjson.Result) int {
+	n := exactMessageTokens
+	m.ForEach(func(key, v gjson.Result) bool {
+		switch key.Str {
+		case "role":
+			n += e.value(v)
+		case "name":
+			n += e.value(v) + exactNameTokens
+		case "content":
+			n += e.content(v)
+		case "tool_calls":
+			v.ForEach(func(_, call gjson.Result) bool {
+				fn := call.Get("function")
+				n += exactToolCallTokens + e.value(fn.Get("name")) + e.value(fn.Get("arguments"))
+				return true
+			})
+		}
+		return true
+	})
+	return n
+}
+
+func (e *exactEncoding) content(v gjson.Result) int {
+	switch {
+	case v.Type == gjson.String:
+		return e.count(v.Str)
+	case v.IsArray():
+		n := 0
+		v.ForEach(func(_, part gjson.Result) bool {
+			n += e.part(part)
+			return true
+		})
+		return n
+	}
+	return 0
+}
+
+func (e *exactEncoding) part(p gjson.Result) int {
+	if p.Type == gjson.String {
+		return e.count(p.Str)
+	}
+	switch p.Get("type").Str {
+	case "text", "input_text", "output_text":
+		return e.value(p.Get("text"))
+	case "image_url", "image", "input_image":
+		return imageTokens
+	case "thinking":
+		return e.value(p.Get("thinking"))
+	case "redacted_thinking":
+		return e.value(p.Get("data"))
+	case "tool_use":
+		return exactToolCallTokens + e.value(p.Get("name")) + e.value(p.Get("input"))
+	case "tool_result":
+		return e.content(p.Get("content"))
+	}
+	return e.value(p)
+}
+
+// cachedMessage is message through the per-instance count cache.
+func (e *exactEncoding) cachedMessage(m gjson.Result) (n int, hit bool) {
+	k := newCountKey(e.id, m.Raw)
+	if n, ok := counts.get(k); ok {
+		return n, true
+	}
+	n = e.message(m)
+	counts.put(k, n)
+	return n, false
+}
+
+// EncodingForModel returns the tiktoken encoding of an OpenAI model name, or
+// EncodingRough for any other model (their tokenizers are not public: calibrate
+// instead, see tokens.calibrate). A provider prefix ("openai/gpt-4o") and a
+// fine-tune prefix ("ft:gpt-4o-mini:...") are ignored; case does not matter.
+//
+//	o200k_base   gpt-4o*, chatgpt-4o*, gpt-4.1*, gpt-4.5*, gpt-5*, gpt-oss*, o1*, o3*, o4*, codex*
+//	cl100k_base  gpt-4 (other), gpt-3.5*, gpt-35*, text-embedding-3*, text-embedding-ada-002
+func EncodingForModel(model string) string {
+	m := strings.ToLower(strings.TrimSpace(model))
+	if i := strings.LastIndexByte(m, '/'); i >= 0 {
+		m = m[i+1:]
+	}
+	m = strings.TrimPrefix(m, "ft:")
+	for _, p := range []string{"gpt-4o", "chatgpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "gpt-oss", "codex"} {
+		if strings.HasPrefix(m, p) {
+			return EncodingO200k
+		}
+	}
+	for _, p := range []string{"o1", "o3", "o4"} {
+		if m == p || strings.HasPrefix(m, p+"-") {
+			return EncodingO200k
+		}
+	}
+	for _, p := range []string{"gpt-4", "gpt-3.5", "gpt-35", "text-embedding-3", "text-embedding-ada-002"} {
+		if strings.HasPrefix(m, p) {
+			return EncodingCl100k
+		}
+	}
+	return EncodingRough
+}

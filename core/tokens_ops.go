@@ -1,0 +1,186 @@
+package core
+
+import (
+	"math"
+
+	"github.com/tidwall/gjson"
+)
+
+// maxCalibration bounds a calibration factor, as config.tokens.calibration does.
+const maxCalibration = 10
+
+// CountTokensOptions selects how CountTokens counts.
+type CountTokensOptions struct {
+	// Encoding is "rough" (the default when empty), "o200k_base", "cl100k_base" or
+	// "auto" (from Model, see EncodingForModel).
+	Encoding string
+	// Model is the model name "auto" resolves from.
+	Model string
+	// Calibration scales every message count (0 means 1); see Calibrate.
+	Calibration float64
+}
+
+// CountTokensResult is the count of a message list.
+type CountTokensResult struct {
+	// Encoding is the encoding used ("auto" resolved).
+	Encoding string `json:"encoding"`
+	// Calibration is the factor applied to each message count (1 for none).
+	Calibration float64 `json:"calibration"`
+	// Total is the sum of PerMessage plus the reply priming the request adds once
+	// (3 tokens for the exact encodings, 0 for rough).
+	Total int `json:"total"`
+	// PerMessage holds the calibrated count of each message, in input order.
+	PerMessage []int `json:"per_message"`
+	// CacheHits is how many messages were counted from the per-instance cache.
+	// It depends on earlier calls, so the op reports it only when asked.
+	CacheHits int `json:"-"`
+}
+
+// CountTokens counts the tokens of messages, a JSON array of chat messages (OpenAI
+// or Anthropic shape). Exact counts of each message are cached per instance, so
+// counting a conversation again after one message was appended tokenizes only that
+// message. See docs/TOKENS.md for the per-message rules.
+func CountTokens(messages []byte, opts CountTokensOptions) (CountTokensResult, error) {
+	msgs, err := tokenMessages(gjson.ParseBytes(messages), "")
+	if err != nil {
+		return CountTokensResult{}, err
+	}
+	c, err := counterFor(opts.Encoding, opts.Model, opts.Calibration, "", "")
+	if err != nil {
+		return CountTokensResult{}, err
+	}
+	return countTokens(c, msgs), nil
+}
+
+func countTokens(c tokenCounter, msgs []gjson.Result) CountTokensResult {
+	r := CountTokensResult{Encoding: c.name, Calibration: 1, PerMessage: make([]int, len(msgs))}
+	if c.scale > 0 {
+		r.Calibration = c.scale
+	}
+	for i, m := range msgs {
+		n, hit := c.messageRaw(m)
+		if hit {
+			r.CacheHits++
+		}
+		r.PerMessage[i] = c.scaled(n)
+		r.Total += r.PerMessage[i]
+	}
+	if len(msgs) > 0 {
+		r.Total += c.replyPriming()
+	}
+	return r
+}
+
+// counterFor validates an encoding name and a calibration factor and returns the
+// counter. encPath and calPath locate them in the request for errors.
+func counterFor(encoding, model string, calibration float64, encPath, calPath string) (tokenCounter, error) {
+	if calibration < 0 || math.IsNaN(calibration) || math.IsInf(calibration, 0) || calibration > maxCalibration {
+		return tokenCounter{}, errorf(CodeInvalidConfig, calPath, "calibration must be a factor in (0, %d], or 0 for none; got %v", maxCalibration, calibration)
+	}
+	return newModelCounter(encoding, model, calibration, encPath)
+}
+
+// tokenMessages checks that v is an array of message objects and returns them.
+func tokenMessages(v gjson.Result, path string) ([]gjson.Result, error) {
+	if !v.IsArray() {
+		if !v.Exists() {
+			return nil, errorf(CodeInvalidMessages, path, "messages is required: an array of chat messages")
+		}
+		return nil, errorf(CodeInvalidMessages, path, "messages must be an array of chat messages")
+	}
+	msgs := v.Array()
+	for i, m := range msgs {
+		if !m.IsObject() {
+			return nil, errorf(CodeInvalidMessages, pointer(path, i), "each message must be a JSON object")
+		}
+	}
+	return msgs, nil
+}
+
+// tokenConfig reads config.tokens.encoding, config.tokens.calibration and
+// config.model.name (the parts of the config token counting uses) with their types
+// checked.
+func tokenConfig(req gjson.Result) (encoding, model string, calibration float64, err error) {
+	cfg := req.Get("config")
+	if !cfg.Exists() || cfg.Type == gjson.Null {
+		return "", "", 0, nil
+	}
+	if !cfg.IsObject() {
+		return "", "", 0, errorf(CodeInvalidConfig, "/config", "config must be an object")
+	}
+	if v := cfg.Get("tokens.encoding"); v.Exists() {
+		if v.Type != gjson.String {
+			return "", "", 0, errorf(CodeInvalidConfig, "/config/tokens/encoding", "encoding must be a string: one of %v or %q", Encodings(), EncodingAuto)
+		}
+		encoding = v.Str
+	}
+	if v := cfg.Get("tokens.calibration"); v.Exists() {
+		if v.Type != gjson.Number || v.Num <= 0 || v.Num > maxCalibration {
+			return "", "", 0, errorf(CodeInvalidConfig, "/config/tokens/calibration", "calibration must be a number greater than 0 and at most %d (the factor tokens.calibrate returns), got %s", maxCalibration, v.Raw)
+		}
+		calibration = v.Num
+	}
+	if v := cfg.Get("model.name"); v.Exists() {
+		if v.Type != gjson.String {
+			return "", "", 0, errorf(CodeInvalidConfig, "/config/model/name", "model name must be a string")
+		}
+		model = v.Str
+	}
+	return encoding, model, calibration, nil
+}
+
+// requestCounter picks the counter for an op: the request's "encoding" if given,
+// else config.tokens.encoding, else rough; calibrated by config.tokens.calibration
+// when calibrated is true.
+func requestCounter(req gjson.Result, calibrated bool) (tokenCounter, error) {
+	encoding, model, calibration, err := tokenConfig(req)
+	if err != nil {
+		return tokenCounter{}, err
+	}
+	encPath := "/config/tokens/encoding"
+	if v := req.Get("encoding"); v.Exists() && v.Type != gjson.Null {
+		if v.Type != gjson.String {
+			return tokenCounter{}, errorf(CodeInvalidRequest, "/encoding", "encoding must be a string: one of %v or %q", Encodings(), EncodingAuto)
+		}
+		encoding, encPath = v.Str, "/encoding"
+	}
+	if !calibrated {
+		calibration = 0
+	}
+	c, err := counterFor(encoding, model, calibration, encPath, "/config/tokens/calibration")
+	if e, ok := err.(*Error); ok && encPath == "/encoding" {
+		e.Code = CodeInvalidRequest // a request parameter, not the config
+	}
+	return c, err
+}
+
+// tokensCountResult is the wire form of the tokens.count result.
+type tokensCountResult struct {
+	CountTokensResult
+	CacheHits *int `json:"cache_hits,omitempty"`
+}
+
+// opTokensCount: {messages, encoding?, config?, report_cache_hits?} ->
+// {encoding, calibration, total, per_message[], cache_hits (when asked)}.
+func opTokensCount(req gjson.Result) ([]byte, error) {
+	msgs, err := tokenMessages(req.Get("messages"), "/messages")
+	if err != nil {
+		return nil, err
+	}
+	c, err := requestCounter(req, true)
+	if err != nil {
+		return nil, err
+	}
+	report := false
+	if v := req.Get("report_cache_hits"); v.Exists() {
+		if !v.IsBool() {
+			return nil, errorf(CodeInvalidRequest, "/report_cache_hits", "report_cache_hits must be a boolean")
+		}
+		report = v.Bool()
+	}
+	r := tokensCountResult{CountTokensResult: countTokens(c, msgs)}
+	if report {
+		r.CacheHits = &r.CountTokensResult.CacheHits
+	}
+	return marshal(r)
+}
