@@ -1,0 +1,157 @@
+package core
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// SystemNote is appended once to the system prompt of a compacted conversation.
+const SystemNote = "\n\n[Note: earlier turns of this conversation were compacted into a summary to save context space. The summary follows the first exchange; the turns after it are verbatim.]"
+
+// systemNoteTokens is the rough cost of SystemNote, counted in plans before assembly.
+const systemNoteTokens = 40
+
+const (
+	summaryOpenTag  = "<summary>\n"
+	summaryCloseTag = "\n</summary>"
+)
+
+// summaryText wraps a summary body in the message text the compressor writes.
+func summaryText(body string, r IndexRange) string {
+	return SummaryPrefix + " Earlier turns of this conversation (messages " + strconv.Itoa(r.From) + "–" +
+		strconv.Itoa(r.To-1) + " of the original) were compacted to save context space. The summary below replaces them; the turns after it are verbatim.\n\n" +
+		summaryOpenTag + strings.TrimSpace(body) + summaryCloseTag
+}
+
+// withSystemNote returns m with SystemNote appended to its content, or false when
+// the note is already there.
+func withSystemNote(m *message) (string, bool) {
+	if strings.Contains(contentText(m.content), strings.TrimSpace(SystemNote)) {
+		return "", false
+	}
+	var out string
+	var err error
+	switch {
+	case m.content.Type == gjson.String:
+		out, err = sjson.Set(m.raw, "content", m.content.Str+SystemNote)
+	case m.content.IsArray():
+		out, err = sjson.Set(m.raw, "content.-1", map[string]string{"type": "text", "text": strings.TrimPrefix(SystemNote, "\n\n")})
+	default:
+		out, err = sjson.Set(m.raw, "content", strings.TrimPrefix(SystemNote, "\n\n"))
+	}
+	return out, err == nil
+}
+
+// assembly is an assembled compaction before sanitizing.
+type assembly struct {
+	out         []outMsg
+	archived    []archivedMsg
+	summaryRole string // "user", "assistant" or "merged"
+	mergedInto  int    // input index of the tail message the summary was merged into, or -1
+	noteAdded   bool
+}
+
+// archivedMsg is an input message not returned unchanged, with why.
+type archivedMsg struct {
+	index  int
+	reason string
+	raw    string
+}
+
+// Archive reasons.
+const (
+	ArchivedSummarized    = "summarized"
+	ArchivedPruned        = "pruned"
+	ArchivedMerged        = "merged"
+	ArchivedOrphanRemoved = "orphan_removed"
+)
+
+// assemble builds head (with the system note once), one summary message, and the
+// tail (DESIGN §8 phase 4). The summary takes a role that avoids two consecutive
+// messages of the same role; when neither user nor assistant fits, it is merged
+// into the first tail message between clear delimiters.
+func assemble(msgs []message, p plan, summary string) assembly {
+	a := assembly{mergedInto: -1}
+	noted := false
+	for i := 0; i < p.headEnd; i++ {
+		if !noted && msgs[i].isSystem() {
+			noted = true
+			if raw, ok := withSystemNote(&msgs[i]); ok {
+				a.out = append(a.out, newMsg(i, raw))
+				a.noteAdded = true
+				continue
+			}
+		}
+		a.out = append(a.out, keptMsg(msgs, i))
+	}
+	for i := p.headEnd; i < p.tailStart; i++ {
+		a.archived = append(a.archived, archivedMsg{index: i, reason: ArchivedSummarized, raw: msgs[i].raw})
+	}
+	tail := make([]outMsg, 0, len(msgs)-p.tailStart)
+	for i := p.tailStart; i < len(msgs); i++ {
+		if raw, ok := p.pruned[i]; ok {
+			tail = append(tail, newMsg(i, raw))
+			a.archived = append(a.archived, archivedMsg{index: i, reason: ArchivedPruned, raw: msgs[i].raw})
+			continue
+		}
+		tail = append(tail, keptMsg(msgs, i))
+	}
+
+	text := summaryText(summary, IndexRange{p.headEnd, p.tailStart})
+	prev, next := "", ""
+	if p.headEnd > 0 {
+		prev = msgs[p.headEnd-1].role
+	}
+	if len(tail) > 0 {
+		next = tail[0].view.role
+	}
+	role := "user"
+	if prev == "user" {
+		role = "assistant"
+	}
+	if role == next {
+		role = map[string]string{"user": "assistant", "assistant": "user"}[role]
+	}
+	if role == prev || role == next {
+		a.summaryRole, a.mergedInto = "merged", tail[0].src
+		a.archived = append(a.archived, archivedMsg{index: tail[0].src, reason: ArchivedMerged, raw: msgs[tail[0].src].raw})
+		tail[0] = newMsg(tail[0].src, mergeSummary(tail[0].raw, text, next))
+	} else {
+		a.summaryRole = role
+		raw, _ := marshal(map[string]string{"role": role, "content": text})
+		a.out = append(a.out, newMsg(-1, string(raw)))
+	}
+	a.out = append(a.out, tail...)
+	return a
+}
+
+// mergeSummary puts the summary text before the content of a tail message.
+func mergeSummary(raw, text, role string) string {
+	delim := SummaryDelimiter
+	if role == "assistant" {
+		delim = strings.Replace(delim, "THE USER'S", "THE ASSISTANT'S", 1)
+	}
+	c := gjson.Get(raw, "content")
+	var out string
+	var err error
+	switch {
+	case c.Type == gjson.String:
+		out, err = sjson.Set(raw, "content", text+delim+c.Str)
+	case c.IsArray():
+		part, _ := marshal(map[string]string{"type": "text", "text": text + delim})
+		items := strings.TrimSpace(c.Raw[1 : len(c.Raw)-1])
+		if items != "" {
+			items = "," + items
+		}
+		out, err = sjson.SetRaw(raw, "content", "["+string(part)+items+"]")
+	default:
+		out, err = sjson.Set(raw, "content", text)
+	}
+	if err != nil {
+		return raw
+	}
+	return out
+}

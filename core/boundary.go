@@ -1,0 +1,136 @@
+package core
+
+import "github.com/tidwall/gjson"
+
+// activeRequestSlack: the newest real user message stays in the tail when that keeps
+// the tail within 1.5x its budget (DESIGN §8 phase 2).
+const activeRequestSlack = 1.5
+
+// plan is where a compaction cuts: head [0, headEnd), middle [headEnd, tailStart)
+// (summarized), tail [tailStart, n) kept. Tool outputs in [tailStart, budgetStart)
+// are kept but pruned: they are protected by count, not by the token budget.
+type plan struct {
+	headEnd, tailStart, budgetStart int
+	// pruned maps an input index to its pruned JSON.
+	pruned map[int]string
+	// activeRequest is the index of the newest real user message when it could not
+	// stay in the tail and the summary carries it verbatim; -1 otherwise.
+	activeRequest int
+	thr           ThresholdResult
+	summaryTarget int
+	// estimate is the expected size after compaction, with the summary at its target.
+	estimate int
+}
+
+// planCompaction places the head and tail boundaries (DESIGN §8 phases 1 and 2).
+// No boundary splits a tool group: head ends after the results of its last call,
+// the tail starts at an assistant, never at a tool result.
+func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig, tc tokenCounter) plan {
+	n := len(msgs)
+	p := plan{thr: thr, activeRequest: -1, pruned: map[int]string{}}
+
+	p.headEnd = min(cc.ProtectFirstN, n)
+	for p.headEnd < n && msgs[p.headEnd].isToolResult() {
+		p.headEnd++
+	}
+	alignBack := func(i int) int {
+		for i > p.headEnd && i < n && msgs[i].isToolResult() {
+			i--
+		}
+		return i
+	}
+
+	// Token-budgeted tail: walk back from the end while the budget lasts.
+	p.budgetStart = n
+	for acc := 0; p.budgetStart > p.headEnd; p.budgetStart-- {
+		acc += msgs[p.budgetStart-1].tokens
+		if acc > thr.TailTokenBudget {
+			break
+		}
+	}
+	p.budgetStart = alignBack(p.budgetStart)
+	countStart := alignBack(max(p.headEnd, n-cc.ProtectLastN))
+	p.tailStart = min(p.budgetStart, countStart)
+
+	// Kept-but-pruned sizes for [tailStart, budgetStart), computed lazily.
+	calls := indexCalls(msgs)
+	keptTokens := func(i int) int {
+		if i >= p.budgetStart {
+			return msgs[i].tokens
+		}
+		if raw, ok := p.pruned[i]; ok {
+			return tc.message(gjson.Parse(raw))
+		}
+		if chars, ok := prunable(&msgs[i]); ok {
+			p.pruned[i] = prunedMessage(&msgs[i], calls, chars)
+			return tc.message(gjson.Parse(p.pruned[i]))
+		}
+		return msgs[i].tokens
+	}
+	kept := make([]int, n+1) // kept[i] = tokens of messages [i, n) as kept
+	for i := n - 1; i >= p.headEnd; i-- {
+		kept[i] = kept[i+1] + keptTokens(i)
+	}
+
+	// The user anchor: real user messages the tail must keep (head ones count).
+	users := 0
+	for i := range msgs {
+		if (i < p.headEnd || i >= p.tailStart) && msgs[i].isRealUser() {
+			users++
+		}
+	}
+	newestUser := -1
+	for i := n - 1; i >= p.headEnd; i-- {
+		if msgs[i].isRealUser() {
+			newestUser = i
+			break
+		}
+	}
+	slack := int(float64(thr.TailTokenBudget) * activeRequestSlack)
+	for i := p.tailStart - 1; i >= p.headEnd && users < cc.MinTailUserMessages; i-- {
+		if !msgs[i].isRealUser() {
+			continue
+		}
+		if kept[i] > slack {
+			if i == newestUser {
+				p.activeRequest = i
+			}
+			break
+		}
+		p.tailStart, users = i, users+1
+	}
+
+	// Fitting wins over counts: shrink the tail toward the budgeted tail, one group
+	// at a time, while head + summary + tail would exceed the threshold.
+	pre := make([]int, n+1) // pre[i] = tokens of messages [0, i) as given
+	for i := range msgs {
+		pre[i+1] = pre[i] + msgs[i].tokens
+	}
+	head := pre[p.headEnd]
+	estimate := func() int {
+		middle := pre[p.tailStart] - pre[p.headEnd]
+		p.summaryTarget = 0
+		if p.tailStart > p.headEnd {
+			p.summaryTarget = summaryTargetTokens(middle, thr.MaxSummaryTokens)
+		}
+		return head + p.summaryTarget + kept[p.tailStart] + systemNoteTokens
+	}
+	p.estimate = estimate()
+	for p.estimate > thr.ThresholdTokens && p.tailStart < p.budgetStart {
+		next := p.tailStart + 1
+		for next < p.budgetStart && msgs[next].isToolResult() {
+			next++
+		}
+		if p.tailStart <= newestUser && newestUser < next {
+			p.activeRequest = newestUser
+		}
+		p.tailStart = next
+		p.estimate = estimate()
+	}
+	for i := range p.pruned {
+		if i < p.tailStart {
+			delete(p.pruned, i) // summarized, not kept: the summarizer sees the original
+		}
+	}
+	return p
+}

@@ -1,0 +1,448 @@
+package core
+
+import (
+	"encoding/json"
+	"hash/fnv"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// Report says what a compaction did (DESIGN §8), so hosts can log it.
+type Report struct {
+	Compacted bool `json:"compacted"`
+	// Reason: compacted, pruned_only, below_threshold, disabled or nothing_to_compact.
+	Reason          string `json:"reason"`
+	TokensBefore    int    `json:"tokens_before"`
+	TokensAfter     int    `json:"tokens_after"`
+	ThresholdTokens int    `json:"threshold_tokens"`
+	// Fits is false when head + summary + tail still exceed the threshold: feed
+	// TokensAfter to should_compress as last_compaction_tokens so it does not loop.
+	Fits           bool        `json:"fits"`
+	MessagesBefore int         `json:"messages_before"`
+	MessagesAfter  int         `json:"messages_after"`
+	HeadEnd        int         `json:"head_end"`
+	TailStart      int         `json:"tail_start"`
+	Pruned         []int       `json:"pruned"`
+	Summarized     *IndexRange `json:"summarized"`
+	// SummaryRole is user, assistant, merged (into the first tail message), or "".
+	SummaryRole       string `json:"summary_role"`
+	SummaryMergedInto *int   `json:"summary_merged_into"`
+	SummaryTokens     int    `json:"summary_tokens"`
+	// Summarizer is host (the host's LLM) or builtin (the extractive summary).
+	Summarizer     string `json:"summarizer"`
+	FallbackUsed   bool   `json:"fallback_used"`
+	FallbackReason string `json:"fallback_reason"`
+	Iterative      bool   `json:"iterative"`
+	// ActiveRequestInSummary is true when the newest user message did not fit in
+	// the tail and the summary carries it verbatim.
+	ActiveRequestInSummary bool `json:"active_request_in_summary"`
+	// FirstChangedIndex is the first output index that differs from the input: the
+	// prompt cache breaks there. Null when nothing changed.
+	FirstChangedIndex *int     `json:"first_changed_index"`
+	SystemNoteAdded   bool     `json:"system_note_added"`
+	OrphansRemoved    []int    `json:"orphans_removed"`
+	StubsAdded        []string `json:"stubs_added"`
+}
+
+// ArchivedMessage is an input message not returned unchanged (DESIGN §8.7).
+type ArchivedMessage struct {
+	Index int `json:"index"`
+	// Reason: summarized, pruned, merged or orphan_removed.
+	Reason  string          `json:"reason"`
+	Message json.RawMessage `json:"message,omitempty"`
+}
+
+// CompactResult is the result of compact.begin and compact.finish. When Done is
+// false, State and SummaryRequest are set and the host must call compact.finish.
+type CompactResult struct {
+	Done           bool              `json:"done"`
+	Messages       []json.RawMessage `json:"messages,omitempty"`
+	Report         *Report           `json:"report,omitempty"`
+	Archived       []ArchivedMessage `json:"archived,omitempty"`
+	State          string            `json:"state,omitempty"`
+	SummaryRequest *SummaryRequest   `json:"summary_request,omitempty"`
+}
+
+// Summarizer choices for compact.begin.
+const (
+	SummarizerHost    = "host"
+	SummarizerBuiltin = "builtin"
+)
+
+// compactRequest is a parsed compact.begin / compact.finish / prune request.
+type compactRequest struct {
+	msgs         []message
+	msgsRaw      string
+	cfg          Config
+	cfgRaw       string
+	thr          ThresholdResult
+	tc           tokenCounter
+	force        bool
+	promptTokens int
+	summarizer   string
+	refs         bool
+}
+
+func parseCompactRequest(req gjson.Result) (*compactRequest, error) {
+	r := &compactRequest{summarizer: SummarizerHost}
+	var err error
+	if r.cfg, err = parseConfig(req.Get("config"), "/config"); err != nil {
+		return nil, err
+	}
+	if r.tc, err = newCounter(r.cfg.Tokens.Encoding, r.cfg.Tokens.Calibration, "/config/tokens/encoding"); err != nil {
+		return nil, err
+	}
+	mv := req.Get("messages")
+	if r.msgs, err = parseMessages(mv, r.tc); err != nil {
+		return nil, err
+	}
+	r.msgsRaw, r.cfgRaw = mv.Raw, req.Get("config").Raw
+	r.thr = ResolveThreshold(r.cfg)
+	if r.force, err = boolParam(req, "force"); err != nil {
+		return nil, err
+	}
+	if r.promptTokens, err = intParam(req, "prompt_tokens"); err != nil {
+		return nil, err
+	}
+	if v := req.Get("summarizer"); v.Exists() {
+		if v.Str != SummarizerHost && v.Str != SummarizerBuiltin {
+			return nil, errorf(CodeInvalidRequest, "/summarizer", "summarizer must be %q or %q", SummarizerHost, SummarizerBuiltin)
+		}
+		r.summarizer = v.Str
+	}
+	r.refs, err = outputParam(req)
+	return r, err
+}
+
+func boolParam(req gjson.Result, key string) (bool, error) {
+	v := req.Get(key)
+	if !v.Exists() || v.Type == gjson.Null {
+		return false, nil
+	}
+	if !v.IsBool() {
+		return false, errorf(CodeInvalidRequest, "/"+key, "%s must be true or false", key)
+	}
+	return v.Bool(), nil
+}
+
+func intParam(req gjson.Result, key string) (int, error) {
+	v := req.Get(key)
+	if !v.Exists() || v.Type == gjson.Null {
+		return 0, nil
+	}
+	if v.Type != gjson.Number || v.Num < 0 || v.Num != float64(int64(v.Num)) || v.Num > 1e12 {
+		return 0, errorf(CodeInvalidRequest, "/"+key, "%s must be a non-negative integer", key)
+	}
+	return int(v.Num), nil
+}
+
+func outputParam(req gjson.Result) (bool, error) {
+	switch v := req.Get("output"); {
+	case !v.Exists() || v.Str == "messages":
+		return false, nil
+	case v.Str == "refs":
+		return true, nil
+	}
+	return false, errorf(CodeInvalidRequest, "/output", "output must be \"messages\" or \"refs\"")
+}
+
+func (r *compactRequest) tokensBefore() int {
+	n := 0
+	for i := range r.msgs {
+		n += r.msgs[i].tokens
+	}
+	return n
+}
+
+// stateFor fingerprints a request so compact.finish can check it got the same one.
+func (r *compactRequest) stateFor(p plan) string {
+	h := fnv.New64a()
+	h.Write([]byte(r.msgsRaw))
+	h.Write([]byte{0})
+	h.Write([]byte(r.cfgRaw))
+	h.Write([]byte{0, boolByte(r.force)})
+	return "ccs1." + strconv.FormatUint(h.Sum64(), 16) + "." + strconv.Itoa(p.headEnd) + "." + strconv.Itoa(p.tailStart)
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// unchanged is the result of a compaction that did nothing.
+func (r *compactRequest) unchanged(reason string) *compactOutcome {
+	out := make([]outMsg, len(r.msgs))
+	for i := range r.msgs {
+		out[i] = keptMsg(r.msgs, i)
+	}
+	before := r.tokensBefore()
+	rep := &Report{
+		Reason: reason, TokensBefore: before, TokensAfter: before, ThresholdTokens: r.thr.ThresholdTokens,
+		Fits: before < r.thr.ThresholdTokens, MessagesBefore: len(r.msgs), MessagesAfter: len(r.msgs),
+		HeadEnd: len(r.msgs), TailStart: len(r.msgs), Pruned: []int{}, OrphansRemoved: []int{}, StubsAdded: []string{},
+	}
+	return &compactOutcome{out: out, report: rep}
+}
+
+// compactOutcome is a finished compaction before it is written.
+type compactOutcome struct {
+	out      []outMsg
+	archived []archivedMsg
+	report   *Report
+}
+
+// begin runs compact.begin: the trigger (unless forced), the plan, and either a
+// finished result or a summary request.
+func (r *compactRequest) begin() (*compactOutcome, plan, bool) {
+	if !r.force {
+		tokens := r.promptTokens
+		if tokens == 0 {
+			tokens = r.tokensBefore()
+		}
+		if !r.cfg.Compression.Enabled {
+			return r.unchanged(ReasonDisabled), plan{}, true
+		}
+		if tokens < r.thr.ThresholdTokens {
+			return r.unchanged(ReasonBelowThreshold), plan{}, true
+		}
+	}
+	p := planCompaction(r.msgs, r.thr, r.cfg.Compression, r.tc)
+	if p.tailStart <= p.headEnd {
+		if len(p.pruned) == 0 {
+			return r.unchanged("nothing_to_compact"), p, true
+		}
+		return r.finish(p, "", ""), p, true
+	}
+	if r.summarizer == SummarizerBuiltin {
+		return r.finish(p, "", ""), p, true
+	}
+	return nil, p, false
+}
+
+// finish assembles the compaction of plan p with summary, or with the extractive
+// summary when summary is empty (failure says why, "" for the builtin summarizer).
+func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome {
+	rep := &Report{
+		Compacted: true, Reason: "compacted", TokensBefore: r.tokensBefore(), ThresholdTokens: r.thr.ThresholdTokens,
+		MessagesBefore: len(r.msgs), HeadEnd: p.headEnd, TailStart: p.tailStart, Pruned: []int{},
+		ActiveRequestInSummary: p.activeRequest >= 0, OrphansRemoved: []int{}, StubsAdded: []string{},
+	}
+	var a assembly
+	if p.tailStart > p.headEnd {
+		rep.Summarizer = r.summarizer
+		summary = strings.TrimSpace(summary)
+		switch {
+		case summary == "" && r.summarizer == SummarizerBuiltin:
+			summary = extractiveSummary(r.msgs, p, "the builtin summarizer was chosen")
+		case summary == "":
+			if failure == "" {
+				failure = "the summarizer returned no summary"
+			}
+			rep.FallbackUsed, rep.FallbackReason = true, failure
+			summary = extractiveSummary(r.msgs, p, "the summarizer failed: "+failure)
+		}
+		if p.activeRequest >= 0 && !strings.Contains(summary, strings.TrimSpace(contentText(r.msgs[p.activeRequest].content))) {
+			summary += "\n\n## Active Request (the user's newest message, verbatim)\n" + contentText(r.msgs[p.activeRequest].content)
+		}
+		prev, _ := previousSummary(r.msgs, p.headEnd, p.tailStart)
+		rep.Iterative = prev != ""
+		a = assemble(r.msgs, p, summary)
+		rep.Summarized = &IndexRange{From: p.headEnd, To: p.tailStart}
+		rep.SummaryRole, rep.SystemNoteAdded = a.summaryRole, a.noteAdded
+		if a.mergedInto >= 0 {
+			mi := a.mergedInto
+			rep.SummaryMergedInto = &mi
+		}
+		rep.SummaryTokens = r.tc.message(gjson.Parse(`{"content":` + string(mustMarshal(summaryText(summary, *rep.Summarized))) + `}`))
+	} else {
+		rep.Reason = "pruned_only"
+		a = assembly{mergedInto: -1}
+		for i := range r.msgs {
+			if raw, ok := p.pruned[i]; ok {
+				a.out = append(a.out, newMsg(i, raw))
+				a.archived = append(a.archived, archivedMsg{index: i, reason: ArchivedPruned, raw: r.msgs[i].raw})
+				continue
+			}
+			a.out = append(a.out, keptMsg(r.msgs, i))
+		}
+	}
+	for i := range p.pruned {
+		rep.Pruned = append(rep.Pruned, i)
+	}
+	sortInts(rep.Pruned)
+
+	out, removed, san := sanitizeToolPairs(a.out)
+	for _, m := range removed {
+		if m.src >= 0 {
+			rep.OrphansRemoved = append(rep.OrphansRemoved, m.src)
+			a.archived = append(a.archived, archivedMsg{index: m.src, reason: ArchivedOrphanRemoved, raw: r.msgs[m.src].raw})
+		}
+	}
+	rep.StubsAdded = san.Stubbed
+	rep.MessagesAfter = len(out)
+	for k := range out {
+		if out[k].changed || out[k].src != k {
+			fc := k
+			rep.FirstChangedIndex = &fc
+			break
+		}
+	}
+	if rep.FirstChangedIndex == nil && len(out) != len(r.msgs) {
+		fc := len(out)
+		rep.FirstChangedIndex = &fc
+	}
+	rep.TokensAfter = tokensOfOutput(r.msgs, out, r.tc)
+	rep.Fits = rep.TokensAfter < r.thr.ThresholdTokens
+	sortArchived(a.archived)
+	return &compactOutcome{out: out, archived: a.archived, report: rep}
+}
+
+func tokensOfOutput(msgs []message, out []outMsg, tc tokenCounter) int {
+	n := 0
+	for _, m := range out {
+		if !m.changed && m.src >= 0 {
+			n += msgs[m.src].tokens
+		} else {
+			n += tc.message(gjson.Parse(m.raw))
+		}
+	}
+	return n
+}
+
+func mustMarshal(v any) []byte {
+	b, err := marshal(v)
+	if err != nil {
+		panic(err) // only called on strings and maps of strings
+	}
+	return b
+}
+
+func sortInts(a []int) {
+	for i := 1; i < len(a); i++ {
+		for j := i; j > 0 && a[j] < a[j-1]; j-- {
+			a[j], a[j-1] = a[j-1], a[j]
+		}
+	}
+}
+
+func sortArchived(a []archivedMsg) {
+	for i := 1; i < len(a); i++ {
+		for j := i; j > 0 && (a[j].index < a[j-1].index || a[j].index == a[j-1].index && a[j].reason < a[j-1].reason); j-- {
+			a[j], a[j-1] = a[j-1], a[j]
+		}
+	}
+}
+
+// write renders a finished outcome as the op result.
+func (o *compactOutcome) write(refs bool) []byte {
+	size := 64
+	for _, m := range o.out {
+		size += len(m.raw) + 1
+	}
+	if !refs {
+		for _, a := range o.archived {
+			size += len(a.raw) + 40
+		}
+	}
+	b := make([]byte, 0, size)
+	b = append(b, `{"done":true,"messages":`...)
+	b = writeMessages(b, o.out, refs)
+	b = append(b, `,"report":`...)
+	b = append(b, mustMarshal(o.report)...)
+	b = append(b, `,"archived":`...)
+	b = writeArchived(b, o.archived, refs)
+	return append(b, '}')
+}
+
+// writeArchived appends the archived array; with refs the original JSON is left
+// out (the caller has it).
+func writeArchived(b []byte, archived []archivedMsg, refs bool) []byte {
+	b = append(b, '[')
+	for i, a := range archived {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"index":`...)
+		b = strconv.AppendInt(b, int64(a.index), 10)
+		b = append(b, `,"reason":"`...)
+		b = append(b, a.reason...)
+		b = append(b, '"')
+		if !refs {
+			b = append(b, `,"message":`...)
+			b = append(b, a.raw...)
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+// writeMessages appends a messages array; with refs, unchanged input messages are
+// written as their input index.
+func writeMessages(b []byte, out []outMsg, refs bool) []byte {
+	b = append(b, '[')
+	for i, m := range out {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if refs && !m.changed && m.src >= 0 {
+			b = strconv.AppendInt(b, int64(m.src), 10)
+		} else {
+			b = append(b, m.raw...)
+		}
+	}
+	return append(b, ']')
+}
+
+func opCompactBegin(req gjson.Result) ([]byte, error) {
+	r, err := parseCompactRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	o, p, done := r.begin()
+	if done {
+		return o.write(r.refs), nil
+	}
+	sr := buildSummaryRequest(r.msgs, p, r.cfg.Compression)
+	return marshal(CompactResult{State: r.stateFor(p), SummaryRequest: &sr})
+}
+
+func opCompactFinish(req gjson.Result) ([]byte, error) {
+	r, err := parseCompactRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	sv := req.Get("state")
+	if sv.Type != gjson.String || !strings.HasPrefix(sv.Str, "ccs1.") {
+		return nil, errorf(CodeInvalidState, "/state", "state must be the string compact.begin returned")
+	}
+	p := planCompaction(r.msgs, r.thr, r.cfg.Compression, r.tc)
+	if r.stateFor(p) != sv.Str {
+		return nil, errorf(CodeInvalidState, "/state", "state does not match these messages and config: pass compact.finish the same messages, config and force as compact.begin")
+	}
+	summary, failure := "", ""
+	if v := req.Get("summary"); v.Exists() && v.Type != gjson.Null {
+		if v.Type != gjson.String {
+			return nil, errorf(CodeInvalidRequest, "/summary", "summary must be a string")
+		}
+		summary = v.Str
+	}
+	if v := req.Get("error"); v.Exists() && v.Type != gjson.Null {
+		switch {
+		case v.Type == gjson.String:
+			failure = v.Str
+		case v.IsObject():
+			failure = strings.TrimSpace(v.Get("code").Str + ": " + v.Get("message").Str)
+		default:
+			return nil, errorf(CodeInvalidRequest, "/error", "error must be a string or an object {code, message}")
+		}
+		if failure == "" || failure == ":" {
+			failure = "the summarizer failed"
+		}
+		summary = ""
+	}
+	return r.finish(p, summary, failure).write(r.refs), nil
+}

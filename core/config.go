@@ -1,0 +1,294 @@
+package core
+
+import (
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// Config is the configuration of every op, parsed from the request's "config" object.
+// The JSON keys mirror the Hermes config keys (DESIGN §4).
+type Config struct {
+	Compression   CompressionConfig `json:"compression"`
+	PromptCaching CachingConfig     `json:"prompt_caching"`
+	Model         ModelConfig       `json:"model"`
+	Tokens        TokensConfig      `json:"tokens"`
+}
+
+// CompressionConfig holds the "compression" keys.
+type CompressionConfig struct {
+	Enabled             bool             `json:"enabled"`
+	Threshold           float64          `json:"threshold"`
+	ModelThresholds     []ModelThreshold `json:"model_thresholds"`
+	TargetRatio         float64          `json:"target_ratio"`
+	TailMode            string           `json:"tail_mode"`
+	ProtectFirstN       int              `json:"protect_first_n"`
+	ProtectLastN        int              `json:"protect_last_n"`
+	MinTailUserMessages int              `json:"min_tail_user_messages"`
+	CodexGPT55Autoraise bool             `json:"codex_gpt55_autoraise"`
+	SmallContextFloor   float64          `json:"small_context_floor"`
+	SmallContextLimit   int              `json:"small_context_limit"`
+	HygieneThreshold    float64          `json:"hygiene_threshold"`
+	// SummaryContextLength is the summarizer model's window; 0 means the main model's.
+	SummaryContextLength int `json:"summary_context_length"`
+}
+
+// ModelThreshold is one entry of compression.model_thresholds: a substring of the
+// model name and the fraction it selects.
+type ModelThreshold struct {
+	Key      string  `json:"key"`
+	Fraction float64 `json:"fraction"`
+}
+
+// CachingConfig holds the "prompt_caching" keys.
+type CachingConfig struct {
+	CacheTTL string `json:"cache_ttl"`
+}
+
+// ModelConfig names the main model and its window.
+type ModelConfig struct {
+	Name          string `json:"name"`
+	Provider      string `json:"provider"`
+	ContextLength int    `json:"context_length"`
+}
+
+// TokensConfig chooses the token counter: an encoding and a calibration factor.
+type TokensConfig struct {
+	Encoding    string  `json:"encoding"`
+	Calibration float64 `json:"calibration"`
+}
+
+// Defaults (DESIGN §4).
+const (
+	DefaultContextLength = 200_000
+	maxContextLength     = 100_000_000
+)
+
+// DefaultConfig returns the configuration used for every key a request leaves out.
+func DefaultConfig() Config {
+	return Config{
+		Compression: CompressionConfig{
+			Enabled:             true,
+			Threshold:           0.50,
+			TargetRatio:         0.20,
+			TailMode:            "legacy",
+			ProtectFirstN:       3,
+			ProtectLastN:        20,
+			MinTailUserMessages: 1,
+			CodexGPT55Autoraise: true,
+			SmallContextFloor:   0.75,
+			SmallContextLimit:   512_000,
+			HygieneThreshold:    0.85,
+		},
+		PromptCaching: CachingConfig{CacheTTL: "5m"},
+		Model:         ModelConfig{ContextLength: DefaultContextLength},
+		Tokens:        TokensConfig{Encoding: EncodingRough, Calibration: 1},
+	}
+}
+
+// ParseConfig parses a config object (JSON) over the defaults. Empty input means
+// the defaults. A bad value is a *Error naming the key and what is allowed.
+func ParseConfig(raw []byte) (Config, error) {
+	if len(strings.TrimSpace(string(raw))) == 0 {
+		return DefaultConfig(), nil
+	}
+	if !gjson.ValidBytes(raw) {
+		return Config{}, errorf(CodeInvalidJSON, "", "config is not valid JSON")
+	}
+	return parseConfig(gjson.ParseBytes(raw), "")
+}
+
+// configReader walks one config object, checking keys against an allowed set.
+type configReader struct {
+	obj  gjson.Result
+	path string
+	err  error
+}
+
+func (r *configReader) get(key string) (gjson.Result, string, bool) {
+	v := r.obj.Get(gjson.Escape(key))
+	return v, pointer(r.path, key), r.err == nil && v.Exists() && v.Type != gjson.Null
+}
+
+func (r *configReader) fail(path, format string, args ...any) {
+	if r.err == nil {
+		r.err = errorf(CodeInvalidConfig, path, format, args...)
+	}
+}
+
+func (r *configReader) boolean(key string, dst *bool) {
+	if v, p, ok := r.get(key); ok {
+		if !v.IsBool() {
+			r.fail(p, "%s must be true or false", key)
+			return
+		}
+		*dst = v.Bool()
+	}
+}
+
+// fraction reads a number in (lo, 1] (or [0, 1] when zeroOK).
+func (r *configReader) fraction(key string, dst *float64, zeroOK bool) {
+	if v, p, ok := r.get(key); ok {
+		if v.Type != gjson.Number || v.Num > 1 || v.Num < 0 || (!zeroOK && v.Num == 0) || math.IsNaN(v.Num) {
+			lo := "greater than 0"
+			if zeroOK {
+				lo = "at least 0 (0 disables it)"
+			}
+			r.fail(p, "%s must be a number %s and at most 1, got %s", key, lo, v.Raw)
+			return
+		}
+		*dst = v.Num
+	}
+}
+
+func (r *configReader) integer(key string, dst *int, min, max int) {
+	if v, p, ok := r.get(key); ok {
+		if v.Type != gjson.Number || v.Num != math.Trunc(v.Num) || v.Num < float64(min) || v.Num > float64(max) {
+			r.fail(p, "%s must be an integer from %d to %d, got %s", key, min, max, v.Raw)
+			return
+		}
+		*dst = int(v.Num)
+	}
+}
+
+func (r *configReader) str(key string, dst *string, allowed ...string) {
+	if v, p, ok := r.get(key); ok {
+		if v.Type != gjson.String {
+			r.fail(p, "%s must be a string", key)
+			return
+		}
+		if len(allowed) > 0 && !contains(allowed, v.Str) {
+			r.fail(p, "%s must be one of %s, got %q", key, strings.Join(allowed, ", "), v.Str)
+			return
+		}
+		*dst = v.Str
+	}
+}
+
+// object opens a nested object, rejecting keys outside allowed.
+func (r *configReader) object(key string, allowed ...string) *configReader {
+	v, p, ok := r.get(key)
+	sub := &configReader{obj: v, path: p}
+	if !ok {
+		sub.obj = gjson.Result{}
+		return sub
+	}
+	sub.checkObject(allowed)
+	if sub.err != nil && r.err == nil {
+		r.err = sub.err
+	}
+	return sub
+}
+
+func (r *configReader) checkObject(allowed []string) {
+	if !r.obj.IsObject() {
+		r.fail(r.path, "%s must be an object", strings.TrimPrefix(r.path, "/"))
+		return
+	}
+	r.obj.ForEach(func(k, _ gjson.Result) bool {
+		if !contains(allowed, k.Str) {
+			r.fail(pointer(r.path, k.Str), "unknown key %q; allowed keys: %s", k.Str, strings.Join(allowed, ", "))
+			return false
+		}
+		return true
+	})
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// parseConfig parses the config object v (missing or null means defaults); path is
+// where v sits in the request, for error paths.
+func parseConfig(v gjson.Result, path string) (Config, error) {
+	cfg := DefaultConfig()
+	if !v.Exists() || v.Type == gjson.Null {
+		return cfg, nil
+	}
+	root := &configReader{obj: v, path: path}
+	root.checkObject([]string{"compression", "prompt_caching", "model", "tokens"})
+	if root.err != nil {
+		return cfg, root.err
+	}
+
+	c := root.object("compression", "enabled", "threshold", "model_thresholds", "target_ratio",
+		"tail_mode", "protect_first_n", "protect_last_n", "min_tail_user_messages",
+		"codex_gpt55_autoraise", "small_context_floor", "small_context_limit",
+		"hygiene_threshold", "summary_context_length")
+	cc := &cfg.Compression
+	c.boolean("enabled", &cc.Enabled)
+	c.fraction("threshold", &cc.Threshold, false)
+	c.fraction("target_ratio", &cc.TargetRatio, false)
+	c.str("tail_mode", &cc.TailMode, "legacy", "lean")
+	c.integer("protect_first_n", &cc.ProtectFirstN, 0, 10_000)
+	c.integer("protect_last_n", &cc.ProtectLastN, 0, 100_000)
+	c.integer("min_tail_user_messages", &cc.MinTailUserMessages, 0, 1_000)
+	c.boolean("codex_gpt55_autoraise", &cc.CodexGPT55Autoraise)
+	if v := c.obj.Get("small_context_floor"); v.Exists() && v.Type == gjson.Null {
+		cc.SmallContextFloor = 0 // null disables the floor, like 0
+	} else {
+		c.fraction("small_context_floor", &cc.SmallContextFloor, true)
+	}
+	c.integer("small_context_limit", &cc.SmallContextLimit, 0, maxContextLength)
+	c.fraction("hygiene_threshold", &cc.HygieneThreshold, false)
+	c.integer("summary_context_length", &cc.SummaryContextLength, 0, maxContextLength)
+	if mt, p, ok := c.get("model_thresholds"); ok {
+		if !mt.IsObject() {
+			c.fail(p, "model_thresholds must be an object mapping a model-name substring to a fraction")
+		}
+		mt.ForEach(func(k, f gjson.Result) bool {
+			kp := pointer(p, k.Str)
+			switch {
+			case k.Str == "":
+				c.fail(kp, "model_thresholds keys must be non-empty model-name substrings")
+			case f.Type != gjson.Number || f.Num <= 0 || f.Num > 1:
+				c.fail(kp, "model_thresholds[%q] must be a number greater than 0 and at most 1, got %s", k.Str, f.Raw)
+			default:
+				cc.ModelThresholds = append(cc.ModelThresholds, ModelThreshold{Key: k.Str, Fraction: f.Num})
+			}
+			return c.err == nil
+		})
+		sort.Slice(cc.ModelThresholds, func(i, j int) bool { return cc.ModelThresholds[i].Key < cc.ModelThresholds[j].Key })
+	}
+	if c.err != nil {
+		return cfg, c.err
+	}
+
+	pc := root.object("prompt_caching", "cache_ttl")
+	pc.str("cache_ttl", &cfg.PromptCaching.CacheTTL, "5m", "1h")
+	if pc.err != nil {
+		return cfg, pc.err
+	}
+
+	m := root.object("model", "name", "provider", "context_length")
+	m.str("name", &cfg.Model.Name)
+	m.str("provider", &cfg.Model.Provider)
+	m.integer("context_length", &cfg.Model.ContextLength, 1, maxContextLength)
+	if m.err != nil {
+		return cfg, m.err
+	}
+
+	t := root.object("tokens", "encoding", "calibration")
+	t.str("encoding", &cfg.Tokens.Encoding)
+	if v, p, ok := t.get("calibration"); ok {
+		if v.Type != gjson.Number || v.Num <= 0 || v.Num > 10 {
+			t.fail(p, "calibration must be a number greater than 0 and at most 10, got %s", v.Raw)
+		} else {
+			cfg.Tokens.Calibration = v.Num
+		}
+	}
+	if t.err != nil {
+		return cfg, t.err
+	}
+	if root.err != nil {
+		return cfg, root.err
+	}
+	return cfg, nil
+}

@@ -1,0 +1,183 @@
+package core
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+const (
+	// PrunedPrefix starts every placeholder that replaces an old tool output.
+	PrunedPrefix = "[Old tool output cleared to save context space]"
+	// pruneMinChars: tool outputs up to this many characters are left alone.
+	pruneMinChars = 200
+	// keyArgMaxChars bounds the key argument quoted in placeholders and summaries.
+	keyArgMaxChars = 120
+)
+
+// keyArgNames are the tool-call arguments that best say what a call did, in order of
+// preference: a path, then a command, then a query.
+var keyArgNames = []string{
+	"path", "file_path", "filepath", "filename", "file", "notebook_path", "command", "cmd",
+	"query", "pattern", "url", "uri", "id", "name", "directory", "dir",
+}
+
+// callIndex maps tool_call ids to the calls that made them.
+type callIndex map[string]toolCall
+
+func indexCalls(msgs []message) callIndex {
+	idx := callIndex{}
+	for i := range msgs {
+		for _, c := range msgs[i].calls {
+			if c.id != "" {
+				if _, dup := idx[c.id]; !dup {
+					idx[c.id] = c
+				}
+			}
+		}
+	}
+	return idx
+}
+
+// keyArgument returns `name="value"` for the most telling argument of a call, or "".
+func keyArgument(args gjson.Result) string {
+	a := args
+	if args.Type == gjson.String {
+		a = gjson.Parse(args.Str)
+	}
+	if !a.IsObject() {
+		return ""
+	}
+	for _, k := range keyArgNames {
+		if v := a.Get(k); v.Exists() && (v.Type == gjson.String || v.Type == gjson.Number) && v.String() != "" {
+			return k + "=" + strconv.Quote(truncateRunes(v.String(), keyArgMaxChars))
+		}
+	}
+	var first string
+	a.ForEach(func(k, v gjson.Result) bool {
+		if v.Type == gjson.String && v.Str != "" {
+			first = k.Str + "=" + strconv.Quote(truncateRunes(v.Str, keyArgMaxChars))
+			return false
+		}
+		return true
+	})
+	return first
+}
+
+// describeCall renders a call as name(key="value").
+func describeCall(c toolCall) string {
+	name := c.name
+	if name == "" {
+		name = "tool"
+	}
+	return name + "(" + keyArgument(c.args) + ")"
+}
+
+// truncateRunes cuts s to at most n runes, marking the cut with "…".
+func truncateRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i, count := 0, 0
+	for i = range s {
+		if count == n-1 {
+			break
+		}
+		count++
+	}
+	return s[:i] + "…"
+}
+
+// prunable reports whether msgs[i] is a tool output long enough to prune, and its
+// length in characters.
+func prunable(m *message) (int, bool) {
+	if !m.isToolResult() || strings.HasPrefix(firstText(m.content), PrunedPrefix) {
+		return 0, false
+	}
+	var chars int
+	if m.content.Type == gjson.String {
+		chars = utf8.RuneCountInString(m.content.Str)
+	} else {
+		chars = utf8.RuneCountInString(contentText(m.content))
+	}
+	return chars, chars > pruneMinChars
+}
+
+// prunedMessage returns m with its content replaced by a placeholder that says what
+// the output was (tool, key argument, size), so the agent knows what to re-run.
+// Every other field is kept as it was.
+func prunedMessage(m *message, calls callIndex, chars int) string {
+	what := "a tool call"
+	if c, ok := calls[m.resultFor]; ok {
+		what = describeCall(c)
+	}
+	text := PrunedPrefix + " " + what + " returned " + formatCount(chars) +
+		" characters here; call the tool again if you need the output."
+	out, err := sjson.Set(m.raw, "content", text)
+	if err != nil { // unreachable: m.raw is a valid object
+		return m.raw
+	}
+	return out
+}
+
+// formatCount writes n with thousands separators: 12,345.
+func formatCount(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// PruneResult is the result of the prune op.
+type PruneResult struct {
+	Pruned       []int `json:"pruned"`
+	TokensBefore int   `json:"tokens_before"`
+	TokensAfter  int   `json:"tokens_after"`
+}
+
+// opPrune prunes long tool outputs between the head and the token-budgeted tail,
+// with no summary: the cheap first phase on its own.
+func opPrune(req gjson.Result) ([]byte, error) {
+	r, err := parseCompactRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	p := planCompaction(r.msgs, r.thr, r.cfg.Compression, r.tc)
+	calls := indexCalls(r.msgs)
+	o := &compactOutcome{}
+	res := PruneResult{Pruned: []int{}, TokensBefore: r.tokensBefore()}
+	for i := range r.msgs {
+		if chars, ok := prunable(&r.msgs[i]); ok && i >= p.headEnd && i < p.budgetStart {
+			o.out = append(o.out, newMsg(i, prunedMessage(&r.msgs[i], calls, chars)))
+			o.archived = append(o.archived, archivedMsg{index: i, reason: ArchivedPruned, raw: r.msgs[i].raw})
+			res.Pruned = append(res.Pruned, i)
+			continue
+		}
+		o.out = append(o.out, keptMsg(r.msgs, i))
+	}
+	res.TokensAfter = tokensOfOutput(r.msgs, o.out, r.tc)
+	return writeWithFields(o, r.refs, res)
+}
+
+// writeWithFields writes {"messages", "archived"} plus the fields of extra (a
+// struct whose JSON is an object).
+func writeWithFields(o *compactOutcome, refs bool, extra any) ([]byte, error) {
+	fields, err := marshal(extra)
+	if err != nil {
+		return nil, err
+	}
+	b := append([]byte(`{"messages":`), writeMessages(nil, o.out, refs)...)
+	b = append(b, `,"archived":`...)
+	b = writeArchived(b, o.archived, refs)
+	if len(fields) > 2 {
+		b = append(b, ',')
+		b = append(b, fields[1:]...)
+	} else {
+		b = append(b, '}')
+	}
+	return b, nil
+}

@@ -1,0 +1,117 @@
+package core
+
+import (
+	"math"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// Budget constants (DESIGN §5).
+const (
+	codexAutoraiseFraction = 0.85
+	tailWindowCap          = 0.20 // tail budgets never exceed 20% of the window
+	leanTailFraction       = 0.025
+	leanTailMin            = 10_000
+	leanTailMax            = 25_000
+	summaryWindowFraction  = 0.05
+	summaryTokensCap       = 12_000
+	summaryTokensFloor     = 2_000
+	summaryContentFraction = 0.20
+)
+
+// Rules that decide the fraction, reported in ThresholdResult.Rule.
+const (
+	RuleThreshold         = "threshold"
+	RuleModelThresholds   = "model_thresholds"
+	RuleSmallContextFloor = "small_context_floor"
+	RuleCodexAutoraise    = "codex_gpt55_autoraise"
+)
+
+// ThresholdResult is the resolved trigger and budgets for one model, with the rule
+// that decided each value so a host can explain it.
+type ThresholdResult struct {
+	ContextLength int     `json:"context_length"`
+	Fraction      float64 `json:"fraction"`
+	// Rule is what decided Fraction: threshold, model_thresholds,
+	// small_context_floor or codex_gpt55_autoraise.
+	Rule string `json:"rule"`
+	// OverrideKey is the model_thresholds key that matched, if any.
+	OverrideKey  *string `json:"override_key"`
+	FloorApplied bool    `json:"floor_applied"`
+	// Autoraised is true when the Codex gpt-5.5 autoraise lifted the fraction;
+	// hosts show a one-time notice.
+	Autoraised      bool `json:"autoraised"`
+	ThresholdTokens int  `json:"threshold_tokens"`
+	TailTokenBudget int  `json:"tail_token_budget"`
+	// TailRule is what decided TailTokenBudget: target_ratio (legacy), lean, or
+	// window_cap (20% of the window).
+	TailRule         string `json:"tail_rule"`
+	MaxSummaryTokens int    `json:"max_summary_tokens"`
+	// HygieneTokens is where the gateway safety net fires (hygiene_threshold).
+	HygieneTokens int `json:"hygiene_tokens"`
+}
+
+// ResolveThreshold resolves the compaction trigger and budgets for cfg.Model:
+// per-model override (longest matching key), raise-only small-context floor, Codex
+// gpt-5.5 autoraise, then the token budgets.
+func ResolveThreshold(cfg Config) ThresholdResult {
+	cc := cfg.Compression
+	cl := cfg.Model.ContextLength
+	if cl <= 0 {
+		cl = DefaultContextLength
+	}
+	r := ThresholdResult{ContextLength: cl, Fraction: cc.Threshold, Rule: RuleThreshold}
+
+	name := strings.ToLower(cfg.Model.Name)
+	best := -1
+	for i, mt := range cc.ModelThresholds {
+		if strings.Contains(name, strings.ToLower(mt.Key)) && (best < 0 || len(mt.Key) > len(cc.ModelThresholds[best].Key)) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		key := cc.ModelThresholds[best].Key
+		r.Fraction, r.Rule, r.OverrideKey = cc.ModelThresholds[best].Fraction, RuleModelThresholds, &key
+	}
+	if cc.SmallContextFloor > 0 && cl < cc.SmallContextLimit && r.Fraction < cc.SmallContextFloor {
+		r.Fraction, r.Rule, r.FloorApplied = cc.SmallContextFloor, RuleSmallContextFloor, true
+	}
+	if cc.CodexGPT55Autoraise && strings.EqualFold(cfg.Model.Provider, "openai-codex") &&
+		strings.Contains(name, "gpt-5.5") && r.Fraction < codexAutoraiseFraction {
+		r.Fraction, r.Rule, r.Autoraised = codexAutoraiseFraction, RuleCodexAutoraise, true
+	}
+
+	r.ThresholdTokens = tokensOf(cl, r.Fraction)
+	windowCap := tokensOf(cl, tailWindowCap)
+	if cc.TailMode == "lean" {
+		r.TailTokenBudget, r.TailRule = min(max(tokensOf(cl, leanTailFraction), leanTailMin), leanTailMax), "lean"
+	} else {
+		r.TailTokenBudget, r.TailRule = tokensOf(r.ThresholdTokens, cc.TargetRatio), "target_ratio"
+	}
+	if r.TailTokenBudget > windowCap {
+		r.TailTokenBudget, r.TailRule = windowCap, "window_cap"
+	}
+	r.MaxSummaryTokens = min(tokensOf(cl, summaryWindowFraction), summaryTokensCap)
+	r.HygieneTokens = tokensOf(cl, cc.HygieneThreshold)
+	return r
+}
+
+// summaryTargetTokens is the size asked of a summary of contentTokens tokens:
+// 20% of the content, at least 2,000, at most max_summary_tokens.
+func summaryTargetTokens(contentTokens, maxSummary int) int {
+	return max(summaryTokensFloor, min(tokensOf(contentTokens, summaryContentFraction), maxSummary))
+}
+
+// tokensOf is floor(n * f), robust to float error (200_000 * 0.85 is 170_000).
+func tokensOf(n int, f float64) int {
+	return int(math.Floor(float64(n)*f + 1e-6))
+}
+
+func opThresholdResolve(req gjson.Result) ([]byte, error) {
+	cfg, err := parseConfig(req.Get("config"), "/config")
+	if err != nil {
+		return nil, err
+	}
+	return marshal(ResolveThreshold(cfg))
+}

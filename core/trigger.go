@@ -1,0 +1,106 @@
+package core
+
+import "github.com/tidwall/gjson"
+
+// Minimum message count for the gateway hygiene check (DESIGN §6).
+const hygieneMinMessages = 4
+
+// Trigger reasons.
+const (
+	ReasonAtThreshold    = "at_or_above_threshold"
+	ReasonBelowThreshold = "below_threshold"
+	ReasonDisabled       = "disabled"
+	ReasonBreakerOpen    = "breaker_open"
+	ReasonTooFewMessages = "too_few_messages"
+)
+
+// ShouldCompressResult says whether the agent compressor fires.
+type ShouldCompressResult struct {
+	ShouldCompress  bool   `json:"should_compress"`
+	PromptTokens    int    `json:"prompt_tokens"`
+	ThresholdTokens int    `json:"threshold_tokens"`
+	Reason          string `json:"reason"`
+}
+
+// ShouldCompress is the agent-side trigger: prompt_tokens (the API-reported prompt
+// size of the last response) at or above threshold_tokens.
+//
+// lastCompactionTokens is the breaker (DESIGN §6): pass the report's tokens_after
+// when the previous compaction could not get under the threshold (fits false), else
+// 0. The trigger then stays quiet until the prompt has grown by a tail budget since,
+// because compacting again earlier cannot free anything and would loop.
+func ShouldCompress(cfg Config, promptTokens, lastCompactionTokens int) ShouldCompressResult {
+	t := ResolveThreshold(cfg)
+	r := ShouldCompressResult{PromptTokens: promptTokens, ThresholdTokens: t.ThresholdTokens}
+	switch {
+	case !cfg.Compression.Enabled:
+		r.Reason = ReasonDisabled
+	case promptTokens < t.ThresholdTokens:
+		r.Reason = ReasonBelowThreshold
+	case lastCompactionTokens > 0 && promptTokens < lastCompactionTokens+t.TailTokenBudget:
+		r.Reason = ReasonBreakerOpen
+	default:
+		r.ShouldCompress, r.Reason = true, ReasonAtThreshold
+	}
+	return r
+}
+
+// HygieneResult says whether the gateway safety net fires before the agent runs.
+type HygieneResult struct {
+	ShouldCompact bool `json:"should_compact"`
+	Tokens        int  `json:"tokens"`
+	// Source is "reported" when the API-reported prompt tokens were used, else "estimate".
+	Source          string `json:"source"`
+	ThresholdTokens int    `json:"threshold_tokens"`
+	Messages        int    `json:"messages"`
+	Reason          string `json:"reason"`
+}
+
+// HygieneCheck is the gateway safety net: it fires at hygiene_threshold (85%) of the
+// window, only with at least 4 messages and compression enabled. It prefers the
+// API-reported prompt tokens (reported > 0) and falls back to estimated.
+func HygieneCheck(cfg Config, messages, reported, estimated int) HygieneResult {
+	t := ResolveThreshold(cfg)
+	r := HygieneResult{Tokens: estimated, Source: "estimate", ThresholdTokens: t.HygieneTokens, Messages: messages}
+	if reported > 0 {
+		r.Tokens, r.Source = reported, "reported"
+	}
+	switch {
+	case !cfg.Compression.Enabled:
+		r.Reason = ReasonDisabled
+	case messages < hygieneMinMessages:
+		r.Reason = ReasonTooFewMessages
+	case r.Tokens < t.HygieneTokens:
+		r.Reason = ReasonBelowThreshold
+	default:
+		r.ShouldCompact, r.Reason = true, ReasonAtThreshold
+	}
+	return r
+}
+
+func opShouldCompress(req gjson.Result) ([]byte, error) {
+	cfg, err := parseConfig(req.Get("config"), "/config")
+	if err != nil {
+		return nil, err
+	}
+	if !req.Get("prompt_tokens").Exists() {
+		return nil, errorf(CodeInvalidRequest, "/prompt_tokens", "prompt_tokens is required: the API-reported prompt tokens of the last response")
+	}
+	prompt, err := intParam(req, "prompt_tokens")
+	if err != nil {
+		return nil, err
+	}
+	last, err := intParam(req, "last_compaction_tokens")
+	if err != nil {
+		return nil, err
+	}
+	return marshal(ShouldCompress(cfg, prompt, last))
+}
+
+func opHygieneCheck(req gjson.Result) ([]byte, error) {
+	r, err := parseCompactRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	return marshal(HygieneCheck(r.cfg, len(r.msgs), r.promptTokens, r.tokensBefore()))
+}

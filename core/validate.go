@@ -1,0 +1,122 @@
+package core
+
+import (
+	"strconv"
+
+	"github.com/tidwall/gjson"
+)
+
+// Problem codes reported by validate: what providers reject.
+const (
+	ProblemInvalidMessage        = "invalid_message"
+	ProblemEmptyToolCallID       = "empty_tool_call_id"
+	ProblemDuplicateToolCallID   = "duplicate_tool_call_id"
+	ProblemMissingToolName       = "missing_tool_name"
+	ProblemInvalidToolArguments  = "invalid_tool_arguments"
+	ProblemMissingToolCallID     = "missing_tool_call_id"
+	ProblemOrphanToolResult      = "orphan_tool_result"
+	ProblemMissingToolResult     = "missing_tool_result"
+	ProblemEmptyAssistantMessage = "empty_assistant_message"
+)
+
+// Problem is one thing a provider would reject, located by a JSON pointer.
+type Problem struct {
+	Code    string `json:"code"`
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// ValidateResult lists the problems of a message list; OK when there are none.
+type ValidateResult struct {
+	OK       bool      `json:"ok"`
+	Problems []Problem `json:"problems"`
+}
+
+// validateMessages lints msgs for what OpenAI-compatible providers reject: malformed
+// messages, broken or duplicate tool-call ids, tool results that do not answer a
+// call of the assistant message right before them, calls left without a result,
+// and assistant messages with neither content nor tool calls.
+func validateMessages(v gjson.Result) (ValidateResult, error) {
+	if !v.IsArray() {
+		return ValidateResult{}, errorf(CodeInvalidMessages, "/messages", "messages must be an array of chat messages")
+	}
+	res := ValidateResult{Problems: []Problem{}}
+	add := func(code, path, msg string) {
+		res.Problems = append(res.Problems, Problem{Code: code, Path: path, Message: "ctxcompact: " + msg})
+	}
+	seen := map[string]bool{}
+	type pendingCall struct{ id, path string }
+	var pending []pendingCall
+	closeGroup := func() {
+		for _, c := range pending {
+			add(ProblemMissingToolResult, c.path, "tool call "+strconv.Quote(c.id)+" has no result right after its assistant message")
+		}
+		pending = pending[:0]
+	}
+	i := -1
+	v.ForEach(func(_, mv gjson.Result) bool {
+		i++
+		path := pointer("/messages", i)
+		m, err := parseMessage(mv, path)
+		if err != nil {
+			e := err.(*Error)
+			add(ProblemInvalidMessage, e.Path, e.Message[len("ctxcompact: "):])
+			return true
+		}
+		if m.isToolResult() {
+			if !mv.Get("tool_call_id").Exists() || m.resultFor == "" {
+				add(ProblemMissingToolCallID, path+"/tool_call_id", "a tool message needs the tool_call_id of the call it answers")
+				return true
+			}
+			k := -1
+			for j, c := range pending {
+				if c.id == m.resultFor {
+					k = j
+				}
+			}
+			if k < 0 {
+				add(ProblemOrphanToolResult, path, "tool result "+strconv.Quote(m.resultFor)+" does not answer a pending call of the assistant message before it")
+				return true
+			}
+			pending = append(pending[:k], pending[k+1:]...)
+			return true
+		}
+		closeGroup()
+		if m.role != "assistant" {
+			return true
+		}
+		if len(m.calls) == 0 && contentText(m.content) == "" && !(m.content.IsArray() && len(m.content.Array()) > 0) {
+			add(ProblemEmptyAssistantMessage, path, "an assistant message needs content or tool calls")
+		}
+		for k, c := range m.calls {
+			cp := pointer(path+"/tool_calls", k)
+			switch {
+			case c.id == "":
+				add(ProblemEmptyToolCallID, cp+"/id", "a tool call needs a non-empty id")
+			case seen[c.id]:
+				add(ProblemDuplicateToolCallID, cp+"/id", "tool call id "+strconv.Quote(c.id)+" is used more than once")
+			default:
+				seen[c.id] = true
+				pending = append(pending, pendingCall{c.id, cp})
+			}
+			if c.name == "" {
+				add(ProblemMissingToolName, cp+"/function/name", "a tool call needs a function name")
+			}
+			if c.args.Type != gjson.String || !gjson.Valid(c.args.Str) {
+				add(ProblemInvalidToolArguments, cp+"/function/arguments", "function.arguments must be a string holding JSON")
+			}
+		}
+		return true
+	})
+	closeGroup()
+	res.OK = len(res.Problems) == 0
+	return res, nil
+}
+
+func opValidate(req gjson.Result) ([]byte, error) {
+	res, err := validateMessages(req.Get("messages"))
+	if err != nil {
+		return nil, err
+	}
+	return marshal(res)
+}
