@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"runtime/debug"
 	"sort"
 
 	"github.com/tidwall/gjson"
@@ -23,7 +22,20 @@ var ops map[string]handler
 
 func init() {
 	ops = map[string]handler{
-		"info": opInfo,
+		"info":              opInfo,
+		"threshold.resolve": opThresholdResolve,
+		"should_compress":   opShouldCompress,
+		"hygiene.check":     opHygieneCheck,
+		"prune":             opPrune,
+		"sanitize":          opSanitize,
+		"validate":          opValidate,
+		"compact.begin":     opCompactBegin,
+		"compact.finish":    opCompactFinish,
+		"cache.apply":       opCacheApply,
+		"cache.policy":      opCachePolicy,
+		"cache.simulate":    opCacheSimulate,
+		"tokens.count":      opTokensCount,
+		"tokens.calibrate":  opTokensCalibrate,
 	}
 }
 
@@ -81,7 +93,7 @@ func dispatch(op string, req gjson.Result) (out []byte) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			out = errorEnvelope(errorf(CodeInternal, "", "internal error in %s: %v\n%s", op, r, debug.Stack()))
+			out = errorEnvelope(errorf(CodeInternal, "", "internal error in %s: %v", op, r))
 		}
 	}()
 	result, err := h(req)
