@@ -295,30 +295,39 @@ export interface SummaryRequest {
 
 export interface CompactReport {
   compacted: boolean;
-  reason: string;
+  /** compacted, pruned_only, below_threshold, disabled or nothing_to_compact. */
+  reason: "compacted" | "pruned_only" | "below_threshold" | "disabled" | "nothing_to_compact" | (string & {});
   tokens_before: number;
   tokens_after: number;
   threshold_tokens: number;
-  /** Whether the result is under the threshold (false: head + tail + summary exceed it). */
+  /** false when head + summary + tail still exceed the threshold (pass tokens_after as lastCompactionTokens). */
   fits: boolean;
   messages_before: number;
   messages_after: number;
   head_end: number;
   tail_start: number;
+  /** Input indices of pruned tool outputs. */
   pruned: number[];
+  /** Input index range [from, to) replaced by the summary. */
   summarized: { from: number; to: number } | null;
-  summary_role: "user" | "assistant" | "merged" | null;
+  /** "" when nothing was summarized. */
+  summary_role: "user" | "assistant" | "merged" | "";
+  /** Output index of the tail message the summary was merged into, if merged. */
+  summary_merged_into: number | null;
   summary_tokens: number;
-  summarizer: "host" | "builtin";
+  /** "" when nothing was summarized. */
+  summarizer: "host" | "builtin" | "";
   fallback_used: boolean;
-  fallback_reason: string | null;
+  /** Why the built-in summary was used ("" when it was not). */
+  fallback_reason: string;
   iterative: boolean;
   active_request_in_summary: boolean;
-  /** First output index that differs from the input (where the prompt cache breaks). */
+  /** First output index that differs from the input (where the prompt cache breaks); null when nothing changed. */
   first_changed_index: number | null;
+  /** The compaction note was appended to the system prompt (that message is changed, not archived). */
+  system_note_added: boolean;
   orphans_removed: number[];
   stubs_added: string[];
-  [extra: string]: unknown;
 }
 
 export interface CompactResult {
@@ -329,8 +338,118 @@ export interface CompactResult {
   archived: ArchivedEntry[];
 }
 
+export interface CacheApplyResult {
+  /** The messages with breakpoints (new objects; the input is not mutated). */
+  messages: Message[];
+  /** The Anthropic top-level system value, when one was given. */
+  system?: string | ContentPart[];
+  /** Indices of the messages that carry a marker. */
+  marked: number[];
+  system_marked: boolean;
+  /** Markers placed (at most 4). */
+  markers: number;
+  ttl: "5m" | "1h";
+}
+
+export interface CachePolicyResult {
+  enabled: boolean;
+  ttl: "5m" | "1h";
+  /** "anthropic" (native API) or "openai" (OpenRouter envelope); "" when disabled. */
+  layout: "anthropic" | "openai" | "";
+  reason: string;
+  /** e.g. "Prompt caching: ENABLED (Claude via OpenRouter, 5m TTL)". */
+  status: string;
+}
+
+export interface CacheStrategyResult {
+  cost: number;
+  savings: number;
+  cache_read_tokens: number;
+  cache_write_tokens: number;
+  uncached_tokens: number;
+  hits: number;
+  misses: number;
+  requests?: Array<{ message: number; prompt_tokens: number; cache_read_tokens: number; cache_write_tokens: number; uncached_tokens: number; cost: number; breakpoints: number; status: string }>;
+}
+
+export interface CacheSimulateResult {
+  /** Strategy name -> cost of replaying the conversation with it. */
+  strategies: Record<string, CacheStrategyResult>;
+  requests: number;
+  total_input_tokens: number;
+  layout: string;
+  ttl: string;
+  min_cacheable_tokens: number;
+  lookback_blocks: number;
+  timed: boolean;
+  [extra: string]: unknown;
+}
+
+export interface CalibrateResult {
+  /** Multiply estimates by this (config.tokens.calibration). */
+  factor: number;
+  method: string;
+  estimate: number;
+  fixed_overhead: number;
+  [extra: string]: unknown;
+}
+
 // ---------------------------------------------------------------------------
 // Options
+
+export interface CacheApplyParams {
+  /** Anthropic top-level system value to mark too. */
+  system?: string | ContentPart[];
+  /** "anthropic" (top-level markers on tool rows) or "openai" (part markers, OpenRouter). */
+  layout?: "anthropic" | "openai";
+  /** Marker TTL (default config.prompt_caching.cache_ttl). */
+  ttl?: "5m" | "1h";
+  /** Config for this call, merged per section over the compactor's. */
+  config?: Config;
+}
+
+export interface CachePolicyParams {
+  /** Model name (default config.model.name). */
+  model?: string;
+  /** Provider (default config.model.provider). */
+  provider?: string;
+  /** TTL (default config.prompt_caching.cache_ttl). */
+  ttl?: "5m" | "1h";
+  /** Config for this call, merged per section over the compactor's. */
+  config?: Config;
+}
+
+export interface CacheSimulateParams {
+  /** Strategy names to compare (default: all the core knows). */
+  strategies?: string[];
+  /** Layout of the markers. */
+  layout?: "anthropic" | "openai";
+  /** Model name (pricing and minimum cacheable length). */
+  model?: string;
+  /** TTL (default config.prompt_caching.cache_ttl). */
+  ttl?: "5m" | "1h";
+  /** Override the model's minimum cacheable prompt length. */
+  min_cacheable_tokens?: number;
+  /** Include one row per request. */
+  per_request?: boolean;
+  /** One time per message (RFC 3339 string, Unix seconds, or null) for TTL expiry. */
+  timestamps?: Array<string | number | null>;
+  /** Anthropic top-level system value. */
+  system?: string | ContentPart[];
+  /** Config for this call, merged per section over the compactor's. */
+  config?: Config;
+}
+
+export interface CalibrateParams {
+  /** Tokens of the prompt not in the messages (system prompt, tool schemas). */
+  fixed_overhead?: number;
+  /** An earlier observation: the first message_count messages were prompt_tokens. */
+  baseline?: { message_count: number; prompt_tokens: number };
+  /** Encoding to estimate with. */
+  encoding?: string;
+  /** Config for this call, merged per section over the compactor's. */
+  config?: Config;
+}
 
 export interface CompactorOptions {
   /** The module: bytes, a URL (fetched, or read from disk for file:), a path (Node), or a compiled module; default the packaged wasm/ctxcompact.wasm. */
@@ -448,6 +567,14 @@ export declare class Compactor {
   sanitize(messages: Message[]): SanitizeResult;
   validate(messages: Message[]): ValidateResult;
   compact(messages: Message[], options?: CompactOptions): Promise<CompactResult>;
+  /** Places Anthropic cache_control breakpoints (system_and_3); the input is not mutated. */
+  cacheApply(messages: Message[], params?: CacheApplyParams): CacheApplyResult;
+  /** Whether prompt caching applies, with a status line. */
+  cachePolicy(params?: CachePolicyParams): CachePolicyResult;
+  /** Replays the conversation request by request and prices cache strategies. */
+  cacheSimulate(messages: Message[], params?: CacheSimulateParams): CacheSimulateResult;
+  /** A calibration factor for estimates from the API-reported prompt tokens. */
+  calibrate(messages: Message[], promptTokens: number, params?: CalibrateParams): CalibrateResult;
   /** A Hermes-style context engine over this compactor. */
   engine(options?: EngineOptions): ContextEngine;
 }

@@ -235,6 +235,33 @@ export class Compactor {
     return unwrap(this.callRaw(`{"op":"validate","messages":${JSON.stringify(messages)}}`));
   }
 
+  /** Places Anthropic cache_control breakpoints (system_and_3); the input is not mutated. */
+  cacheApply(messages, params = {}) {
+    return this.#withMessages("cache.apply", messages, params);
+  }
+
+  /** Whether prompt caching applies to a model/provider, with a status line. */
+  cachePolicy(params = {}) {
+    return this.#withMessages("cache.policy", undefined, params);
+  }
+
+  /** Replays a conversation request by request and prices cache strategies. */
+  cacheSimulate(messages, params = {}) {
+    return this.#withMessages("cache.simulate", messages, params);
+  }
+
+  /** Calibration factor for token estimates from an API-reported prompt size. */
+  calibrate(messages, promptTokens, params = {}) {
+    return this.#withMessages("tokens.calibrate", messages, { ...params, prompt_tokens: promptTokens });
+  }
+
+  #withMessages(op, messages, params) {
+    const { config, ...rest } = params;
+    const body = JSON.stringify(rest).slice(1, -1);
+    return unwrap(this.callRaw(`{"op":"${op}"${body ? "," + body : ""}${this.#configField(config)}` +
+      `${messages === undefined ? "" : `,"messages":${JSON.stringify(messages)}`}}`));
+  }
+
   /**
    * Compacts a conversation: prune, boundaries, summary of the middle by your
    * `summarize` (or the built-in extractive summarizer when absent), assembly.

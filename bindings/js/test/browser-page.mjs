@@ -28,10 +28,18 @@ async function run() {
   out.fallbackUsed = failed.report.fallback_used;
   // 5. An error envelope.
   try { c.call("nope"); } catch (e) { out.error = { isCompactError: e instanceof CompactError, code: e.code, path: e.path }; }
-  // 6. A trap on the main thread: replaced synchronously, next call works.
-  new Uint8Array(_instanceOf(c).exports.memory.buffer).fill(0xaa);
+  // 6. A trap on the main thread. Chromium refuses synchronous instantiation of a
+  // module this size there, so the replacement starts asynchronously: ready() waits.
+  const before = _instanceOf(c);
+  new Uint8Array(before.exports.memory.buffer).fill(0xaa);
   try { c.info(); } catch (e) { out.trapCode = e.code; }
+  await c.ready();
+  out.replaced = _instanceOf(c) !== before && _instanceOf(c) !== null;
   out.afterTrap = c.info().name;
+  // compact() waits for the replacement by itself.
+  new Uint8Array(_instanceOf(c).exports.memory.buffer).fill(0xaa);
+  try { c.info(); } catch (e) { out.trapCode2 = e.code; }
+  out.compactAfterTrap = (await c.compact(msgs, { config })).report.compacted;
   return out;
 }
 

@@ -11,7 +11,7 @@ import { ROOT } from "./helpers.mjs";
 
 const CHROMIUM = "/usr/bin/chromium";
 const TYPES = { ".js": "text/javascript", ".mjs": "text/javascript", ".wasm": "application/wasm", ".html": "text/html" };
-const PAGE = `<!doctype html><meta charset="utf-8"><title>ctxcompact</title>
+const PAGE = `<!doctype html><meta charset="utf-8"><title>ctxcompact</title><link rel="icon" href="data:,">
 <script type="module" src="/bindings/js/test/browser-page.mjs"></script>`;
 
 function serve() {
@@ -69,6 +69,9 @@ test("headless Chromium: default and URL loading, an op, compactions, errors, tr
   assert.equal(r.fallbackUsed, true);
   assert.deepEqual(r.error, { isCompactError: true, code: "unknown_op", path: "/op" });
   assert.equal(r.trapCode, "internal");
+  assert.equal(r.replaced, true);
   assert.equal(r.afterTrap, "ctxcompact");
+  assert.equal(r.trapCode2, "internal");
+  assert.equal(r.compactAfterTrap, true);
   assert.deepEqual(logs, [], "nothing on the browser console");
 });

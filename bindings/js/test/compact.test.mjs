@@ -18,6 +18,12 @@ function assertNothingLost(input, res) {
   const archived = new Set(res.archived.map((a) => a.index));
   for (const a of res.archived) assert.equal(a.message, input[a.index], `archived ${a.index} is the caller's object`);
   for (let i = 0; i < input.length; i++) {
+    if (i === 0 && res.report.system_note_added && !kept.has(0)) {
+      // The system prompt keeps its text; the compaction note is appended to it.
+      assert.equal(res.messages[0].role, input[0].role);
+      assert.ok(res.messages[0].content.startsWith(input[0].content), "the system prompt is kept, note appended");
+      continue;
+    }
     assert.ok(kept.has(i) || archived.has(i), `input message ${i} is neither kept nor archived`);
   }
 }
@@ -102,7 +108,8 @@ test("below the threshold nothing changes; force compacts anyway", async () => {
   assert.equal(called, 0);
   assert.equal(idle.messages.length, msgs.length);
   idle.messages.forEach((m, i) => assert.equal(m, msgs[i]));
-  const forced = await c.compact(msgs, { summarize, force: true });
+  const forced = await c.compact(msgs, { summarize, force: true, config: { model: { context_length: 64000 } } });
+  assert.equal(forced.report.reason, "compacted");
   assert.equal(forced.report.compacted, true);
   assert.equal(called, 1);
   assert.match(summaryText(forced), /FORCED-SUMMARY/);
@@ -125,7 +132,7 @@ test("refs materialize to exactly what output:\"messages\" returns", async () =>
 
 test("concurrent compactions on one compactor, summaries resolving out of order", async () => {
   const N = 6;
-  const inputs = Array.from({ length: N }, (_, k) => session({ turns: 30 + k, tag: ` #${k}` }));
+  const inputs = Array.from({ length: N }, (_, k) => session({ turns: 40 + k, tag: ` #${k}` }));
   const summarize = (k) => async () => {
     await sleep((N - k) * 15); // the first one started finishes last
     return `SUMMARY-FOR-${k}`;
@@ -175,6 +182,24 @@ test("bad input: CompactError with code and path", async () => {
     assert.match(e.path, /^\/messages\/0/);
     return true;
   });
+});
+
+test("cache ops: policy, apply (input not mutated), simulate; calibrate", () => {
+  const policy = c.cachePolicy({ model: "claude-sonnet-4", provider: "openrouter" });
+  assert.equal(policy.enabled, true);
+  assert.match(policy.status, /^Prompt caching: ENABLED/);
+  assert.equal(c.cachePolicy({ model: "gpt-4o", provider: "openai" }).enabled, false);
+  const msgs = session({ turns: 6 });
+  const before = JSON.stringify(msgs);
+  const applied = c.cacheApply(msgs, { layout: "anthropic" });
+  assert.equal(JSON.stringify(msgs), before, "the input is not mutated");
+  assert.ok(applied.markers >= 1 && applied.markers <= 4);
+  assert.equal(JSON.stringify(applied.messages).split('"cache_control"').length - 1, applied.markers);
+  const sim = c.cacheSimulate(msgs, { model: "claude-sonnet-4" });
+  assert.ok(Object.keys(sim.strategies).length >= 2, JSON.stringify(sim).slice(0, 300));
+  const est = c.countTokens(msgs).total;
+  const cal = c.calibrate(msgs, est * 2);
+  assert.ok(cal.factor > 1.5 && cal.factor <= 2.5, JSON.stringify(cal));
 });
 
 test("engine: usage in, trigger, compress, status", async () => {

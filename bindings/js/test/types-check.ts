@@ -23,7 +23,7 @@ export async function main(): Promise<number> {
   const summarize = async (req: SummaryRequest): Promise<string> => `${req.max_tokens} ${req.messages[1].content}`;
   const res: CompactResult = await c.compact(messages, { summarize, force: true, promptTokens: 1234 });
   const first: number | null = res.report.first_changed_index;
-  const role: "user" | "assistant" | "merged" | null = res.report.summary_role;
+  const role: "user" | "assistant" | "merged" | "" = res.report.summary_role;
   for (const a of res.archived) { const i: number = a.index; void [i, a.reason, a.message.role]; }
   const t = c.resolveThreshold({ model: { context_length: 128000 } });
   const n: number = t.threshold_tokens + c.countTokens(messages).total + c.prune(messages).pruned.length;
