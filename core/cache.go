@@ -1,0 +1,550 @@
+package core
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// Prompt caching (DESIGN §9): Anthropic cache_control breakpoints in the
+// "system_and_3" layout, and the policy that decides when to use them.
+
+// Layouts a request can be sent in.
+const (
+	// LayoutOpenAI is the OpenAI-style chat envelope sent to OpenRouter, which
+	// converts it to Anthropic's format: markers go on content parts only.
+	LayoutOpenAI = "openai"
+	// LayoutAnthropic is the native Anthropic Messages format: system outside the
+	// list, tool results as tool_result blocks inside user messages.
+	LayoutAnthropic = "anthropic"
+)
+
+// Cache TTLs Anthropic offers.
+const (
+	CacheTTL5m = "5m"
+	CacheTTL1h = "1h"
+)
+
+// MaxCacheBreakpoints is Anthropic's limit of cache_control markers per request.
+const MaxCacheBreakpoints = 4
+
+// CacheOptions chooses the layout ("openai" when empty) and the TTL ("5m" when
+// empty) of ApplyCache.
+type CacheOptions struct {
+	Layout string
+	TTL    string
+}
+
+// CacheResult is what ApplyCache did. Messages (and System when one was given) are
+// JSON; Marked lists the indices of the messages that carry a marker; Markers counts
+// every marker, the system prompt's included.
+type CacheResult struct {
+	Messages     []byte
+	System       []byte
+	Marked       []int
+	SystemMarked bool
+	Markers      int
+}
+
+// ApplyCache strips every cache_control marker from messages (a JSON array) and
+// from system (Anthropic's top-level system, a string or a list of blocks; nil when
+// absent), then places at most four: on the system prompt, then on the last
+// non-system messages that can carry one (three when the system prompt took a
+// slot, four otherwise). A message that cannot carry a marker (empty content, an
+// assistant turn that is only tool calls) does not use up a slot. Applying it to
+// its own output gives the same bytes. The input is never modified.
+func ApplyCache(messages, system []byte, opts CacheOptions) (CacheResult, error) {
+	if !gjson.ValidBytes(messages) {
+		return CacheResult{}, errorf(CodeInvalidJSON, "/messages", "messages is not valid JSON")
+	}
+	var sys gjson.Result
+	if system != nil {
+		if !gjson.ValidBytes(system) {
+			return CacheResult{}, errorf(CodeInvalidJSON, "/system", "system is not valid JSON")
+		}
+		sys = gjson.ParseBytes(system)
+	}
+	return applyCache(gjson.ParseBytes(messages), sys, opts)
+}
+
+// carrierKind says where a message can take a cache_control marker.
+type carrierKind uint8
+
+const (
+	carryNone     carrierKind = iota // cannot carry one
+	carryString                      // string content, turned into one text part with the marker
+	carryPart                        // on the content part at carrier.part
+	carryTopLevel                    // on the message itself (a tool row in the native layout)
+)
+
+type carrier struct {
+	kind carrierKind
+	part int
+}
+
+// cacheMsg is what marker placement needs to know about one message.
+type cacheMsg struct {
+	v        gjson.Result // the message as given
+	role     string
+	carrier  carrier
+	isSystem bool // the system prompt (index 0) or a later system/developer message
+}
+
+// findCarrier decides where a message with this role and content can carry a
+// marker in the layout. Rules (DESIGN §9):
+//   - a non-empty string becomes one text part carrying it;
+//   - a list carries it on its last part that can: in the OpenAI envelope only a
+//     non-empty text part (OpenRouter reads markers from text parts), natively any
+//     block except thinking/redacted_thinking and empty text (Anthropic rejects
+//     markers there);
+//   - empty string, null, a missing or empty list cannot carry one;
+//   - a tool row (role "tool") in the native layout carries it at the top level:
+//     the host's converter moves it onto the tool_result block it becomes. In the
+//     OpenAI envelope a tool row follows the content rules (a part marker, never a
+//     top-level key).
+func findCarrier(role string, content gjson.Result, layout string) carrier {
+	if role == "tool" && layout == LayoutAnthropic {
+		return carrier{kind: carryTopLevel}
+	}
+	return contentCarrier(content, layout)
+}
+
+func contentCarrier(content gjson.Result, layout string) carrier {
+	switch {
+	case content.Type == gjson.String:
+		if content.Str != "" {
+			return carrier{kind: carryString}
+		}
+	case content.IsArray():
+		parts := content.Array()
+		for i := len(parts) - 1; i >= 0; i-- {
+			if partCanCarry(parts[i], layout) {
+				return carrier{kind: carryPart, part: i}
+			}
+		}
+	}
+	return carrier{}
+}
+
+func partCanCarry(p gjson.Result, layout string) bool {
+	if !p.IsObject() {
+		return false
+	}
+	t := p.Get("type").Str
+	if t == "text" {
+		txt := p.Get("text")
+		return txt.Type == gjson.String && txt.Str != ""
+	}
+	if layout == LayoutOpenAI {
+		return false
+	}
+	return t != "" && t != "thinking" && t != "redacted_thinking"
+}
+
+// cacheMarker returns the marker JSON for a TTL.
+func cacheMarker(ttl string) string {
+	if ttl == CacheTTL1h {
+		return `{"type":"ephemeral","ttl":"1h"}`
+	}
+	return `{"type":"ephemeral"}`
+}
+
+// readCacheMessages validates the messages array and reads each message's role and
+// carrier. System prompt = message 0 with role system or developer, unless hasSystem
+// (a native top-level system) takes that slot.
+func readCacheMessages(v gjson.Result, layout string) ([]cacheMsg, error) {
+	if !v.Exists() {
+		return nil, errorf(CodeInvalidMessages, "/messages", "messages is required: an array of chat messages")
+	}
+	if !v.IsArray() {
+		return nil, errorf(CodeInvalidMessages, "/messages", "messages must be an array of chat messages")
+	}
+	var msgs []cacheMsg
+	var err error
+	v.ForEach(func(_, mv gjson.Result) bool {
+		i := len(msgs)
+		var m message
+		if m, err = parseMessage(mv, pointer("/messages", i)); err != nil {
+			return false
+		}
+		msgs = append(msgs, cacheMsg{
+			v:        mv,
+			role:     m.role,
+			carrier:  findCarrier(m.role, mv.Get("content"), layout),
+			isSystem: m.isSystem(),
+		})
+		return true
+	})
+	return msgs, err
+}
+
+// placeSystemAnd3 chooses the breakpoints of the system_and_3 layout among
+// msgs[:n]: the system prompt when it can carry one (sysCarries: the native
+// top-level system; otherwise message 0 when it is a system message), then the last
+// messages that can carry one, skipping system messages, until four are used. It
+// returns whether the system prompt is marked and the marked message indices in
+// ascending order.
+func placeSystemAnd3(msgs []cacheMsg, n int, nativeSystem bool, sysCarries bool) (bool, []int) {
+	used := 0
+	sysMarked := false
+	marked := make([]int, 0, MaxCacheBreakpoints)
+	if nativeSystem {
+		if sysCarries {
+			sysMarked, used = true, 1
+		}
+	} else if n > 0 && msgs[0].isSystem && msgs[0].carrier.kind != carryNone {
+		marked = append(marked, 0)
+		used = 1
+	}
+	first := len(marked)
+	for i := n - 1; i >= 0 && used < MaxCacheBreakpoints; i-- {
+		if msgs[i].isSystem || msgs[i].carrier.kind == carryNone {
+			continue
+		}
+		marked = append(marked, i)
+		used++
+	}
+	// The rolling window was collected newest first; put it in ascending order.
+	for a, b := first, len(marked)-1; a < b; a, b = a+1, b-1 {
+		marked[a], marked[b] = marked[b], marked[a]
+	}
+	return sysMarked, marked
+}
+
+func applyCache(msgsV, sys gjson.Result, opts CacheOptions) (CacheResult, error) {
+	layout, ttl := opts.Layout, opts.TTL
+	if layout == "" {
+		layout = LayoutOpenAI
+	}
+	if ttl == "" {
+		ttl = CacheTTL5m
+	}
+	if layout != LayoutOpenAI && layout != LayoutAnthropic {
+		return CacheResult{}, errorf(CodeInvalidRequest, "/layout", "layout must be %q or %q, got %q", LayoutOpenAI, LayoutAnthropic, layout)
+	}
+	if ttl != CacheTTL5m && ttl != CacheTTL1h {
+		return CacheResult{}, errorf(CodeInvalidRequest, "/ttl", "ttl must be %q or %q, got %q", CacheTTL5m, CacheTTL1h, ttl)
+	}
+	native := sys.Exists()
+	if native {
+		if layout != LayoutAnthropic {
+			return CacheResult{}, errorf(CodeInvalidRequest, "/system", "a top-level system is Anthropic's native format: use layout %q", LayoutAnthropic)
+		}
+		if sys.Type != gjson.String && !sys.IsArray() {
+			return CacheResult{}, errorf(CodeInvalidRequest, "/system", "system must be a string or a list of content blocks")
+		}
+	}
+	msgs, err := readCacheMessages(msgsV, layout)
+	if err != nil {
+		return CacheResult{}, err
+	}
+
+	marker := cacheMarker(ttl)
+	sysCarries := native && contentCarrier(sys, layout).kind != carryNone
+	sysMarked, marked := placeSystemAnd3(msgs, len(msgs), native, sysCarries)
+
+	res := CacheResult{Marked: marked, SystemMarked: sysMarked, Markers: len(marked)}
+	if sysMarked {
+		res.Markers++
+	}
+	if native {
+		s := stripContent(sys)
+		if sysMarked {
+			s = markContent(gjson.Parse(s), contentCarrier(gjson.Parse(s), layout), marker)
+		}
+		res.System = []byte(s)
+	}
+
+	size := len(msgsV.Raw) + len(marked)*64 + 2
+	out := make([]byte, 0, size)
+	out = append(out, '[')
+	next := 0
+	for i, m := range msgs {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		raw := stripMessage(m.v)
+		if next < len(marked) && marked[next] == i {
+			next++
+			raw = markMessage(gjson.Parse(raw), m.carrier, marker)
+		}
+		out = append(out, raw...)
+	}
+	res.Messages = append(out, ']')
+	return res, nil
+}
+
+// rebuildObject writes obj compactly, key by key in input order, with each value's
+// raw JSON as given, except that edit may replace a value (return it, true) or drop
+// the key (return "", false). extra is appended as further members (",k:v" pairs
+// without the leading comma are joined by the caller).
+func rebuildObject(obj gjson.Result, edit func(key string, v gjson.Result) (string, bool), extra string) string {
+	var b strings.Builder
+	b.Grow(len(obj.Raw) + len(extra) + 2)
+	b.WriteByte('{')
+	n := 0
+	obj.ForEach(func(k, v gjson.Result) bool {
+		raw, keep := v.Raw, true
+		if edit != nil {
+			raw, keep = edit(k.Str, v)
+		}
+		if !keep {
+			return true
+		}
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(k.Raw)
+		b.WriteByte(':')
+		b.WriteString(raw)
+		n++
+		return true
+	})
+	if extra != "" {
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(extra)
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// hasMarker is the fast path of stripping: a value that does not contain the key's
+// text cannot contain a marker.
+func hasMarker(raw string) bool { return strings.Contains(raw, `"cache_control"`) }
+
+// stripMessage returns the message with every cache_control marker removed: at the
+// top level, on content parts, and on the parts nested in tool_result blocks. A
+// message without markers is returned as its original bytes.
+func stripMessage(m gjson.Result) string {
+	if !hasMarker(m.Raw) || !m.IsObject() {
+		return m.Raw
+	}
+	return rebuildObject(m, func(key string, v gjson.Result) (string, bool) {
+		switch key {
+		case "cache_control":
+			return "", false
+		case "content":
+			return stripContent(v), true
+		}
+		return v.Raw, true
+	}, "")
+}
+
+// stripContent removes markers from a content value (string, null or list).
+func stripContent(c gjson.Result) string {
+	if !hasMarker(c.Raw) || !c.IsArray() {
+		return c.Raw
+	}
+	var b strings.Builder
+	b.Grow(len(c.Raw))
+	b.WriteByte('[')
+	i := 0
+	c.ForEach(func(_, p gjson.Result) bool {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(stripPart(p))
+		i++
+		return true
+	})
+	b.WriteByte(']')
+	return b.String()
+}
+
+func stripPart(p gjson.Result) string {
+	if !hasMarker(p.Raw) || !p.IsObject() {
+		return p.Raw
+	}
+	isResult := p.Get("type").Str == "tool_result"
+	return rebuildObject(p, func(key string, v gjson.Result) (string, bool) {
+		switch {
+		case key == "cache_control":
+			return "", false
+		case key == "content" && isResult:
+			return stripContent(v), true
+		}
+		return v.Raw, true
+	}, "")
+}
+
+// markMessage puts the marker on a stripped message at its carrier.
+func markMessage(m gjson.Result, c carrier, marker string) string {
+	if c.kind == carryTopLevel {
+		return rebuildObject(m, nil, `"cache_control":`+marker)
+	}
+	return rebuildObject(m, func(key string, v gjson.Result) (string, bool) {
+		if key == "content" {
+			return markContent(v, c, marker), true
+		}
+		return v.Raw, true
+	}, "")
+}
+
+// markContent puts the marker on a stripped content value at its carrier: a string
+// becomes [{"type":"text","text":<the same string>,"cache_control":marker}]; in a list
+// the carrier part gets the marker as its last key.
+func markContent(content gjson.Result, c carrier, marker string) string {
+	switch c.kind {
+	case carryString:
+		return `[{"type":"text","text":` + content.Raw + `,"cache_control":` + marker + `}]`
+	case carryPart:
+		var b strings.Builder
+		b.Grow(len(content.Raw) + len(marker) + 20)
+		b.WriteByte('[')
+		i := 0
+		content.ForEach(func(_, p gjson.Result) bool {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if i == c.part {
+				b.WriteString(rebuildObject(p, nil, `"cache_control":`+marker))
+			} else {
+				b.WriteString(p.Raw)
+			}
+			i++
+			return true
+		})
+		b.WriteByte(']')
+		return b.String()
+	}
+	return content.Raw
+}
+
+// cacheTTLParam reads the TTL: the "ttl" param, else config.prompt_caching.cache_ttl.
+func cacheTTLParam(req gjson.Result, cfg Config) (string, error) {
+	v := req.Get("ttl")
+	if !v.Exists() || v.Type == gjson.Null {
+		return cfg.PromptCaching.CacheTTL, nil
+	}
+	if v.Type != gjson.String || (v.Str != CacheTTL5m && v.Str != CacheTTL1h) {
+		return "", errorf(CodeInvalidRequest, "/ttl", "ttl must be %q or %q, got %s", CacheTTL5m, CacheTTL1h, v.Raw)
+	}
+	return v.Str, nil
+}
+
+// optString reads an optional string param.
+func optString(req gjson.Result, key string) (string, bool, error) {
+	v := req.Get(key)
+	if !v.Exists() || v.Type == gjson.Null {
+		return "", false, nil
+	}
+	if v.Type != gjson.String {
+		return "", false, errorf(CodeInvalidRequest, "/"+key, "%s must be a string", key)
+	}
+	return v.Str, true, nil
+}
+
+func opCacheApply(req gjson.Result) ([]byte, error) {
+	cfg, err := parseConfig(req.Get("config"), "/config")
+	if err != nil {
+		return nil, err
+	}
+	ttl, err := cacheTTLParam(req, cfg)
+	if err != nil {
+		return nil, err
+	}
+	layout, _, err := optString(req, "layout")
+	if err != nil {
+		return nil, err
+	}
+	sys := req.Get("system")
+	if sys.Type == gjson.Null {
+		sys = gjson.Result{}
+	}
+	res, err := applyCache(req.Get("messages"), sys, CacheOptions{Layout: layout, TTL: ttl})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(res.Messages)+len(res.System)+96)
+	out = append(out, `{"messages":`...)
+	out = append(out, res.Messages...)
+	if res.System != nil {
+		out = append(out, `,"system":`...)
+		out = append(out, res.System...)
+	}
+	out = append(out, `,"marked":[`...)
+	for i, idx := range res.Marked {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = strconv.AppendInt(out, int64(idx), 10)
+	}
+	out = append(out, `],"system_marked":`...)
+	out = strconv.AppendBool(out, res.SystemMarked)
+	out = append(out, `,"markers":`...)
+	out = strconv.AppendInt(out, int64(res.Markers), 10)
+	out = append(out, `,"ttl":"`...)
+	out = append(out, ttl...)
+	return append(out, `"}`...), nil
+}
+
+// CachePolicy is the decision whether to place cache markers for a model.
+type CachePolicy struct {
+	Enabled bool   `json:"enabled"`
+	TTL     string `json:"ttl"`
+	// Layout is "anthropic" (native API) or "openai" (OpenRouter's envelope); "" when disabled.
+	Layout string `json:"layout"`
+	Reason string `json:"reason"`
+	// Status is the one line a host shows, e.g.
+	// "Prompt caching: ENABLED (Claude via OpenRouter, 5m TTL)".
+	Status string `json:"status"`
+}
+
+// ResolveCachePolicy decides whether prompt caching applies: Claude models (the name
+// contains "claude", any case) on the native Anthropic API (provider "anthropic",
+// native layout) or on OpenRouter (provider "openrouter", OpenAI-style envelope).
+// Other providers do not take Anthropic's cache_control markers.
+func ResolveCachePolicy(model, provider, ttl string) CachePolicy {
+	if ttl == "" {
+		ttl = CacheTTL5m
+	}
+	p := CachePolicy{TTL: ttl}
+	prov := strings.ToLower(strings.TrimSpace(provider))
+	claude := strings.Contains(strings.ToLower(model), "claude")
+	switch {
+	case model == "":
+		p.Reason = "no model name given"
+	case !claude:
+		p.Reason = "model " + strconv.Quote(model) + " is not a Claude model"
+	case prov == "":
+		p.Reason = "no provider given; Claude caching needs provider anthropic or openrouter"
+	case prov == "anthropic":
+		p.Enabled, p.Layout, p.Reason = true, LayoutAnthropic, "Claude via native Anthropic API"
+	case prov == "openrouter":
+		p.Enabled, p.Layout, p.Reason = true, LayoutOpenAI, "Claude via OpenRouter"
+	default:
+		p.Reason = "provider " + strconv.Quote(provider) + " does not take Anthropic cache_control markers"
+	}
+	if p.Enabled {
+		p.Status = "Prompt caching: ENABLED (" + p.Reason + ", " + ttl + " TTL)"
+	} else {
+		p.Status = "Prompt caching: DISABLED (" + p.Reason + ")"
+	}
+	return p
+}
+
+func opCachePolicy(req gjson.Result) ([]byte, error) {
+	cfg, err := parseConfig(req.Get("config"), "/config")
+	if err != nil {
+		return nil, err
+	}
+	ttl, err := cacheTTLParam(req, cfg)
+	if err != nil {
+		return nil, err
+	}
+	model, provider := cfg.Model.Name, cfg.Model.Provider
+	if s, ok, err := optString(req, "model"); err != nil {
+		return nil, err
+	} else if ok {
+		model = s
+	}
+	if s, ok, err := optString(req, "provider"); err != nil {
+		return nil, err
+	} else if ok {
+		provider = s
+	}
+	return marshal(ResolveCachePolicy(model, provider, ttl))
+}
