@@ -1,10 +1,12 @@
 package core
 
-import "github.com/tidwall/gjson"
-
 // activeRequestSlack: the newest real user message stays in the tail when that keeps
 // the tail within 1.5x its budget (DESIGN §8 phase 2).
 const activeRequestSlack = 1.5
+
+// prunedTokensEstimate is the rough size of a pruned tool message (overhead and a
+// placeholder of about 170 characters), used while placing the boundaries.
+const prunedTokensEstimate = 48
 
 // plan is where a compaction cuts: head [0, headEnd), middle [headEnd, tailStart)
 // (summarized), tail [tailStart, n) kept. Tool outputs in [tailStart, budgetStart)
@@ -25,7 +27,7 @@ type plan struct {
 // planCompaction places the head and tail boundaries (DESIGN §8 phases 1 and 2).
 // No boundary splits a tool group: head ends after the results of its last call,
 // the tail starts at an assistant, never at a tool result.
-func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig, tc tokenCounter) plan {
+func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig) plan {
 	n := len(msgs)
 	p := plan{thr: thr, activeRequest: -1, pruned: map[int]string{}}
 
@@ -52,18 +54,11 @@ func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig, t
 	countStart := alignBack(max(p.headEnd, n-cc.ProtectLastN))
 	p.tailStart = min(p.budgetStart, countStart)
 
-	// Kept-but-pruned sizes for [tailStart, budgetStart), computed lazily.
-	calls := indexCalls(msgs)
+	// Sizes as kept: messages in [tailStart, budgetStart) are kept pruned. Pruned
+	// sizes are estimated here and the placeholders written once the tail is final.
 	keptTokens := func(i int) int {
-		if i >= p.budgetStart {
-			return msgs[i].tokens
-		}
-		if raw, ok := p.pruned[i]; ok {
-			return tc.message(gjson.Parse(raw))
-		}
-		if chars, ok := prunable(&msgs[i]); ok {
-			p.pruned[i] = prunedMessage(&msgs[i], calls, chars)
-			return tc.message(gjson.Parse(p.pruned[i]))
+		if _, ok := prunable(&msgs[i]); ok && i < p.budgetStart {
+			return prunedTokensEstimate
 		}
 		return msgs[i].tokens
 	}
@@ -127,9 +122,10 @@ func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig, t
 		p.tailStart = next
 		p.estimate = estimate()
 	}
-	for i := range p.pruned {
-		if i < p.tailStart {
-			delete(p.pruned, i) // summarized, not kept: the summarizer sees the original
+	calls := indexCalls(msgs)
+	for i := p.tailStart; i < p.budgetStart; i++ {
+		if chars, ok := prunable(&msgs[i]); ok {
+			p.pruned[i] = prunedMessage(&msgs[i], calls, chars)
 		}
 	}
 	return p

@@ -85,7 +85,30 @@ type compactRequest struct {
 	refs         bool
 }
 
-func parseCompactRequest(req gjson.Result) (*compactRequest, error) {
+// params are a request's top-level fields, read in one pass: gjson's Get would
+// scan past the (large) messages array again for every key.
+type params map[string]gjson.Result
+
+func paramsOf(req gjson.Result) params {
+	p := params{}
+	forEachField(req.Raw, func(k, raw string) bool {
+		p[k] = rawValue(raw)
+		return true
+	})
+	return p
+}
+
+// Get returns the field key; strings are decoded.
+func (p params) Get(key string) gjson.Result {
+	v := p[key]
+	if v.Type == gjson.String && v.Str == "" {
+		v.Str = decodeString(v.Raw)
+	}
+	return v
+}
+
+func parseCompactRequest(q gjson.Result) (*compactRequest, error) {
+	req := paramsOf(q)
 	r := &compactRequest{summarizer: SummarizerHost}
 	var err error
 	if r.cfg, err = parseConfig(req.Get("config"), "/config"); err != nil {
@@ -116,7 +139,7 @@ func parseCompactRequest(req gjson.Result) (*compactRequest, error) {
 	return r, err
 }
 
-func boolParam(req gjson.Result, key string) (bool, error) {
+func boolParam(req params, key string) (bool, error) {
 	v := req.Get(key)
 	if !v.Exists() || v.Type == gjson.Null {
 		return false, nil
@@ -127,7 +150,7 @@ func boolParam(req gjson.Result, key string) (bool, error) {
 	return v.Bool(), nil
 }
 
-func intParam(req gjson.Result, key string) (int, error) {
+func intParam(req params, key string) (int, error) {
 	v := req.Get(key)
 	if !v.Exists() || v.Type == gjson.Null {
 		return 0, nil
@@ -138,7 +161,7 @@ func intParam(req gjson.Result, key string) (int, error) {
 	return int(v.Num), nil
 }
 
-func outputParam(req gjson.Result) (bool, error) {
+func outputParam(req params) (bool, error) {
 	switch v := req.Get("output"); {
 	case !v.Exists() || v.Str == "messages":
 		return false, nil
@@ -210,7 +233,7 @@ func (r *compactRequest) begin() (*compactOutcome, plan, bool) {
 			return r.unchanged(ReasonBelowThreshold), plan{}, true
 		}
 	}
-	p := planCompaction(r.msgs, r.thr, r.cfg.Compression, r.tc)
+	p := planCompaction(r.msgs, r.thr, r.cfg.Compression)
 	if p.tailStart <= p.headEnd {
 		if len(p.pruned) == 0 {
 			return r.unchanged("nothing_to_compact"), p, true
@@ -245,8 +268,8 @@ func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome
 			rep.FallbackUsed, rep.FallbackReason = true, failure
 			summary = extractiveSummary(r.msgs, p, "the summarizer failed: "+failure)
 		}
-		if p.activeRequest >= 0 && !strings.Contains(summary, strings.TrimSpace(contentText(r.msgs[p.activeRequest].content))) {
-			summary += "\n\n## Active Request (the user's newest message, verbatim)\n" + contentText(r.msgs[p.activeRequest].content)
+		if p.activeRequest >= 0 && !strings.Contains(summary, strings.TrimSpace(r.msgs[p.activeRequest].text())) {
+			summary += "\n\n## Active Request (the user's newest message, verbatim)\n" + r.msgs[p.activeRequest].text()
 		}
 		prev, _ := previousSummary(r.msgs, p.headEnd, p.tailStart)
 		rep.Iterative = prev != ""
@@ -410,16 +433,17 @@ func opCompactBegin(req gjson.Result) ([]byte, error) {
 	return marshal(CompactResult{State: r.stateFor(p), SummaryRequest: &sr})
 }
 
-func opCompactFinish(req gjson.Result) ([]byte, error) {
-	r, err := parseCompactRequest(req)
+func opCompactFinish(q gjson.Result) ([]byte, error) {
+	r, err := parseCompactRequest(q)
 	if err != nil {
 		return nil, err
 	}
+	req := paramsOf(q)
 	sv := req.Get("state")
 	if sv.Type != gjson.String || !strings.HasPrefix(sv.Str, "ccs1.") {
 		return nil, errorf(CodeInvalidState, "/state", "state must be the string compact.begin returned")
 	}
-	p := planCompaction(r.msgs, r.thr, r.cfg.Compression, r.tc)
+	p := planCompaction(r.msgs, r.thr, r.cfg.Compression)
 	if r.stateFor(p) != sv.Str {
 		return nil, errorf(CodeInvalidState, "/state", "state does not match these messages and config: pass compact.finish the same messages, config and force as compact.begin")
 	}

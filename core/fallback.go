@@ -3,8 +3,6 @@ package core
 import (
 	"strconv"
 	"strings"
-
-	"github.com/tidwall/gjson"
 )
 
 // Bounds of the extractive summary's sections.
@@ -19,6 +17,9 @@ const (
 	fallbackMaxNotes      = 3
 	fallbackNoteChars     = 400
 	fallbackPreviousShare = 0.4 // at most this share of the budget carries the previous summary
+	// fallbackErrorScan: only the newest tool outputs are searched for errors; older
+	// errors were usually fixed since, and scanning every output is the slow part.
+	fallbackErrorScan = 24
 )
 
 // errorMarkers are substrings that flag a line of tool output as an error or a test
@@ -39,7 +40,12 @@ func extractiveSummary(msgs []message, p plan, why string) string {
 	budget := p.summaryTarget * roughCharsPerToken
 
 	var goal string
-	var requests, files, callLines, errs, notes []string
+	var requests, files, errs, notes []string
+	type callAt struct {
+		i int
+		c toolCall
+	}
+	var callList []callAt
 	seenFile, seenErr := map[string]bool{}, map[string]bool{}
 	toolCount := map[string]int{}
 	var toolOrder []string
@@ -53,7 +59,7 @@ func extractiveSummary(msgs []message, p plan, why string) string {
 	}
 	for i := range msgs {
 		if i < to && msgs[i].isRealUser() && goal == "" {
-			goal = truncateRunes(strings.TrimSpace(contentText(msgs[i].content)), fallbackGoalChars)
+			goal = truncateRunes(strings.TrimSpace(msgs[i].text()), fallbackGoalChars)
 		}
 	}
 	for i := from; i < to; i++ {
@@ -63,9 +69,9 @@ func extractiveSummary(msgs []message, p plan, why string) string {
 		}
 		switch {
 		case m.isRealUser():
-			requests = append(requests, "- #"+strconv.Itoa(i)+": "+strconv.Quote(truncateRunes(strings.TrimSpace(contentText(m.content)), fallbackRequestChars)))
+			requests = append(requests, "- #"+strconv.Itoa(i)+": "+strconv.Quote(truncateRunes(strings.TrimSpace(m.text()), fallbackRequestChars)))
 		case m.role == "assistant":
-			if t := strings.TrimSpace(contentText(m.content)); t != "" {
+			if t := strings.TrimSpace(m.text()); t != "" {
 				notes = append(notes, "- #"+strconv.Itoa(i)+": "+truncateRunes(t, fallbackNoteChars))
 			}
 			for _, c := range m.calls {
@@ -73,29 +79,52 @@ func extractiveSummary(msgs []message, p plan, why string) string {
 					toolOrder = append(toolOrder, c.name)
 				}
 				toolCount[c.name]++
-				callLines = append(callLines, "- #"+strconv.Itoa(i)+" "+describeCall(c))
-				for _, f := range callPaths(c) {
-					addFile(f)
-				}
-			}
-		case m.isToolResult():
-			for _, line := range errorLines(m) {
-				if !seenErr[line] && len(errs) < fallbackMaxErrors {
-					seenErr[line] = true
-					what := "a tool"
-					if c, ok := calls[m.resultFor]; ok {
-						what = c.name
-					}
-					errs = append(errs, "- #"+strconv.Itoa(i)+" "+what+": "+line)
-				}
+				callList = append(callList, callAt{i, c})
 			}
 		}
 	}
+	// Errors, newest tool outputs first, listed oldest first.
+	scanned := 0
+	for i := to - 1; i >= from && scanned < fallbackErrorScan && len(errs) < fallbackMaxErrors; i-- {
+		m := &msgs[i]
+		if !m.isToolResult() {
+			continue
+		}
+		scanned++
+		lines := errorLines(m)
+		for k := len(lines) - 1; k >= 0 && len(errs) < fallbackMaxErrors; k-- {
+			if line := lines[k]; !seenErr[line] {
+				seenErr[line] = true
+				what := "a tool"
+				if c, ok := calls[m.resultFor]; ok {
+					what = c.name
+				}
+				errs = append(errs, "- #"+strconv.Itoa(i)+" "+what+": "+line)
+			}
+		}
+	}
+	for l, r := 0, len(errs)-1; l < r; l, r = l+1, r-1 {
+		errs[l], errs[r] = errs[r], errs[l]
+	}
+	// Files, from the newest calls back, listed in the order they were first named.
+	for k := len(callList) - 1; k >= 0 && len(files) < fallbackMaxFiles; k-- {
+		for _, f := range callPaths(callList[k].c) {
+			addFile(f)
+		}
+	}
+	for l, r := 0, len(files)-1; l < r; l, r = l+1, r-1 {
+		files[l], files[r] = files[r], files[l]
+	}
+	var callLines []string
+	if len(callList) > fallbackMaxCalls {
+		callLines = append(callLines, "- ("+strconv.Itoa(len(callList)-fallbackMaxCalls)+" earlier calls omitted)")
+		callList = callList[len(callList)-fallbackMaxCalls:]
+	}
+	for _, ca := range callList {
+		callLines = append(callLines, "- #"+strconv.Itoa(ca.i)+" "+describeCall(ca.c))
+	}
 	if len(requests) > fallbackMaxRequests {
 		requests = append([]string{"- (" + strconv.Itoa(len(requests)-fallbackMaxRequests) + " earlier requests omitted)"}, requests[len(requests)-fallbackMaxRequests:]...)
-	}
-	if len(callLines) > fallbackMaxCalls {
-		callLines = append([]string{"- (" + strconv.Itoa(len(callLines)-fallbackMaxCalls) + " earlier calls omitted)"}, callLines[len(callLines)-fallbackMaxCalls:]...)
 	}
 	if len(notes) > fallbackMaxNotes {
 		notes = notes[len(notes)-fallbackMaxNotes:]
@@ -130,7 +159,7 @@ func extractiveSummary(msgs []message, p plan, why string) string {
 	section("Errors Seen", errs, "(none detected)")
 	next := []string{"- Continue from the most recent turns below."}
 	if p.activeRequest >= 0 {
-		next = []string{"- Active request (the user's newest message, verbatim): " + strconv.Quote(strings.TrimSpace(contentText(msgs[p.activeRequest].content)))}
+		next = []string{"- Active request (the user's newest message, verbatim): " + strconv.Quote(strings.TrimSpace(msgs[p.activeRequest].text()))}
 	}
 	section("Next Steps", next, "")
 	b.WriteString("## Critical Context\nThis summary was extracted without an LLM (" + why + "); details of tool outputs were not kept. Re-read files or re-run commands before relying on them.\n")
@@ -147,25 +176,25 @@ func orNone(s string) string {
 // callPaths returns the file paths a tool call names: path-like arguments, and
 // path-looking words of a shell command.
 func callPaths(c toolCall) []string {
-	args := c.args
-	if args.Type == gjson.String { // OpenAI: arguments are a JSON document in a string
-		args = gjson.Parse(args.Str)
-	}
 	var out []string
-	for _, k := range pathArgNames {
-		if v := args.Get(k); v.Type == gjson.String && v.Str != "" {
-			out = append(out, v.Str)
+	forEachField(c.argsText(), func(k, raw string) bool {
+		if raw[0] != '"' {
+			return true
 		}
-	}
-	for _, k := range []string{"command", "cmd"} {
-		if v := args.Get(k); v.Type == gjson.String {
-			for _, w := range strings.Fields(v.Str) {
+		switch {
+		case contains(pathArgNames, k):
+			if v := decodeString(raw); v != "" {
+				out = append(out, v)
+			}
+		case k == "command" || k == "cmd":
+			for _, w := range strings.Fields(decodeString(raw)) {
 				if looksLikePath(w) {
 					out = append(out, w)
 				}
 			}
 		}
-	}
+		return true
+	})
 	return out
 }
 
@@ -195,7 +224,7 @@ func looksLikePath(w string) bool {
 // errorLines returns the lines of a tool output that carry an error marker. It
 // checks the raw JSON first, so outputs without any marker are never decoded.
 func errorLines(m *message) []string {
-	raw := m.content.Raw
+	raw := m.contentRaw
 	hit := false
 	for _, mk := range errorMarkers {
 		if strings.Contains(raw, mk) {
@@ -207,7 +236,7 @@ func errorLines(m *message) []string {
 		return nil
 	}
 	var out []string
-	for _, line := range strings.Split(contentText(m.content), "\n") {
+	for _, line := range strings.Split(m.text(), "\n") {
 		line = strings.TrimSpace(line)
 		for _, mk := range errorMarkers {
 			if strings.Contains(line, mk) {

@@ -13,9 +13,10 @@ const SummaryPrefix = "[CONTEXT COMPACTION]"
 // message is the core's view of one chat message. raw is the exact input JSON;
 // nothing is re-serialized unless a phase changes the message.
 type message struct {
-	raw     string
-	role    string
-	content gjson.Result
+	raw  string
+	role string
+	// contentRaw is the raw JSON of "content" ("" when absent); see content.
+	contentRaw string
 	// calls are the tool calls an assistant message makes (OpenAI tool_calls).
 	calls []toolCall
 	// resultFor is the tool_call_id a tool row answers ("" if absent).
@@ -25,7 +26,54 @@ type message struct {
 
 type toolCall struct {
 	id, name string
-	args     gjson.Result
+	nameRaw  string       // the raw JSON of function.name
+	args     gjson.Result // function.arguments, undecoded (see argsText)
+	raw      string       // the whole call object
+}
+
+// rawToolCalls reads a raw tool_calls array. Elements that are not objects are
+// returned with only raw set; parseMessage rejects them.
+func rawToolCalls(arr string) []toolCall {
+	var calls []toolCall
+	forEachElement(arr, func(c string) bool {
+		tc := toolCall{raw: c}
+		forEachField(c, func(k, raw string) bool {
+			switch k {
+			case "id":
+				tc.id = decodeString(raw)
+			case "function":
+				forEachField(raw, func(fk, fraw string) bool {
+					switch fk {
+					case "name":
+						tc.nameRaw, tc.name = fraw, decodeString(fraw)
+					case "arguments":
+						tc.args = rawValue(fraw)
+					}
+					return true
+				})
+			}
+			return true
+		})
+		calls = append(calls, tc)
+		return true
+	})
+	return calls
+}
+
+// content returns the decoded content value. It decodes on every call: hot paths
+// read contentRaw instead.
+func (m *message) content() gjson.Result { return gjson.Parse(m.contentRaw) }
+
+// text returns all text of the content, decoded.
+func (m *message) text() string { return contentText(m.content()) }
+
+// argsText returns the call's arguments as text: the decoded string (OpenAI), or
+// the raw JSON of an object.
+func (c toolCall) argsText() string {
+	if c.args.Type == gjson.String {
+		return decodeString(c.args.Raw)
+	}
+	return c.args.Raw
 }
 
 // isToolResult reports whether m carries a tool result, so that it belongs to the
@@ -37,7 +85,21 @@ func (m *message) isSystem() bool { return m.role == "system" || m.role == "deve
 
 // isSummary reports whether m is a summary written by an earlier compaction.
 func (m *message) isSummary() bool {
-	return strings.HasPrefix(strings.TrimLeft(firstText(m.content), " \n"), SummaryPrefix)
+	raw := m.contentRaw
+	if len(raw) > 0 && raw[0] == '"' {
+		raw = raw[1:]
+		for {
+			switch {
+			case strings.HasPrefix(raw, " "):
+				raw = raw[1:]
+			case strings.HasPrefix(raw, `\n`):
+				raw = raw[2:]
+			default:
+				return strings.HasPrefix(raw, SummaryPrefix)
+			}
+		}
+	}
+	return strings.HasPrefix(strings.TrimLeft(firstText(m.content()), " \n"), SummaryPrefix)
 }
 
 // isRealUser reports whether m is a request typed by the user: role user and not a
@@ -109,14 +171,19 @@ func parseMessages(v gjson.Result, tc tokenCounter) ([]message, error) {
 	}
 	msgs := make([]message, 0, 64)
 	var err error
-	v.ForEach(func(_, mv gjson.Result) bool {
+	forEachElement(v.Raw, func(raw string) bool {
 		i := len(msgs)
 		var m message
+		mv := rawValue(raw)
 		m, err = parseMessage(mv, pointer("/messages", i))
 		if err != nil {
 			return false
 		}
-		m.tokens = tc.message(mv)
+		if tc.exact == nil {
+			m.tokens = tc.scaled(tc.roughParts(m.contentRaw, m.calls))
+		} else {
+			m.tokens = tc.message(mv)
+		}
 		msgs = append(msgs, m)
 		return true
 	})
@@ -129,24 +196,24 @@ func parseMessage(mv gjson.Result, path string) (message, error) {
 		return m, errorf(CodeInvalidMessages, path, "a message must be a JSON object")
 	}
 	var err error
-	var calls gjson.Result
-	mv.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
+	var calls string
+	forEachField(mv.Raw, func(k, raw string) bool {
+		switch k {
 		case "role":
-			if v.Type != gjson.String {
+			if raw[0] != '"' {
 				err = errorf(CodeInvalidMessages, path+"/role", "role must be a string")
 			}
-			m.role = v.Str
+			m.role = decodeString(raw)
 		case "content":
-			if v.Type != gjson.String && v.Type != gjson.Null && !v.IsArray() {
+			if raw[0] != '"' && raw[0] != 'n' && raw[0] != '[' {
 				err = errorf(CodeInvalidMessages, path+"/content", "content must be a string, null or an array of parts")
 			}
-			m.content = v
+			m.contentRaw = raw
 		case "tool_calls":
-			calls = v
+			calls = raw
 		case "tool_call_id":
-			if v.Type == gjson.String {
-				m.resultFor = v.Str
+			if raw[0] == '"' {
+				m.resultFor = decodeString(raw)
 			}
 		}
 		return err == nil
@@ -160,20 +227,27 @@ func parseMessage(mv gjson.Result, path string) (message, error) {
 	if !contains(knownRoles, m.role) {
 		return m, errorf(CodeInvalidMessages, path+"/role", "unknown role %q; allowed: %s", m.role, strings.Join(knownRoles, ", "))
 	}
-	if calls.Exists() && calls.Type != gjson.Null {
-		if !calls.IsArray() {
+	if calls != "" && calls[0] != 'n' {
+		if calls[0] != '[' {
 			return m, errorf(CodeInvalidMessages, path+"/tool_calls", "tool_calls must be an array")
 		}
-		calls.ForEach(func(_, c gjson.Result) bool {
-			cp := pointer(path+"/tool_calls", len(m.calls))
-			if !c.IsObject() {
-				err = errorf(CodeInvalidMessages, cp, "a tool call must be an object")
-				return false
+		m.calls = rawToolCalls(calls)
+		for k, c := range m.calls {
+			if c.raw[0] != '{' {
+				return m, errorf(CodeInvalidMessages, pointer(path+"/tool_calls", k), "a tool call must be an object")
 			}
-			fn := c.Get("function")
-			m.calls = append(m.calls, toolCall{id: c.Get("id").Str, name: fn.Get("name").Str, args: fn.Get("arguments")})
-			return true
-		})
+		}
 	}
 	return m, err
+}
+
+// decodeString returns the text of a raw JSON string, or "" for anything else.
+func decodeString(raw string) string {
+	if len(raw) < 2 || raw[0] != '"' {
+		return ""
+	}
+	if !hasByte(raw, '\\') {
+		return raw[1 : len(raw)-1]
+	}
+	return gjson.Parse(raw).Str
 }

@@ -43,11 +43,8 @@ func indexCalls(msgs []message) callIndex {
 }
 
 // keyArgument returns `name="value"` for the most telling argument of a call, or "".
-func keyArgument(args gjson.Result) string {
-	a := args
-	if args.Type == gjson.String {
-		a = gjson.Parse(args.Str)
-	}
+func keyArgument(c toolCall) string {
+	a := gjson.Parse(c.argsText())
 	if !a.IsObject() {
 		return ""
 	}
@@ -73,7 +70,7 @@ func describeCall(c toolCall) string {
 	if name == "" {
 		name = "tool"
 	}
-	return name + "(" + keyArgument(c.args) + ")"
+	return name + "(" + keyArgument(c) + ")"
 }
 
 // truncateRunes cuts s to at most n runes, marking the cut with "…".
@@ -91,17 +88,23 @@ func truncateRunes(s string, n int) string {
 	return s[:i] + "…"
 }
 
-// prunable reports whether msgs[i] is a tool output long enough to prune, and its
-// length in characters.
+// prunable reports whether m is a tool output long enough to prune, and its length
+// in characters. A raw string of at most pruneMinChars bytes is too short whatever
+// it holds, so most short outputs are decided without counting.
 func prunable(m *message) (int, bool) {
-	if !m.isToolResult() || strings.HasPrefix(firstText(m.content), PrunedPrefix) {
+	raw := m.contentRaw
+	if !m.isToolResult() || len(raw) <= pruneMinChars+2 || strings.HasPrefix(raw, `"`+PrunedPrefix) {
 		return 0, false
 	}
 	var chars int
-	if m.content.Type == gjson.String {
-		chars = utf8.RuneCountInString(m.content.Str)
+	if raw[0] == '"' {
+		chars = jsonStringChars(raw)
 	} else {
-		chars = utf8.RuneCountInString(contentText(m.content))
+		text := m.text()
+		if strings.HasPrefix(text, PrunedPrefix) {
+			return 0, false
+		}
+		chars = utf8.RuneCountInString(text)
 	}
 	return chars, chars > pruneMinChars
 }
@@ -146,7 +149,7 @@ func opPrune(req gjson.Result) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := planCompaction(r.msgs, r.thr, r.cfg.Compression, r.tc)
+	p := planCompaction(r.msgs, r.thr, r.cfg.Compression)
 	calls := indexCalls(r.msgs)
 	o := &compactOutcome{}
 	res := PruneResult{Pruned: []int{}, TokensBefore: r.tokensBefore()}

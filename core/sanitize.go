@@ -93,7 +93,7 @@ func opSanitize(req gjson.Result) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	refs, err := outputParam(req)
+	refs, err := outputParam(paramsOf(req))
 	if err != nil {
 		return nil, err
 	}

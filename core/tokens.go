@@ -88,21 +88,34 @@ func (c tokenCounter) replyPriming() int {
 
 // roughMessage is the rough estimate of one message before calibration.
 func (c tokenCounter) roughMessage(m gjson.Result) int {
-	n := messageOverheadTokens
-	m.ForEach(func(key, v gjson.Result) bool {
-		switch key.Str {
+	var content string
+	var calls []toolCall
+	forEachField(m.Raw, func(key, raw string) bool {
+		switch key {
 		case "content":
-			n += c.content(v)
+			content = raw
 		case "tool_calls":
-			v.ForEach(func(_, call gjson.Result) bool {
-				n += toolCallOverheadTokens
-				fn := call.Get("function")
-				n += c.value(fn.Get("name")) + c.value(fn.Get("arguments"))
-				return true
-			})
+			calls = rawToolCalls(raw)
 		}
 		return true
 	})
+	return c.roughParts(content, calls)
+}
+
+// roughParts is the rough estimate of a message from its raw content and its tool
+// calls. It reads strings' raw bytes, so nothing is decoded.
+func (c tokenCounter) roughParts(content string, calls []toolCall) int {
+	n := messageOverheadTokens
+	switch {
+	case content == "":
+	case content[0] == '"':
+		n += c.text(rawValue(content))
+	case content[0] == '[':
+		n += c.content(gjson.Parse(content))
+	}
+	for _, call := range calls {
+		n += toolCallOverheadTokens + c.value(rawValue(call.nameRaw)) + c.value(call.args)
+	}
 	return n
 }
 
@@ -244,7 +257,12 @@ func roughJSONString(v gjson.Result) int {
 		return 0
 	}
 	other, dense := 0, 0
-	for i := 1; i < len(raw)-1; {
+	for i, end := 1, len(raw)-1; i < end; {
+		if j := plainRun(raw, i, end); j > i {
+			other += j - i
+			i = j
+			continue
+		}
 		b := raw[i]
 		switch {
 		case b == '\\':

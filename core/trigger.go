@@ -83,14 +83,15 @@ func opShouldCompress(req gjson.Result) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !req.Get("prompt_tokens").Exists() {
+	q := paramsOf(req)
+	if !q.Get("prompt_tokens").Exists() {
 		return nil, errorf(CodeInvalidRequest, "/prompt_tokens", "prompt_tokens is required: the API-reported prompt tokens of the last response")
 	}
-	prompt, err := intParam(req, "prompt_tokens")
+	prompt, err := intParam(q, "prompt_tokens")
 	if err != nil {
 		return nil, err
 	}
-	last, err := intParam(req, "last_compaction_tokens")
+	last, err := intParam(q, "last_compaction_tokens")
 	if err != nil {
 		return nil, err
 	}
