@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+// cacheRun runs the CLI in-process and returns exit code, stdout and stderr.
+func cacheRun(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func cacheTempFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const cliConversation = `{"source":"test","messages":[
+ {"role":"system","content":"You are a coding agent."},
+ {"role":"user","content":"Run the tests."},
+ {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"bash","arguments":"{\"command\":\"go test\"}"}}]},
+ {"role":"tool","tool_call_id":"c1","content":"ok"},
+ {"role":"assistant","content":"All green."},
+ {"role":"user","content":"Thanks."}]}`
+
+func TestCacheCommand(t *testing.T) {
+	file := cacheTempFile(t, "conv.json", cliConversation)
+	code, out, stderr := cacheRun(t, "", "cache", file)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	r := gjson.Parse(out)
+	if !json.Valid([]byte(out)) || r.Get("marked").Raw != "[0,3,4,5]" || len(r.Get("messages").Array()) != 6 || r.Get("system").Exists() {
+		t.Fatalf("unexpected output: %s", out)
+	}
+	if got := r.Get("messages.3.content.0.cache_control").Raw; got != `{"type":"ephemeral"}` {
+		t.Errorf("tool row marker: %s", got)
+	}
+	if r.Get("messages.2").Raw != gjson.Get(cliConversation, "messages.2").Raw {
+		t.Errorf("unmarked message changed: %s", r.Get("messages.2").Raw)
+	}
+
+	// Idempotent through the CLI too, and a bare array works; flags may follow FILE.
+	again := cacheTempFile(t, "again.json", r.Get("messages").Raw)
+	_, out2, _ := cacheRun(t, "", "cache", again)
+	if out2 != out {
+		t.Errorf("second application differs:\n%s\n%s", out, out2)
+	}
+	_, out1h, _ := cacheRun(t, "", "cache", file, "--ttl", "1h")
+	if strings.Count(out1h, `"ttl":"1h"`) != 4 {
+		t.Errorf("--ttl 1h: %s", out1h)
+	}
+	_, outStdin, _ := cacheRun(t, cliConversation, "cache", "-")
+	if outStdin != out {
+		t.Errorf("stdin differs from file")
+	}
+}
+
+func TestCacheCommandNative(t *testing.T) {
+	file := cacheTempFile(t, "native.json", `{"system":[{"type":"text","text":"sys"}],"messages":[
+ {"role":"user","content":"Read it."},
+ {"role":"assistant","content":[{"type":"text","text":"Reading."},{"type":"tool_use","id":"t1","name":"Read","input":{"path":"a"}}]},
+ {"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"data"}]}]}`)
+	code, out, stderr := cacheRun(t, "", "cache", "--native", file)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	r := gjson.Parse(out)
+	if r.Get("marked").Raw != "[0,1,2]" || r.Get("system.0.cache_control.type").Str != "ephemeral" ||
+		r.Get("messages.2.content.0.cache_control.type").Str != "ephemeral" || r.Get("messages.1.content.1.cache_control.type").Str != "ephemeral" {
+		t.Fatalf("unexpected output: %s", out)
+	}
+	// Without --native a top-level system is refused, never silently dropped.
+	if code, _, stderr := cacheRun(t, "", "cache", file); code != 1 || !strings.Contains(stderr, "invalid_request") {
+		t.Errorf("without --native: exit %d, %s", code, stderr)
+	}
+}
+
+func TestCacheCommandErrors(t *testing.T) {
+	bad := cacheTempFile(t, "bad.json", `{"messages": 3}`)
+	for _, args := range [][]string{
+		{"cache"},
+		{"cache", "a.json", "b.json"},
+		{"cache", filepath.Join(t.TempDir(), "missing.json")},
+		{"cache", bad},
+		{"cache", "--ttl", "2h", cacheTempFile(t, "ok.json", cliConversation)},
+		{"simulate", bad},
+		{"simulate", "--strategies", "none,bogus", cacheTempFile(t, "ok2.json", cliConversation)},
+	} {
+		if code, _, stderr := cacheRun(t, "", args...); code == 0 || stderr == "" {
+			t.Errorf("%v: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+}
+
+func TestSimulateCommand(t *testing.T) {
+	file := cacheTempFile(t, "conv.json", cliConversation)
+	code, out, stderr := cacheRun(t, "", "simulate", file, "--min-cacheable", "0")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"conv.json: 2 requests", "strategy", "savings", "none", "system_and_3", "anchored", "min cacheable 0 tokens"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, stderr = cacheRun(t, "", "simulate", "--json", "--per-request", file, "--min-cacheable", "0", "--strategies", "none,system_and_3")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	r := gjson.Parse(out)
+	none, s3 := r.Get("strategies.none"), r.Get("strategies.system_and_3")
+	if r.Get("requests").Int() != 2 || r.Get("strategies.anchored").Exists() || len(s3.Get("requests").Array()) != 2 {
+		t.Fatalf("unexpected output: %s", out)
+	}
+	if none.Get("cost").Float() != float64(r.Get("total_input_tokens").Int()) {
+		t.Errorf("none cost %v, total %d", none.Get("cost").Float(), r.Get("total_input_tokens").Int())
+	}
+	if want := 1 - s3.Get("cost").Float()/none.Get("cost").Float(); cacheAbs(s3.Get("savings").Float()-want) > 1e-6 {
+		t.Errorf("savings %v, cost says %v", s3.Get("savings").Float(), want)
+	}
+}
+
+// TestSimulateCommandSharedTrace runs the table on one shared trace (skipped when the
+// traces are not beside the repository): savings are printed for every strategy.
+func TestSimulateCommandSharedTrace(t *testing.T) {
+	p := filepath.Join("..", "..", "..", "shared", "traces", "tau2-claude-opus-4-6-airline.json")
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("shared trace not found: %v", err)
+	}
+	code, out, stderr := cacheRun(t, "", "simulate", p, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	r := gjson.Parse(out)
+	s3, anc := r.Get("strategies.system_and_3.savings").Float(), r.Get("strategies.anchored.savings").Float()
+	if s3 < 0.5 || s3 >= 1 || anc < s3 {
+		t.Errorf("savings system_and_3 %v, anchored %v", s3, anc)
+	}
+}
+
+func cacheAbs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
