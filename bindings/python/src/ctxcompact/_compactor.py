@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 from typing import (
@@ -23,8 +22,9 @@ from ._runtime import (
     CacheDir,
     LoadedModule,
     Pool,
+    WasmSource,
     load_module,
-    packaged_wasm,
+    packaged_source,
     resolve_cache_dir,
 )
 from ._types import (
@@ -142,15 +142,15 @@ class Compactor:
         wasm: Union[None, bytes, str, "os.PathLike[str]"] = None,
     ) -> None:
         if wasm is None:
-            data, sha = packaged_wasm()
+            source = packaged_source()
+        elif isinstance(wasm, (bytes, bytearray, memoryview)):
+            source = WasmSource.from_bytes(bytes(wasm))
         else:
-            import hashlib
-
-            data = bytes(wasm) if isinstance(wasm, (bytes, bytearray, memoryview)) else open(wasm, "rb").read()
-            sha = hashlib.sha256(data).hexdigest()
+            with open(wasm, "rb") as f:
+                source = WasmSource.from_bytes(f.read())
         if max_instances is None:
             max_instances = max(1, min(4, os.cpu_count() or 1))
-        self._loaded: LoadedModule = load_module(data, sha, resolve_cache_dir(cache_dir))
+        self._loaded: LoadedModule = load_module(source, resolve_cache_dir(cache_dir))
         self._pool: Optional[Pool] = Pool(self._loaded, max_instances)
         self._config: Config = {}
         self._config_json = b"{}"
@@ -285,6 +285,43 @@ class Compactor:
         _, mj = _messages_json(messages)
         return cast(ValidateResult, self._run(b"validate", [(b"messages", mj)]))
 
+    # -- prompt caching and calibration (params as in docs/OPS.md) -----------------------
+
+    def _with(self, op: bytes, messages: Optional[Sequence[Message]], params: Dict[str, Any]) -> Any:
+        parts: List[Tuple[bytes, bytes]] = []
+        if "config" not in params:
+            parts.append((b"config", self._config_json))
+        try:
+            for k, v in params.items():
+                if v is not None:
+                    parts.append((k.encode("utf-8"), dumps(v)))
+        except (TypeError, ValueError) as e:
+            raise CompactError("invalid_request", f"params are not JSON-serializable: {e}") from e
+        if messages is not None:
+            parts.append((b"messages", _messages_json(messages)[1]))
+        return self._run(op, parts)
+
+    def cache_apply(self, messages: Sequence[Message], **params: Any) -> Dict[str, Any]:
+        """cache.apply: place prompt-cache breakpoints (system_and_3); params such as
+        ``system``, ``layout``, ``cache_ttl`` go to the op as they are. The caller's
+        messages are not mutated."""
+        return cast(Dict[str, Any], self._with(b"cache.apply", messages, params))
+
+    def cache_policy(self, **params: Any) -> Dict[str, Any]:
+        """cache.policy: whether prompt caching applies to a model/provider, and why."""
+        return cast(Dict[str, Any], self._with(b"cache.policy", None, params))
+
+    def cache_simulate(self, messages: Sequence[Message], **params: Any) -> Dict[str, Any]:
+        """cache.simulate: replay a conversation against a model of the provider's
+        prompt cache and price it."""
+        return cast(Dict[str, Any], self._with(b"cache.simulate", messages, params))
+
+    def calibrate(self, messages: Sequence[Message], prompt_tokens: int, **params: Any) -> Dict[str, Any]:
+        """tokens.calibrate: the factor between the estimate and an API-reported
+        prompt size (use it as ``config["tokens"]["calibration"]``)."""
+        params["prompt_tokens"] = prompt_tokens
+        return cast(Dict[str, Any], self._with(b"tokens.calibrate", messages, params))
+
     # -- compaction ------------------------------------------------------------------------
 
     def _compact_parts(
@@ -375,12 +412,19 @@ class Compactor:
         error: Optional[str] = None
         try:
             out = summarize(request)  # type: ignore[misc]
-            if inspect.isawaitable(out):
+            if _isawaitable(out):
                 out = await out
             summary, error = _check_summary(out)
         except Exception as e:  # the fallback covers any summarizer failure
             error = _describe(e)
         return self._finish(msgs, mj, parts, r["state"], summary, error)
+
+
+def _isawaitable(x: Any) -> bool:
+    # inspect.isawaitable without importing inspect (it costs ~25 ms at start-up).
+    return hasattr(type(x), "__await__") or type(x).__name__ == "generator" and bool(
+        getattr(getattr(x, "gi_code", None), "co_flags", 0) & 0x100
+    )
 
 
 def _result(msgs: List[Message], r: Dict[str, Any]) -> CompactResult:
@@ -412,7 +456,7 @@ def _run_sync_summarizer(summarize: Optional[SyncSummarizer], request: SummaryRe
         out = summarize(request)
     except Exception as e:
         return None, _describe(e)
-    if inspect.isawaitable(out):
+    if _isawaitable(out):
         close = getattr(out, "close", None)
         if close is not None:
             close()  # do not leak a never-awaited coroutine warning

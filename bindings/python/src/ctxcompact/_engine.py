@@ -209,13 +209,16 @@ class CompactionEngine:
             rep = res.report
             self.last_report = rep
             self.last_archived = res.archived
+            after = int(rep.get("tokens_after") or 0)
             if rep.get("compacted"):
                 self.compression_count += 1
-                after = int(rep.get("tokens_after") or 0)
                 # Until the next response reports real usage, the estimate after
                 # compaction is the best guess of the prompt size.
                 self.last_prompt_tokens = after
-                self.last_compaction_tokens = None if rep.get("fits", True) else after
+            # The breaker: when the result is still over the threshold (whether or not
+            # anything could be compacted), the next should_compress gets this size so
+            # the same trigger does not fire again and again.
+            self.last_compaction_tokens = None if rep.get("fits", True) else after
             return res.messages
 
     def get_status(self) -> Dict[str, Any]:

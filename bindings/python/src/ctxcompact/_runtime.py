@@ -39,7 +39,6 @@ EXPECTED_EXPORTS: Dict[str, Union[str, Tuple[Tuple[str, ...], Tuple[str, ...]]]]
 }
 
 _WASI = "wasi_snapshot_preview1"
-_CACHE_MAGIC = b"ctxcompact-cwasm-1\n"
 _TRAPS = (wasmtime.Trap, wasmtime.WasmtimeError)
 
 _string_at = ctypes.string_at
@@ -59,23 +58,55 @@ def wasmtime_version() -> str:
 # --- the packaged module ----------------------------------------------------------
 
 
-def packaged_wasm() -> Tuple[bytes, str]:
-    """The module shipped in this package and its sha256, checked against the hash
-    recorded next to it when it was copied from wasm/ctxcompact.wasm."""
+class WasmSource:
+    """A module to load: its sha256 and a way to get its bytes. The bytes are only
+    needed (and for the packaged module only read and verified) on a cache miss."""
+
+    __slots__ = ("sha256", "_data", "_path")
+
+    def __init__(self, sha256: str, data: Optional[bytes] = None, path: Optional[Path] = None) -> None:
+        self.sha256 = sha256
+        self._data = data
+        self._path = path
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "WasmSource":
+        return cls(hashlib.sha256(data).hexdigest(), data=data)
+
+    def read(self) -> bytes:
+        if self._data is None:
+            assert self._path is not None
+            data = self._path.read_bytes()
+            digest = hashlib.sha256(data).hexdigest()
+            if digest != self.sha256:
+                raise ErrBadBinary(f"packaged ctxcompact.wasm has sha256 {digest}, but {self.sha256} was recorded")
+            self._data = data
+        return self._data
+
+
+def packaged_source() -> WasmSource:
+    """The module shipped in this package. Its sha256 is the one recorded next to it
+    when it was copied from wasm/ctxcompact.wasm; the bytes are checked against it
+    whenever they are read (on a compiled-module cache miss)."""
     pkg = resources.files("ctxcompact")
     try:
-        data = pkg.joinpath("ctxcompact.wasm").read_bytes()
         recorded = pkg.joinpath("ctxcompact.wasm.sha256").read_text(encoding="ascii").split()[0]
-    except (FileNotFoundError, OSError, IndexError) as e:
+        wasm = pkg.joinpath("ctxcompact.wasm")
+        if not wasm.is_file():
+            raise FileNotFoundError(str(wasm))
+    except (OSError, IndexError) as e:
         raise ErrBadBinary(
             "ctxcompact.wasm is missing from the package (a source checkout needs "
             "`bash bindings/python/test.sh`, which copies it)",
             e,
         ) from e
-    digest = hashlib.sha256(data).hexdigest()
-    if digest != recorded:
-        raise ErrBadBinary(f"packaged ctxcompact.wasm has sha256 {digest}, but {recorded} was recorded")
-    return data, digest
+    return WasmSource(recorded, path=Path(str(wasm)))
+
+
+def packaged_wasm() -> Tuple[bytes, str]:
+    """The packaged module's bytes (checked against the recorded sha256) and sha256."""
+    src = packaged_source()
+    return src.read(), src.sha256
 
 
 # --- compiled-module cache ----------------------------------------------------------
@@ -114,38 +145,41 @@ def _machine() -> str:
     return platform.machine().lower() or "unknown"
 
 
-def _read_cache(path: Path) -> Optional[bytes]:
-    """The serialized module in path, or None if it is absent or corrupt. The file is
-    magic + sha256(payload) + payload: wasmtime trusts what it deserializes, so a
-    truncated or altered file must be caught here, before it reaches wasmtime."""
+def _sidecar(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def _check_cache(path: Path) -> bool:
+    """True if path holds a serialized module whose sha256 equals the one recorded
+    in its sidecar file. wasmtime trusts what it deserializes (the code in it runs
+    as is), so a truncated or altered file must be caught here, before wasmtime
+    maps it; the file is then loaded with Module.deserialize_file (an mmap)."""
     try:
+        want = _sidecar(path).read_text(encoding="ascii").strip()
         blob = path.read_bytes()
-    except OSError:
-        return None
-    head = len(_CACHE_MAGIC)
-    if len(blob) < head + 32 or not blob.startswith(_CACHE_MAGIC):
-        return None
-    digest, payload = blob[head : head + 32], blob[head + 32 :]
-    if hashlib.sha256(payload).digest() != digest:
-        return None
-    return payload
+    except (OSError, UnicodeDecodeError):
+        return False
+    return len(want) == 64 and hashlib.sha256(blob).hexdigest() == want
 
 
 def _write_cache(path: Path, payload: bytes) -> bool:
-    """Write atomically (temp file in the same directory + os.replace). Any OS error
-    (read-only dir, full disk) only means there is no cache: return False."""
-    tmp = None
+    """Write atomically: each file goes to a temp file in the same directory, then
+    os.replace. The module first, its digest last: a reader that sees a new module
+    with an old digest refuses it and compiles. Any OS error (read-only dir, full
+    disk) only means there is no cache: return False."""
+    tmps: List[str] = []
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".cwasm", dir=str(path.parent))
-        with os.fdopen(fd, "wb") as f:
-            f.write(_CACHE_MAGIC)
-            f.write(hashlib.sha256(payload).digest())
-            f.write(payload)
-        os.replace(tmp, path)
+        for target, data in ((path, payload), (_sidecar(path), hashlib.sha256(payload).hexdigest().encode())):
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".cwasm", dir=str(path.parent))
+            tmps.append(tmp)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, target)
+            tmps.remove(tmp)
         return True
     except OSError:
-        if tmp is not None:
+        for tmp in tmps:
             try:
                 os.unlink(tmp)
             except OSError:
@@ -186,44 +220,43 @@ class LoadedModule:
         self.cache_path = cache_path
 
 
-def load_module(wasm: bytes, sha256: str, cache_dir: Optional[Path], *, memo: bool = True) -> LoadedModule:
-    """Compile wasm, or deserialize it from the cache. Once per process per
-    (sha256, cache_dir) unless memo=False (tests, benchmark cold starts)."""
-    key = (sha256, str(cache_dir) if cache_dir is not None else None)
+def load_module(source: WasmSource, cache_dir: Optional[Path], *, memo: bool = True) -> LoadedModule:
+    """Deserialize the compiled module from the cache, or compile it (and cache it).
+    Once per process per (sha256, cache_dir) unless memo=False (tests, benchmark)."""
+    key = (source.sha256, str(cache_dir) if cache_dir is not None else None)
     with _lock:
         if memo and key in _modules:
             return _modules[key]
         engine, _ = _shared_engine()
-        loaded = _load_uncached(engine, wasm, sha256, cache_dir)
+        loaded = _load_uncached(engine, source, cache_dir)
         if memo:
             _modules[key] = loaded
         return loaded
 
 
-def _load_uncached(engine: wasmtime.Engine, wasm: bytes, sha256: str, cache_dir: Optional[Path]) -> LoadedModule:
-    path = cache_dir / cache_file_name(sha256) if cache_dir is not None else None
-    if path is not None:
-        payload = _read_cache(path)
-        if payload is not None:
-            try:
-                module = wasmtime.Module.deserialize(engine, payload)
-                check_module(module)
-                return LoadedModule(module, sha256, "cache", path)
-            except (wasmtime.WasmtimeError, ErrBadBinary):
-                pass  # stale or foreign: compile and overwrite below
+def _load_uncached(engine: wasmtime.Engine, source: WasmSource, cache_dir: Optional[Path]) -> LoadedModule:
+    path = cache_dir / cache_file_name(source.sha256) if cache_dir is not None else None
+    if path is not None and _check_cache(path):
+        try:
+            module = wasmtime.Module.deserialize_file(engine, str(path))
+            check_module(module)
+            return LoadedModule(module, source.sha256, "cache", path)
+        except (wasmtime.WasmtimeError, ErrBadBinary):
+            pass  # stale or foreign: compile and overwrite below
+    wasm = source.read()
     try:
         module = wasmtime.Module(engine, wasm)
     except wasmtime.WasmtimeError as e:
         raise ErrBadBinary(f"the module does not compile: {e}", e) from e
     check_module(module)
-    source = "compiled-uncached"
+    state = "compiled-uncached"
     if path is not None:
         try:
             if _write_cache(path, bytes(module.serialize())):
-                source = "compiled"
+                state = "compiled"
         except wasmtime.WasmtimeError:
             pass
-    return LoadedModule(module, sha256, source, path)
+    return LoadedModule(module, source.sha256, state, path)
 
 
 def check_module(module: wasmtime.Module) -> None:

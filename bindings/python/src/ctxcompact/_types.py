@@ -103,14 +103,16 @@ class CompactReport(TypedDict, total=False):
     tail_start: int
     pruned: List[int]
     summarized: Optional[IndexRange]
-    summary_role: Literal["user", "assistant", "merged"]
+    summary_role: Literal["user", "assistant", "merged", ""]
+    summary_merged_into: Optional[int]
     summary_tokens: int
-    summarizer: Literal["host", "builtin"]
+    summarizer: Literal["host", "builtin", ""]
     fallback_used: bool
     fallback_reason: str
     iterative: bool
     active_request_in_summary: bool
-    first_changed_index: int
+    first_changed_index: Optional[int]
+    system_note_added: bool
     orphans_removed: List[int]
     stubs_added: List[str]
 
@@ -164,6 +166,7 @@ class HygieneResult(TypedDict):
     tokens: int
     source: Literal["reported", "estimate"]
     threshold_tokens: int
+    messages: int
     reason: str
 
 

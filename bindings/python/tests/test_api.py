@@ -1,0 +1,397 @@
+"""The idiomatic API: compact/acompact, summarizers, refs, pure ops, errors, loading."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+
+import pytest
+import wasmtime
+
+import ctxcompact
+from ctxcompact import CompactError, Compactor, ErrABIMismatch, ErrBadBinary, ErrClosed
+from ctxcompact import _compactor, _runtime
+
+from conftest import conversation
+
+SMALL = {"model": {"name": "test-model", "context_length": 32000}, "compression": {"small_context_floor": 0}}
+SUMMARY = "Goal: set up FastAPI. Progress: 8/10 tests pass. Next Steps: fix 2 tests."
+
+
+def _summarizer(calls):
+    def summarize(request):
+        calls.append(request)
+        return SUMMARY
+
+    return summarize
+
+
+# --- raw calls and errors --------------------------------------------------------------
+
+
+def test_info_and_generic_call(compactor):
+    info = compactor.info()
+    assert info["name"] == "ctxcompact"
+    assert "info" in info["ops"]
+    assert compactor.call("info") == info
+
+
+def test_unknown_op_raises_with_code_and_path(compactor):
+    with pytest.raises(CompactError) as ei:
+        compactor.call("no.such.op")
+    assert ei.value.code == "unknown_op"
+    assert ei.value.path == "/op"
+    assert str(ei.value).startswith("ctxcompact:")
+
+
+def test_call_bytes_returns_the_raw_envelope(compactor):
+    out = compactor.call_bytes(b"{not json")
+    env = json.loads(out)
+    assert env["error"]["code"] == "invalid_json"
+    out = compactor.call_bytes(b'{"op":"info"}')
+    assert json.loads(out)["result"]["name"] == "ctxcompact"
+
+
+def test_bad_config_is_a_compact_error(compactor):
+    with pytest.raises(CompactError) as ei:
+        compactor.resolve_threshold({"model": {"context_length": 0}})
+    assert ei.value.code == "invalid_config"
+    assert ei.value.path.startswith("/config/model/context_length")
+    with pytest.raises(CompactError) as ei:
+        compactor.compact(conversation(), config={"compression": {"no_such_key": 1}})
+    assert ei.value.code == "invalid_config"
+    assert ei.value.path == "/config/compression/no_such_key"
+
+
+def test_bad_messages(compactor):
+    with pytest.raises(CompactError) as ei:
+        compactor.compact({"role": "user"})  # type: ignore[arg-type]
+    assert ei.value.code == "invalid_messages"
+    with pytest.raises(CompactError) as ei:
+        compactor.compact([{"role": "user", "content": object()}])
+    assert (ei.value.code, ei.value.path) == ("invalid_messages", "/messages")
+    with pytest.raises(CompactError) as ei:
+        compactor.compact([{"role": "wizard", "content": "hi"}])
+    assert ei.value.code == "invalid_messages"
+    assert ei.value.path == "/messages/0/role"
+
+
+def test_input_too_large_is_refused_before_the_copy(compactor, monkeypatch):
+    monkeypatch.setattr(_runtime, "MAX_REQUEST_BYTES", 1000)
+    with pytest.raises(CompactError) as ei:
+        compactor.count_tokens(conversation())
+    assert ei.value.code == "input_too_large"
+
+
+# --- compaction ------------------------------------------------------------------------
+
+
+def test_below_threshold_returns_the_same_objects(compactor):
+    msgs = conversation(n_turns=2, tool_output_chars=200)
+    res = compactor.compact(msgs, summarize=lambda r: pytest.fail("summarizer must not run"))
+    assert res.report["compacted"] is False
+    assert len(res.messages) == len(msgs)
+    assert all(a is b for a, b in zip(res.messages, msgs))
+    assert res.archived == []
+
+
+def test_sync_summarizer_refs_and_archive(compactor):
+    msgs = conversation()
+    before = copy.deepcopy(msgs)
+    calls = []
+    res = compactor.compact(msgs, summarize=_summarizer(calls), config=SMALL)
+    assert msgs == before, "the input list and its dicts are not mutated"
+    assert len(calls) == 1
+    req = calls[0]
+    assert [m["role"] for m in req["messages"]] == ["system", "user"]
+    assert req["max_tokens"] > 0 and req["target_tokens"] > 0
+    rep = res.report
+    assert rep["compacted"] is True
+    assert rep["summarizer"] == "host"
+    assert rep["fallback_used"] is False
+    assert rep["messages_before"] == len(msgs)
+    assert rep["messages_after"] == len(res.messages) < len(msgs)
+    assert any(SUMMARY in json.dumps(m) for m in res.messages)
+    assert any(isinstance(m.get("content"), str) and m["content"].startswith("[CONTEXT COMPACTION]")
+               for m in res.messages) or rep["summary_role"] == "merged"
+    # Unchanged messages come back as the caller's own objects.
+    ids = {id(m) for m in msgs}
+    kept = [m for m in res.messages if id(m) in ids]
+    assert kept, "some messages are returned unchanged"
+    assert msgs[-1] is res.messages[-1], "the newest user request stays in place, unchanged"
+    # Everything not returned unchanged is archived with its original object.
+    archived_idx = {a["index"] for a in res.archived}
+    kept_idx = {i for i, m in enumerate(msgs) if any(m is k for k in kept)}
+    # The system prompt only gains a note (its original is not lost, so not archived).
+    note = {0} if rep.get("system_note_added") else set()
+    assert archived_idx | kept_idx | note == set(range(len(msgs)))
+    for a in res.archived:
+        assert a["message"] is msgs[a["index"]]
+        assert a["reason"] in ("summarized", "pruned", "merged", "orphan_removed")
+
+
+def test_async_summarizer_gives_the_same_result(compactor):
+    msgs = conversation()
+    sync = compactor.compact(msgs, summarize=lambda r: SUMMARY, config=SMALL)
+
+    async def summarize(request):
+        await asyncio.sleep(0)
+        return SUMMARY
+
+    res = asyncio.run(compactor.acompact(msgs, summarize=summarize, config=SMALL))
+    assert res.messages == sync.messages
+    assert res.report == sync.report
+    assert res.report["fallback_used"] is False
+
+
+def test_acompact_accepts_a_plain_function(compactor):
+    res = asyncio.run(compactor.acompact(conversation(), summarize=lambda r: SUMMARY, config=SMALL))
+    assert res.report["compacted"] and not res.report["fallback_used"]
+
+
+@pytest.mark.parametrize("kind", ["raises", "empty", "not-a-string"])
+def test_failing_sync_summarizer_falls_back(compactor, kind):
+    def summarize(request):
+        if kind == "raises":
+            raise RuntimeError("LLM endpoint down")
+        return "" if kind == "empty" else 42
+
+    msgs = conversation()
+    res = compactor.compact(msgs, summarize=summarize, config=SMALL)
+    rep = res.report
+    assert rep["compacted"] is True
+    assert rep["fallback_used"] is True
+    assert rep["fallback_reason"]
+    if kind == "raises":
+        assert "LLM endpoint down" in rep["fallback_reason"]
+    # Nothing lost: the deterministic summary carries the user's requests.
+    text = json.dumps(res.messages)
+    assert "Set up a FastAPI project" in text
+
+
+def test_failing_async_summarizer_falls_back(compactor):
+    async def summarize(request):
+        raise TimeoutError("summarizer timed out")
+
+    res = asyncio.run(compactor.acompact(conversation(), summarize=summarize, config=SMALL))
+    assert res.report["fallback_used"] is True
+    assert "timed out" in res.report["fallback_reason"]
+
+
+def test_sync_compact_rejects_an_async_summarizer(compactor):
+    async def summarize(request):
+        return SUMMARY
+
+    with pytest.raises(TypeError, match="acompact"):
+        compactor.compact(conversation(), summarize=summarize, config=SMALL)
+
+
+MID = {"model": {"context_length": 64000}, "compression": {"small_context_floor": 0}}
+
+
+def test_builtin_summarizer_and_force(compactor):
+    msgs = conversation()  # ~23K tokens, under MID's 32K threshold
+    res = compactor.compact(msgs, config=MID)
+    assert res.report["compacted"] is False and res.report["reason"]
+    assert all(a is b for a, b in zip(res.messages, msgs))
+    res = compactor.compact(msgs, force=True, config=MID)
+    assert res.report["compacted"] is True
+    assert res.report["summarizer"] == "builtin"
+    assert res.report["fallback_used"] is False
+
+
+def test_reported_prompt_tokens_trigger_compaction(compactor):
+    msgs = conversation()
+    assert compactor.compact(msgs, config=MID).report["compacted"] is False
+    res = compactor.compact(msgs, prompt_tokens=40000, config=MID)
+    assert res.report["compacted"] is True
+
+
+def test_messages_are_serialized_once_and_finish_reuses_the_bytes(compactor, monkeypatch):
+    envelopes = []
+    real_call = _runtime.Pool.call
+
+    def spy(self, envelope):
+        envelopes.append(envelope)
+        return real_call(self, envelope)
+
+    encoded = []
+    real_encode = _compactor._encode
+
+    def counting_encode(value):
+        out = real_encode(value)
+        if isinstance(value, list):
+            encoded.append(out)
+        return out
+
+    monkeypatch.setattr(_runtime.Pool, "call", spy)
+    monkeypatch.setattr(_compactor, "_encode", counting_encode)
+    msgs = conversation()
+    compactor.compact(msgs, summarize=lambda r: SUMMARY, config=SMALL)
+    assert len(encoded) == 1, "the message list is serialized once per compact"
+    begin, finish = envelopes
+    mj = encoded[0].encode("utf-8")
+    assert begin.startswith(b'{"op":"compact.begin"') and finish.startswith(b'{"op":"compact.finish"')
+    assert begin.endswith(b',"messages":' + mj + b"}")
+    assert finish.endswith(b',"messages":' + mj + b"}")
+    fin = json.loads(finish)
+    assert fin["summary"] == SUMMARY and fin["output"] == "refs" and fin["state"]
+
+
+# --- pure ops --------------------------------------------------------------------------
+
+
+def test_resolve_threshold_and_should_compress(compactor):
+    t = compactor.resolve_threshold({"model": {"context_length": 200000}, "compression": {"small_context_floor": 0}})
+    assert set(t) == set(ctxcompact.ThresholdResult.__annotations__)
+    assert (t["threshold_tokens"], t["tail_token_budget"], t["max_summary_tokens"]) == (100000, 20000, 10000)
+    t = compactor.resolve_threshold({"model": {"context_length": 200000}})
+    assert t["threshold_tokens"] == 150000 and t["floor_applied"] is True
+    r = compactor.should_compress(150000, config={"model": {"context_length": 200000}})
+    assert set(r) == set(ctxcompact.ShouldCompressResult.__annotations__)
+    assert r["should_compress"] is True
+    assert compactor.should_compress(149999, config={"model": {"context_length": 200000}})["should_compress"] is False
+
+
+def test_hygiene_count_validate(compactor):
+    msgs = conversation()
+    h = compactor.hygiene_check(msgs, config=SMALL)
+    assert set(h) == set(ctxcompact.HygieneResult.__annotations__)
+    assert h["source"] == "estimate"
+    assert compactor.hygiene_check(msgs, prompt_tokens=5, config=SMALL)["source"] == "reported"
+    n = compactor.count_tokens(msgs)
+    assert n["encoding"] == "rough"
+    assert len(n["per_message"]) == len(msgs) and n["total"] >= sum(n["per_message"]) > 0
+    v = compactor.validate(msgs)
+    assert v == {"ok": True, "problems": []}
+    bad = compactor.validate([{"role": "tool", "tool_call_id": "nope", "content": "x"}])
+    assert bad["ok"] is False and bad["problems"][0]["path"].startswith("/messages/0")
+
+
+def test_prune_returns_own_objects_and_archives_originals(compactor):
+    msgs = conversation()
+    r = compactor.prune(msgs, config=SMALL)
+    assert r["pruned"], "old big tool outputs are pruned"
+    assert r["tokens_after"] < r["tokens_before"]
+    for i, m in enumerate(r["messages"]):
+        if i in r["pruned"]:
+            assert m is not msgs[i]
+            assert m["content"].startswith("[Old tool output cleared to save context space]")
+            assert m["tool_call_id"] == msgs[i]["tool_call_id"]
+        else:
+            assert m is msgs[i]
+    assert {a["index"] for a in r["archived"]} == set(r["pruned"])
+    assert all(a["message"] is msgs[a["index"]] for a in r["archived"])
+
+
+def test_sanitize_removes_orphans_and_stubs(compactor):
+    msgs = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "user", "content": "next"},
+        {"role": "tool", "tool_call_id": "zzz", "content": "orphan"},
+    ]
+    r = compactor.sanitize(msgs)
+    assert r["removed"] == [3]
+    assert r["stubbed"] == ["a"]
+    assert r["messages"][0] is msgs[0]
+    assert all(m is not msgs[3] for m in r["messages"])
+    assert any(m.get("role") == "tool" and m.get("tool_call_id") == "a" for m in r["messages"])
+    assert r["archived"][0]["message"] is msgs[3]
+
+
+# --- runtime: closing, traps, bad modules -------------------------------------------------
+
+
+def test_closed_compactor_raises():
+    c = Compactor(max_instances=1)
+    c.close()
+    with pytest.raises(ErrClosed):
+        c.info()
+    with Compactor() as c2:
+        assert c2.info()["name"] == "ctxcompact"
+    with pytest.raises(ErrClosed):
+        c2.info()
+
+
+def _instances(c):
+    pool = c._pool
+    with pool._cv:
+        return list(pool._free)
+
+
+def test_trapped_instance_is_replaced_transparently():
+    c = Compactor(max_instances=1)
+    (inst,) = _instances(c)
+    # Corrupt the guest's memory: the next call on it traps inside the module.
+    mem = inst._mem
+    buf = mem.get_buffer_ptr(inst.store)
+    import ctypes
+
+    ctypes.memset(ctypes.addressof(buf), 0xAA, len(buf))
+    assert c.info()["name"] == "ctxcompact", "the call is retried on a fresh instance"
+    assert c._pool.replaced == 1
+    (fresh,) = _instances(c)
+    assert fresh is not inst
+    assert c.compact(conversation(), summarize=lambda r: SUMMARY, config=SMALL).report["compacted"]
+
+
+def test_an_instance_that_keeps_trapping_gives_internal(monkeypatch):
+    c = Compactor(max_instances=1)
+
+    def trap(self, envelope):
+        raise wasmtime.WasmtimeError("simulated trap")
+
+    monkeypatch.setattr(_runtime.Instance, "call", trap)
+    with pytest.raises(CompactError) as ei:
+        c.info()
+    assert ei.value.code == "internal" and "trapped" in str(ei.value)
+    assert isinstance(ei.value.__cause__, wasmtime.WasmtimeError)
+    assert c._pool.replaced == 2
+    monkeypatch.undo()
+    assert c.info()["name"] == "ctxcompact"
+
+
+def _wat(abi=1, drop=None, extra_import=""):
+    funcs = {
+        "_initialize": "(func (export \"_initialize\"))",
+        "ctxc_abi_version": f"(func (export \"ctxc_abi_version\") (result i32) i32.const {abi})",
+        "ctxc_alloc": "(func (export \"ctxc_alloc\") (param i32) (result i32) i32.const 16)",
+        "ctxc_free": "(func (export \"ctxc_free\") (param i32))",
+        "ctxc_call": "(func (export \"ctxc_call\") (param i32 i32) (result i32) i32.const 16)",
+        "ctxc_result_len": "(func (export \"ctxc_result_len\") (result i32) i32.const 2)",
+    }
+    body = "".join(v for k, v in funcs.items() if k != drop)
+    mem = "" if drop == "memory" else '(memory (export "memory") 1)'
+    return wasmtime.wat2wasm(f"(module {extra_import} {mem} {body})")
+
+
+def test_bad_binaries_are_refused():
+    with pytest.raises(ErrBadBinary):
+        Compactor(wasm=b"\x00asm garbage", cache_dir=False)
+    for missing in ("ctxc_call", "memory", "ctxc_result_len"):
+        with pytest.raises(ErrBadBinary, match=missing):
+            Compactor(wasm=_wat(drop=missing), cache_dir=False)
+    with pytest.raises(ErrBadBinary, match="env.f"):
+        Compactor(wasm=_wat(extra_import='(import "env" "f" (func))'), cache_dir=False)
+    wrong_sig = wasmtime.wat2wasm(
+        '(module (memory (export "memory") 1) (func (export "_initialize"))'
+        '(func (export "ctxc_abi_version") (result i32) i32.const 1)'
+        '(func (export "ctxc_alloc") (param i64) (result i32) i32.const 16)'
+        '(func (export "ctxc_free") (param i32)) (func (export "ctxc_call") (param i32 i32) (result i32) i32.const 16)'
+        '(func (export "ctxc_result_len") (result i32) i32.const 2))'
+    )
+    with pytest.raises(ErrBadBinary, match="ctxc_alloc"):
+        Compactor(wasm=wrong_sig, cache_dir=False)
+
+
+def test_abi_mismatch():
+    with pytest.raises(ErrABIMismatch) as ei:
+        Compactor(wasm=_wat(abi=2), cache_dir=False)
+    assert (ei.value.got, ei.value.want) == (2, 1)
+    # The fake module with the right ABI loads and answers whatever it has.
+    c = Compactor(wasm=_wat(abi=1), cache_dir=False)
+    # (it "answers" with the first 2 bytes of the request it was given at 16)
+    assert c.call_bytes(b'{"op":"info"}') == b'{"'
