@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 
 	"github.com/tidwall/gjson"
 
@@ -70,7 +69,7 @@ func envelope(op string, params any) ([]byte, error) {
 	}
 	out := make([]byte, 0, len(body)+len(op)+10)
 	out = append(out, `{"op":`...)
-	out = strconv.AppendQuote(out, op)
+	out = appendString(out, op)
 	rest := bytes.TrimSpace(body[1:])
 	if len(rest) > 1 { // not "}": more fields follow
 		out = append(out, ',')

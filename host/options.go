@@ -21,7 +21,7 @@ type config struct {
 func defaultConfig() config {
 	return config{
 		poolSize:   runtime.GOMAXPROCS(0),
-		closeOnCtx: true,
+		closeOnCtx: false,
 	}
 }
 

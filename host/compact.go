@@ -1,0 +1,104 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/ctxcompact/ctxcompact/core"
+)
+
+// CompactRequest is the request of compact.begin and compact.finish. compact.finish
+// must get the same Messages, Config, Force and PromptTokens as the compact.begin
+// whose State it finishes (any instance, any process, any runtime).
+type CompactRequest struct {
+	// Messages is the conversation, a JSON array of chat messages.
+	Messages json.RawMessage
+	// Config is a JSON config object; nil for the defaults.
+	Config json.RawMessage
+	// Force compacts even below the threshold.
+	Force bool
+	// PromptTokens is the API-reported prompt tokens of the last response, 0 if unknown.
+	PromptTokens int
+	// Summarizer is "host" (return a summary request; the default) or "builtin"
+	// (the deterministic extractive summary, no LLM).
+	Summarizer string
+	// Output is "messages" (the default) or "refs" (unchanged messages as indices).
+	Output string
+}
+
+// CompactOptions are the optional parameters of Compact.
+type CompactOptions struct {
+	Force        bool
+	PromptTokens int
+	Output       string
+}
+
+// Summarize asks an LLM for the summary a compaction needs. Send req.Messages with
+// req.MaxTokens and return the text. An error makes the core fall back to its
+// extractive summary (the report says fallback_used and why), unless ctx is done.
+type Summarize func(ctx context.Context, req core.SummaryRequest) (string, error)
+
+// CompactBegin runs compact.begin: a finished result (Done), or a summary request
+// and an opaque State for CompactFinish.
+func (e *Engine) CompactBegin(ctx context.Context, req CompactRequest) (core.CompactResult, error) {
+	var r core.CompactResult
+	err := e.run(ctx, req.envelope("compact.begin"), &r)
+	return r, err
+}
+
+// CompactFinish runs compact.finish with the summary, or with summaryErr (non-empty)
+// when the summarizer failed.
+func (e *Engine) CompactFinish(ctx context.Context, req CompactRequest, state, summary, summaryErr string) (core.CompactResult, error) {
+	var r core.CompactResult
+	env := req.envelope("compact.finish").str("state", state)
+	if summaryErr != "" {
+		env.str("error", summaryErr)
+	} else {
+		env.raw("summary", mustString(summary))
+	}
+	err := e.run(ctx, env, &r)
+	return r, err
+}
+
+// Compact compacts messages under cfg: compact.begin, then, when the core asks for a
+// summary, summarize and compact.finish. With a nil summarize the built-in
+// extractive summarizer is used and no callback runs. The instance is not held
+// while summarize runs.
+func (e *Engine) Compact(ctx context.Context, messages, cfg json.RawMessage, summarize Summarize, opts CompactOptions) (core.CompactResult, error) {
+	req := CompactRequest{Messages: messages, Config: cfg, Force: opts.Force, PromptTokens: opts.PromptTokens,
+		Summarizer: core.SummarizerHost, Output: opts.Output}
+	if summarize == nil {
+		req.Summarizer = core.SummarizerBuiltin
+	}
+	res, err := e.CompactBegin(ctx, req)
+	if err != nil || res.Done {
+		return res, err
+	}
+	if res.SummaryRequest == nil || res.State == "" {
+		return res, fmt.Errorf("%w: compact.begin returned neither a result nor a summary request", ErrABIMismatch)
+	}
+	summary, serr := summarize(ctx, *res.SummaryRequest)
+	if err := context.Cause(ctx); err != nil {
+		return core.CompactResult{}, fmt.Errorf("ctxcompact: summarizing: %w", err)
+	}
+	failure := ""
+	if serr != nil {
+		failure = serr.Error()
+		if failure == "" {
+			failure = "summarizer failed"
+		}
+	}
+	return e.CompactFinish(ctx, req, res.State, summary, failure)
+}
+
+func (req CompactRequest) envelope(op string) *request {
+	return newRequest(op).raw("messages", req.Messages).raw("config", req.Config).
+		flag("force", req.Force).num("prompt_tokens", req.PromptTokens).
+		str("summarizer", req.Summarizer).str("output", req.Output)
+}
+
+// mustString is s as a JSON string value (even when empty).
+func mustString(s string) json.RawMessage {
+	return appendString(nil, s)
+}

@@ -1,0 +1,183 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/ctxcompact/ctxcompact/core"
+)
+
+// smallTrace is the smallest shared trace, for tests that call many times.
+const smallTrace = "tau-bench-gpt4o-airline.json"
+
+func traceNamed(t *testing.T, name string) json.RawMessage {
+	t.Helper()
+	for _, tr := range loadTraces(t) {
+		if tr.name == name {
+			return tr.messages
+		}
+	}
+	t.Fatalf("trace %s not found", name)
+	return nil
+}
+
+// native runs env through core.Call and decodes it like the typed methods do.
+func native[T any](t *testing.T, env []byte) T {
+	t.Helper()
+	var v T
+	raw, err := splitResponse(core.Call(env))
+	if err != nil {
+		t.Fatalf("core.Call(%s): %v", clip(env), err)
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func env(t *testing.T, r *request) []byte {
+	t.Helper()
+	b, err := r.bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func requireOps(t *testing.T, ops ...string) {
+	t.Helper()
+	for _, op := range ops {
+		if !hasOp(op) {
+			t.Skipf("core has no %s op yet; this runs as soon as it lands", op)
+		}
+	}
+}
+
+// TestTypedMethods checks each typed method against core.Call on the same request.
+func TestTypedMethods(t *testing.T) {
+	requireOps(t, "threshold.resolve", "should_compress", "hygiene.check", "tokens.count", "validate", "prune", "sanitize")
+	ctx := context.Background()
+	e := sharedEngine(t)
+	msgs := traceNamed(t, smallTrace)
+	cfg := json.RawMessage(`{"model":{"context_length":32000}}`)
+	check := func(name string, got, want any, err error) {
+		t.Helper()
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+		} else if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: wasm %+v\nnative %+v", name, got, want)
+		}
+	}
+	thr, err := e.ThresholdResolve(ctx, cfg)
+	check("ThresholdResolve", thr, native[core.ThresholdResult](t, env(t, newRequest("threshold.resolve").raw("config", cfg))), err)
+	if thr.ThresholdTokens <= 0 || thr.ContextLength != 32000 {
+		t.Errorf("ThresholdResolve: %+v", thr)
+	}
+	sc, err := e.ShouldCompress(ctx, cfg, 30000, 0)
+	check("ShouldCompress", sc, native[core.ShouldCompressResult](t, []byte(`{"op":"should_compress","config":{"model":{"context_length":32000}},"prompt_tokens":30000}`)), err)
+	if !sc.ShouldCompress {
+		t.Errorf("ShouldCompress(30000 of 32000) = %+v", sc)
+	}
+	hy, err := e.HygieneCheck(ctx, msgs, cfg, 0)
+	check("HygieneCheck", hy, native[core.HygieneResult](t, env(t, newRequest("hygiene.check").raw("messages", msgs).raw("config", cfg))), err)
+	tc, err := e.TokensCount(ctx, msgs, "", nil)
+	check("TokensCount", tc, native[core.CountTokensResult](t, env(t, newRequest("tokens.count").raw("messages", msgs))), err)
+	if tc.Total <= 0 || len(tc.PerMessage) == 0 {
+		t.Errorf("TokensCount: total %d over %d messages", tc.Total, len(tc.PerMessage))
+	}
+	va, err := e.Validate(ctx, msgs)
+	check("Validate", va, native[core.ValidateResult](t, env(t, newRequest("validate").raw("messages", msgs))), err)
+	pr, err := e.Prune(ctx, msgs, cfg, "refs")
+	wantPr := native[MessagesResult[core.PruneResult]](t, env(t, newRequest("prune").raw("messages", msgs).raw("config", cfg).str("output", "refs")))
+	wantPr.Report = native[core.PruneResult](t, env(t, newRequest("prune").raw("messages", msgs).raw("config", cfg).str("output", "refs")))
+	check("Prune", pr, wantPr, err)
+	if len(pr.Messages) == 0 || pr.Report.TokensBefore <= 0 {
+		t.Errorf("Prune: %d messages, report %+v", len(pr.Messages), pr.Report)
+	}
+	sa, err := e.Sanitize(ctx, json.RawMessage(`[{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"x","content":"orphan"}]`), "")
+	if err != nil || !reflect.DeepEqual(sa.Report.Removed, []int{1}) || len(sa.Messages) != 1 || len(sa.Archived) != 1 {
+		t.Errorf("Sanitize of an orphan result: %+v, %v", sa, err)
+	}
+	_, err = e.ThresholdResolve(ctx, json.RawMessage(`{"model":{"context_length":0}}`))
+	if !errors.Is(err, &core.Error{Code: core.CodeInvalidConfig}) {
+		t.Errorf("ThresholdResolve with context_length 0: %v, want invalid_config", err)
+	}
+	if _, err := e.Validate(ctx, json.RawMessage(`[{"role":`)); !errors.Is(err, &core.Error{Code: core.CodeInvalidJSON}) {
+		t.Errorf("Validate of invalid JSON: %v, want invalid_json", err)
+	}
+}
+
+// TestCompact drives compact.begin / compact.finish with a Go summarizer and checks
+// the result against the same flow run natively.
+func TestCompact(t *testing.T) {
+	requireOps(t, "compact.begin", "compact.finish")
+	ctx := context.Background()
+	e := sharedEngine(t)
+	msgs := traceNamed(t, smallTrace)
+	cfg := json.RawMessage(`{"model":{"context_length":32000}}`)
+	const summary = "## Goal\nRebook the customer's flight.\n## Next Steps\nConfirm the new itinerary."
+
+	var asked core.SummaryRequest
+	got, err := e.Compact(ctx, msgs, cfg, func(_ context.Context, req core.SummaryRequest) (string, error) {
+		asked = req
+		return summary, nil
+	}, CompactOptions{Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(asked.Messages) != 2 || asked.MaxTokens <= 0 || asked.Middle.To <= asked.Middle.From {
+		t.Fatalf("summary request: %+v", asked)
+	}
+	req := CompactRequest{Messages: msgs, Config: cfg, Force: true, Summarizer: core.SummarizerHost}
+	begin := native[core.CompactResult](t, env(t, req.envelope("compact.begin")))
+	want := native[core.CompactResult](t, env(t, req.envelope("compact.finish").str("state", begin.State).raw("summary", mustString(summary))))
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Compact differs from the native begin/finish:\nwasm   %+v\nnative %+v", got.Report, want.Report)
+	}
+	if !got.Done || got.Report == nil || got.Report.Summarizer != core.SummarizerHost || got.Report.FallbackUsed {
+		t.Fatalf("report: %+v", got.Report)
+	}
+	if !strings.Contains(joinRaw(got.Messages), "Rebook the customer") {
+		t.Error("the summary is not in the compacted messages")
+	}
+
+	failed, err := e.Compact(ctx, msgs, cfg, func(context.Context, core.SummaryRequest) (string, error) {
+		return "", errors.New("rate limited")
+	}, CompactOptions{Force: true})
+	if err != nil || failed.Report == nil || !failed.Report.FallbackUsed || !strings.Contains(failed.Report.FallbackReason, "rate limited") {
+		t.Fatalf("a failing summarizer: err %v, report %+v", err, failed.Report)
+	}
+
+	builtin, err := e.Compact(ctx, msgs, cfg, nil, CompactOptions{Force: true})
+	breq := CompactRequest{Messages: msgs, Config: cfg, Force: true, Summarizer: core.SummarizerBuiltin}
+	wantBuiltin := native[core.CompactResult](t, env(t, breq.envelope("compact.begin")))
+	if err != nil || !reflect.DeepEqual(builtin, wantBuiltin) || builtin.Report.Summarizer != core.SummarizerBuiltin {
+		t.Fatalf("builtin compaction: err %v, report %+v", err, builtin.Report)
+	}
+
+	cctx, cancel := context.WithCancel(ctx)
+	_, err = e.Compact(cctx, msgs, cfg, func(context.Context, core.SummaryRequest) (string, error) {
+		cancel()
+		return "", context.Canceled
+	}, CompactOptions{Force: true})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Compact canceled during summarize: %v, want context.Canceled", err)
+	}
+
+	_, err = e.CompactFinish(ctx, req, "ccs1.bogus", summary, "")
+	if !errors.Is(err, &core.Error{Code: core.CodeInvalidState}) {
+		t.Errorf("CompactFinish with a bogus state: %v, want invalid_state", err)
+	}
+}
+
+func joinRaw(msgs []json.RawMessage) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		b.Write(m)
+	}
+	return b.String()
+}
