@@ -57,6 +57,7 @@ cmd_test_go() {
 cmd_test() {
 	cmd_test_go
 	cmd_check
+	bash bindings/js/test.sh
 }
 
 cmd_bench() {
