@@ -88,13 +88,20 @@ func tokenMessages(v gjson.Result, path string) ([]gjson.Result, error) {
 		}
 		return nil, errorf(CodeInvalidMessages, path, "messages must be an array of chat messages")
 	}
-	msgs := v.Array()
-	for i, m := range msgs {
+	// Walk the raw array (no string is decoded): a cached count needs only each
+	// message's bytes.
+	var msgs []gjson.Result
+	var err error
+	forEachElement(v.Raw, func(raw string) bool {
+		m := rawValue(raw)
 		if !m.IsObject() {
-			return nil, errorf(CodeInvalidMessages, pointer(path, i), "each message must be a JSON object")
+			err = errorf(CodeInvalidMessages, pointer(path, len(msgs)), "each message must be a JSON object")
+			return false
 		}
-	}
-	return msgs, nil
+		msgs = append(msgs, m)
+		return true
+	})
+	return msgs, err
 }
 
 // tokenConfig reads config.tokens.encoding, config.tokens.calibration and

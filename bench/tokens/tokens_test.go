@@ -1,0 +1,271 @@
+// Package tokens measures token counting natively and inside the wasm module, side
+// by side in one run: a full count of a conversation (no cached message), and the
+// incremental count after one message was appended (every earlier count cached).
+//
+//	go test ./bench/tokens -run Speed -v                  # the table + the 50x check
+//	go test ./bench/tokens -run '^$' -bench . -benchtime 5x
+//
+// The module is built from this checkout into a temporary directory (the committed
+// wasm/ctxcompact.wasm may lag the source); set CTXCOMPACT_WASM to use another file.
+// The conversation is the largest shared Claude Code trace when ../../../shared/traces
+// exists, else a generated one of similar shape.
+package tokens
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tidwall/gjson"
+
+	"github.com/ctxcompact/ctxcompact/core"
+)
+
+const encoding = "o200k_base"
+
+// counter is one place that runs tokens.count: natively or in a wasm instance.
+type counter interface {
+	call(t testing.TB, envelope []byte) []byte
+}
+
+type native struct{}
+
+func (native) call(_ testing.TB, env []byte) []byte { return core.Call(env) }
+
+// instance is one wasm module instance, called through the ABI of wasm/abi.json.
+type instance struct {
+	mod                         api.Module
+	alloc, call_, resLen, free_ api.Function
+}
+
+var (
+	wasmOnce sync.Once
+	wasmInst *instance
+	wasmErr  error
+)
+
+func wasmInstance(t testing.TB) *instance {
+	wasmOnce.Do(func() { wasmInst, wasmErr = newInstance() })
+	if wasmErr != nil {
+		t.Fatal(wasmErr)
+	}
+	return wasmInst
+}
+
+func newInstance() (*instance, error) {
+	path := os.Getenv("CTXCOMPACT_WASM")
+	if path == "" {
+		dir, err := os.MkdirTemp("", "ctxc-bench")
+		if err != nil {
+			return nil, err
+		}
+		path = filepath.Join(dir, "ctxcompact.wasm")
+		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-buildvcs=false",
+			"-ldflags=-s -w -buildid=", "-o", path, "./wasm/guest")
+		cmd.Dir = "../.."
+		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("building the module: %v\n%s", err, out)
+		}
+	}
+	bin, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	ctx := context.Background()
+	rt := wazero.NewRuntime(ctx)
+	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+	compiled, err := rt.CompileModule(ctx, bin)
+	if err != nil {
+		return nil, err
+	}
+	mod, err := rt.InstantiateModule(ctx, compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := mod.ExportedFunction("_initialize").Call(ctx); err != nil {
+		return nil, err
+	}
+	return &instance{mod: mod, alloc: mod.ExportedFunction("ctxc_alloc"), call_: mod.ExportedFunction("ctxc_call"),
+		resLen: mod.ExportedFunction("ctxc_result_len"), free_: mod.ExportedFunction("ctxc_free")}, nil
+}
+
+func (w *instance) call(t testing.TB, env []byte) []byte {
+	ctx := context.Background()
+	r, err := w.alloc.Call(ctx, uint64(len(env)))
+	if err != nil || r[0] == 0 {
+		t.Fatalf("ctxc_alloc(%d): %v", len(env), err)
+	}
+	p := uint32(r[0])
+	w.mod.Memory().Write(p, env)
+	r, err = w.call_.Call(ctx, uint64(p), uint64(len(env)))
+	if err != nil {
+		t.Fatalf("ctxc_call: %v", err)
+	}
+	n, _ := w.resLen.Call(ctx)
+	out, _ := w.mod.Memory().Read(uint32(r[0]), uint32(n[0]))
+	out = append([]byte(nil), out...)
+	_, _ = w.free_.Call(ctx, uint64(p))
+	return out
+}
+
+// appended is the message appended for an incremental count: one of median size
+// in the conversation (a typical turn).
+func appended(msgs []string) string {
+	sorted := append([]string(nil), msgs...)
+	sort.SliceStable(sorted, func(i, j int) bool { return len(sorted[i]) < len(sorted[j]) })
+	return sorted[len(sorted)/2]
+}
+
+// conversation returns the benchmark's messages (raw JSON objects) and where they
+// come from.
+func conversation(t testing.TB) ([]string, string) {
+	const trace = "../../../shared/traces/claude-code-spotter-4d5611e5-precompact.json"
+	if b, err := os.ReadFile(trace); err == nil {
+		var msgs []string
+		for _, m := range gjson.GetBytes(b, "messages").Array() {
+			msgs = append(msgs, m.Raw)
+		}
+		return msgs, filepath.Base(trace)
+	}
+	var msgs []string
+	for i := 0; i < 130; i++ {
+		body := strings.Repeat(fmt.Sprintf("func f%d(x int) int { return x*%d + 1 } // 函数 %d\n", i, i, i), 60)
+		msgs = append(msgs,
+			fmt.Sprintf(`{"role":"assistant","content":null,"tool_calls":[{"id":"c%d","type":"function","function":{"name":"Read","arguments":"{\"file_path\": \"/src/f%d.go\"}"}}]}`, i, i),
+			fmt.Sprintf(`{"role":"tool","tool_call_id":"c%d","content":%q}`, i, body))
+	}
+	return msgs, "generated (no shared traces)"
+}
+
+// tag makes every message unique to run k by adding a field the count ignores, so
+// nothing is served from the cache of an earlier run.
+func tag(msgs []string, k int) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = fmt.Sprintf(`{"bench_run":%d,%s`, k, m[1:])
+	}
+	return out
+}
+
+func envelope(msgs []string) []byte {
+	return []byte(`{"op":"tokens.count","encoding":"` + encoding + `","report_cache_hits":true,"messages":[` + strings.Join(msgs, ",") + `]}`)
+}
+
+// count runs tokens.count and checks the cache hits.
+func count(t testing.TB, c counter, msgs []string, wantHits int) int {
+	out := c.call(t, envelope(msgs))
+	r := gjson.ParseBytes(out)
+	if !r.Get("result").Exists() {
+		t.Fatalf("tokens.count failed: %.300s", out)
+	}
+	if h := int(r.Get("result.cache_hits").Int()); wantHits >= 0 && h != wantHits {
+		t.Fatalf("cache hits %d, want %d", h, wantHits)
+	}
+	return int(r.Get("result.total").Int())
+}
+
+var runs = 0
+
+// measure returns the median time of a full count (no message cached) over full
+// runs, and of an incremental count over incr turns of a growing conversation: each
+// turn appends one new message of median size and counts the whole list again, as
+// an agent does after every response. It also returns the first full total.
+func measure(t testing.TB, c counter, base []string, full, incr int) (time.Duration, time.Duration, int) {
+	var fulls, incrs []time.Duration
+	total := 0
+	for i := 0; i < full; i++ {
+		runs++
+		msgs := tag(base, runs)
+		start := time.Now()
+		n := count(t, c, msgs, 0)
+		fulls = append(fulls, time.Since(start))
+		if i == 0 {
+			total = n
+		}
+	}
+	runs++
+	msgs := tag(base, runs)
+	count(t, c, msgs, 0)
+	for i := 0; i < incr; i++ {
+		runs++
+		msgs = append(msgs, tag([]string{appended(base)}, runs)...)
+		start := time.Now()
+		count(t, c, msgs, len(msgs)-1)
+		incrs = append(incrs, time.Since(start))
+	}
+	return median(fulls), median(incrs), total
+}
+
+func median(ds []time.Duration) time.Duration {
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[len(ds)/2]
+}
+
+// TestTokenCountingSpeed prints native and wasm speeds side by side and checks the
+// acceptance bound: inside the wasm module an incremental count is at least 50x
+// faster than a full recount.
+func TestTokenCountingSpeed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the wasm module; skipped with -short")
+	}
+	base, source := conversation(t)
+	bytes := len(envelope(base))
+	// Warm up: build the vocabulary map in both runtimes.
+	count(t, native{}, []string{`{"role":"user","content":"warm up"}`}, -1)
+	w := wasmInstance(t)
+	count(t, w, []string{`{"role":"user","content":"warm up"}`}, -1)
+
+	nf, ni, nt := measure(t, native{}, base, 3, 21)
+	wf, wi, wt := measure(t, w, base, 3, 21)
+	if nt != wt {
+		t.Errorf("native totals %v differ from wasm totals %v", nt, wt)
+	}
+	mbs := func(d time.Duration) float64 { return float64(bytes) / d.Seconds() / 1e6 }
+	t.Logf("conversation: %s, %d messages, %d bytes, %d %s tokens; each turn appends %d bytes", source, len(base), bytes, nt, encoding, len(appended(base)))
+	t.Logf("medians: full count of 3 runs; +1 msg of 21 turns, each appending one message and counting all")
+	t.Logf("%-8s %14s %10s %16s %8s", "runtime", "full count", "MB/s", "+1 msg (cached)", "ratio")
+	t.Logf("%-8s %14v %10.2f %16v %7.0fx", "native", nf.Round(time.Microsecond), mbs(nf), ni.Round(time.Microsecond), float64(nf)/float64(ni))
+	t.Logf("%-8s %14v %10.2f %16v %7.0fx", "wasm", wf.Round(time.Microsecond), mbs(wf), wi.Round(time.Microsecond), float64(wf)/float64(wi))
+	t.Logf("wasm/native: full %.1fx slower, incremental %.1fx slower", float64(wf)/float64(nf), float64(wi)/float64(ni))
+	if ratio := float64(wf) / float64(wi); ratio < 50 {
+		t.Errorf("wasm: incremental count is only %.0fx faster than a full recount; want >= 50x", ratio)
+	}
+}
+
+func benchCount(b *testing.B, c counter, incremental bool) {
+	base, _ := conversation(b)
+	count(b, c, []string{`{"role":"user","content":"warm up"}`}, -1)
+	b.SetBytes(int64(len(envelope(base))))
+	if incremental {
+		runs++
+		msgs := tag(base, runs)
+		count(b, c, msgs, 0)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			runs++
+			count(b, c, append(msgs, tag([]string{appended(base)}, runs)...), len(msgs))
+		}
+		return
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		runs++
+		count(b, c, tag(base, runs), 0)
+	}
+}
+
+func BenchmarkNativeFull(b *testing.B)        { benchCount(b, native{}, false) }
+func BenchmarkNativeIncremental(b *testing.B) { benchCount(b, native{}, true) }
+func BenchmarkWasmFull(b *testing.B)          { benchCount(b, wasmInstance(b), false) }
+func BenchmarkWasmIncremental(b *testing.B)   { benchCount(b, wasmInstance(b), true) }
