@@ -142,6 +142,9 @@ func (e *Engine) acquire(ctx context.Context) (*instance, error) {
 	if e.isClosed() {
 		return nil, ErrClosed
 	}
+	if err := context.Cause(ctx); err != nil {
+		return nil, fmt.Errorf("ctxcompact: waiting for a wasm instance: %w", err)
+	}
 	select {
 	case e.slots <- struct{}{}:
 	case <-e.done:

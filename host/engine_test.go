@@ -260,6 +260,29 @@ func TestContextDone(t *testing.T) {
 	e.release(context.Background(), inst, true)
 }
 
+// TestCloseOnContextDone: with the option on, a deadline stops a running
+// compaction; the instance is discarded and the next call succeeds.
+func TestCloseOnContextDone(t *testing.T) {
+	requireOps(t, "compact.begin")
+	e := newEngine(t, WithPoolSize(1), WithCloseOnContextDone(true), WithInterpreter()) // the interpreter compiles fast
+	var biggest []byte
+	for _, tr := range loadTraces(t) {
+		if len(tr.messages) > len(biggest) {
+			biggest = tr.messages
+		}
+	}
+	env := compactBegin(biggest, 32000)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Millisecond)
+	defer cancel()
+	_, err := e.Call(ctx, env)
+	if !errors.Is(err, ErrTrapped) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a compaction past its deadline: %v, want ErrTrapped and context.DeadlineExceeded", err)
+	}
+	if _, err := e.Info(context.Background()); err != nil {
+		t.Fatalf("Info after a stopped call: %v", err)
+	}
+}
+
 func TestClose(t *testing.T) {
 	ctx := context.Background()
 	e, err := New(ctx, WithCompilationCache(cacheDir), WithPoolSize(1))
