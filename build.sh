@@ -4,6 +4,8 @@
 #   check   rebuild into a temp dir and fail if it differs from the committed .wasm
 #   test    every test: Go (native + wazero), wasm reproducibility, Node, Python
 #   bench   benchmarks (ratios measured side by side in one run)
+#   bench-wasm  the module on wazero: wasm/native ratio on the shared traces, cold start
+#           with and without the compilation cache, instantiate, per-call overhead, memory
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -42,6 +44,7 @@ cmd_check() {
 		exit 1
 	fi
 	echo "build.sh check: $WASM is up to date ($(sha256sum "$WASM" | cut -d' ' -f1))"
+	go run ./wasm/internal/genabi -check
 }
 
 cmd_test_go() {
@@ -64,14 +67,20 @@ cmd_bench() {
 	go test -run '^$' -bench . -benchtime "${BENCHTIME:-1s}" ./core
 }
 
+cmd_bench_wasm() {
+	go test -run '^$' -bench 'CompactRatio|ColdStart|Instantiate|CallOverhead|MemoryPerInstance' \
+		-benchtime "${BENCHTIME:-1s}" ./host
+}
+
 case "${1:-}" in
 wasm) cmd_wasm ;;
 check) cmd_check ;;
 test) cmd_test ;;
 test-go) cmd_test_go ;;
 bench) cmd_bench ;;
+bench-wasm) cmd_bench_wasm ;;
 *)
-	sed -n '2,8p' "$0" >&2
+	sed -n '2,10p' "$0" >&2
 	exit 2
 	;;
 esac
