@@ -49,7 +49,11 @@ export function loadModule(wasm) {
 async function compileFrom(wasm) {
   if (wasm instanceof WebAssembly.Module) return wasm;
   if (wasm instanceof ArrayBuffer || ArrayBuffer.isView(wasm)) return compileBytes(wasm);
-  if (typeof Response !== "undefined" && wasm instanceof Response) return compileResponse(wasm);
+  // A fetch Response, recognized by shape: touching the global Response would load
+  // Node's fetch implementation (~10-20 ms) for nothing.
+  if (wasm && typeof wasm === "object" && !(wasm instanceof URL) && typeof wasm.arrayBuffer === "function" && wasm.headers) {
+    return compileResponse(wasm);
+  }
   let url;
   if (wasm instanceof URL) url = wasm;
   else if (typeof wasm === "string") {
