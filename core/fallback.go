@@ -24,7 +24,10 @@ const (
 
 // errorMarkers are substrings that flag a line of tool output as an error or a test
 // outcome worth keeping.
-var errorMarkers = []string{"Error", "error:", "ERROR", "Traceback", "Exception", "FAILED", "failed", "panic:", "fatal:", "not found", "No such file"}
+var errorMarkers = []string{"Error:", "error:", "ERROR", "Traceback (most recent call last)", "Exception:", "FAILED", " failed", "panic:", "fatal:", "No such file", "command not found"}
+
+// fallbackErrorsPerOutput bounds the lines one tool output contributes (its last ones).
+const fallbackErrorsPerOutput = 5
 
 // pathArgNames are the tool-call arguments that hold file paths.
 var pathArgNames = []string{"path", "file_path", "filepath", "filename", "file", "notebook_path", "directory", "dir"}
@@ -92,7 +95,7 @@ func extractiveSummary(msgs []message, p plan, why string) string {
 		}
 		scanned++
 		lines := errorLines(m)
-		for k := len(lines) - 1; k >= 0 && len(errs) < fallbackMaxErrors; k-- {
+		for k := len(lines) - 1; k >= max(0, len(lines)-fallbackErrorsPerOutput) && len(errs) < fallbackMaxErrors; k-- {
 			if line := lines[k]; !seenErr[line] {
 				seenErr[line] = true
 				what := "a tool"
@@ -154,6 +157,9 @@ func extractiveSummary(msgs []message, p plan, why string) string {
 	progress := []string{"- Done: turns #" + strconv.Itoa(from) + "–#" + strconv.Itoa(to-1) + " were compacted; tool calls made: " + orNone(strings.Join(tally, ", "))}
 	section("Progress (Done / In Progress / Blocked)", progress, "")
 	section("Key Decisions (the assistant's last notes)", notes, "(none recorded)")
+	for k := range files {
+		files[k] = "- " + files[k]
+	}
 	section("Relevant Files", files, "(none named in tool calls)")
 	section("Tool Calls", callLines, "(none)")
 	section("Errors Seen", errs, "(none detected)")
