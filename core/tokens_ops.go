@@ -104,46 +104,16 @@ func tokenMessages(v gjson.Result, path string) ([]gjson.Result, error) {
 	return msgs, err
 }
 
-// tokenConfig reads config.tokens.encoding, config.tokens.calibration and
-// config.model.name (the parts of the config token counting uses) with their types
-// checked.
-func tokenConfig(req gjson.Result) (encoding, model string, calibration float64, err error) {
-	cfg := req.Get("config")
-	if !cfg.Exists() || cfg.Type == gjson.Null {
-		return "", "", 0, nil
-	}
-	if !cfg.IsObject() {
-		return "", "", 0, errorf(CodeInvalidConfig, "/config", "config must be an object")
-	}
-	if v := cfg.Get("tokens.encoding"); v.Exists() {
-		if v.Type != gjson.String {
-			return "", "", 0, errorf(CodeInvalidConfig, "/config/tokens/encoding", "encoding must be a string: one of %v or %q", Encodings(), EncodingAuto)
-		}
-		encoding = v.Str
-	}
-	if v := cfg.Get("tokens.calibration"); v.Exists() {
-		if v.Type != gjson.Number || v.Num <= 0 || v.Num > maxCalibration {
-			return "", "", 0, errorf(CodeInvalidConfig, "/config/tokens/calibration", "calibration must be a number greater than 0 and at most %d (the factor tokens.calibrate returns), got %s", maxCalibration, v.Raw)
-		}
-		calibration = v.Num
-	}
-	if v := cfg.Get("model.name"); v.Exists() {
-		if v.Type != gjson.String {
-			return "", "", 0, errorf(CodeInvalidConfig, "/config/model/name", "model name must be a string")
-		}
-		model = v.Str
-	}
-	return encoding, model, calibration, nil
-}
-
 // requestCounter picks the counter for an op: the request's "encoding" if given,
-// else config.tokens.encoding, else rough; calibrated by config.tokens.calibration
-// when calibrated is true.
+// else config.tokens.encoding, else rough ("auto" from config.model.name);
+// calibrated by config.tokens.calibration when calibrated is true. The whole config
+// is validated as every op does.
 func requestCounter(req gjson.Result, calibrated bool) (tokenCounter, error) {
-	encoding, model, calibration, err := tokenConfig(req)
+	cfg, err := parseConfig(req.Get("config"), "/config")
 	if err != nil {
 		return tokenCounter{}, err
 	}
+	encoding, model, calibration := cfg.Tokens.Encoding, cfg.Model.Name, cfg.Tokens.Calibration
 	encPath := "/config/tokens/encoding"
 	if v := req.Get("encoding"); v.Exists() && v.Type != gjson.Null {
 		if v.Type != gjson.String {
