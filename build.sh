@@ -61,6 +61,7 @@ cmd_test() {
 	cmd_test_go
 	cmd_check
 	bash bindings/js/test.sh
+	bash bindings/python/test.sh
 }
 
 cmd_bench() {
