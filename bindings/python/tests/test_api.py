@@ -354,6 +354,19 @@ def test_an_instance_that_keeps_trapping_gives_internal(monkeypatch):
     assert c.info()["name"] == "ctxcompact"
 
 
+def test_an_instance_grown_past_the_memory_limit_is_recycled():
+    c = Compactor(max_instances=1, max_instance_memory=1 << 20)  # below even a fresh instance
+    (first,) = _instances(c)
+    assert c.info()["name"] == "ctxcompact"
+    assert c._pool.recycled == 1 and _instances(c) == []
+    assert c.count_tokens(conversation())["total"] > 0
+    assert c._pool.recycled == 2
+    big = Compactor(max_instances=1, max_instance_memory=None)
+    (inst,) = _instances(big)
+    big.info()
+    assert _instances(big) == [inst] and big._pool.recycled == 0
+
+
 def _wat(abi=1, drop=None, extra_import=""):
     funcs = {
         "_initialize": "(func (export \"_initialize\"))",

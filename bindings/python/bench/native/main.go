@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"time"
@@ -22,6 +23,7 @@ import (
 
 func main() {
 	reps := flag.Int("reps", 15, "timed repetitions per trace (median reported)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the timed runs to this file")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: native [-reps N] DIR")
@@ -47,6 +49,16 @@ func main() {
 		}
 		traces[k] = append(traces[k], b)
 	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
 	out := map[string]float64{}
 	for _, k := range keys {
 		run := func() {
@@ -69,5 +81,8 @@ func main() {
 		sort.Float64s(ts)
 		out[k] = ts[len(ts)/2]
 	}
-	json.NewEncoder(os.Stdout).Encode(out)
+	if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 }

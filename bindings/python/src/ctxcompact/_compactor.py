@@ -130,7 +130,9 @@ class Compactor:
     (wasmtime releases the GIL while wasm runs) and further callers wait. Between
     ``compact.begin`` and ``compact.finish`` (while your summarizer runs) no
     instance is held. A trapped instance is dropped and the request retried once on
-    a fresh one.
+    a fresh one. An instance whose linear memory grew past ``max_instance_memory``
+    bytes (default 512 MiB; None: no limit) is dropped after its call, so one huge
+    request does not pin its memory for the life of the process.
     """
 
     def __init__(
@@ -139,6 +141,7 @@ class Compactor:
         *,
         cache_dir: CacheDir = None,
         max_instances: Optional[int] = None,
+        max_instance_memory: Optional[int] = 512 << 20,
         wasm: Union[None, bytes, str, "os.PathLike[str]"] = None,
     ) -> None:
         if wasm is None:
@@ -151,7 +154,7 @@ class Compactor:
         if max_instances is None:
             max_instances = max(1, min(4, os.cpu_count() or 1))
         self._loaded: LoadedModule = load_module(source, resolve_cache_dir(cache_dir))
-        self._pool: Optional[Pool] = Pool(self._loaded, max_instances)
+        self._pool: Optional[Pool] = Pool(self._loaded, max_instances, max_instance_memory)
         self._config: Config = {}
         self._config_json = b"{}"
         self.config = config or {}

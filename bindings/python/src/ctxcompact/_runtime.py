@@ -350,11 +350,16 @@ class Pool:
     a thread that finds none free and the pool full waits. A trapped instance is
     dropped and the request retried once on a fresh one."""
 
-    def __init__(self, loaded: LoadedModule, max_size: int) -> None:
+    def __init__(self, loaded: LoadedModule, max_size: int, max_memory: Optional[int] = None) -> None:
         if max_size < 1:
             raise ValueError("max_instances must be at least 1")
         self.loaded = loaded
         self.max_size = max_size
+        #: an instance whose linear memory grew past this many bytes (Go never gives
+        #: memory back) is dropped after its call; the next call makes a fresh one.
+        self.max_memory = max_memory
+        #: number of instances dropped for their memory size (observable in tests)
+        self.recycled = 0
         self._free: List[Instance] = []
         self._count = 0
         self._cv = threading.Condition(threading.Lock())
@@ -422,7 +427,13 @@ class Pool:
             except BaseException:
                 self._put(inst)
                 raise
-            self._put(inst)
+            if self.max_memory is not None and inst.memory_bytes() > self.max_memory:
+                with self._cv:
+                    self._count -= 1
+                    self.recycled += 1
+                    self._cv.notify()
+            else:
+                self._put(inst)
             return out
         raise AssertionError("unreachable")  # pragma: no cover
 
