@@ -29,15 +29,16 @@ func summaryText(body string, r IndexRange) string {
 // withSystemNote returns m with SystemNote appended to its content, or false when
 // the note is already there.
 func withSystemNote(m *message) (string, bool) {
-	if strings.Contains(contentText(m.content), strings.TrimSpace(SystemNote)) {
+	if strings.Contains(m.text(), strings.TrimSpace(SystemNote)) {
 		return "", false
 	}
+	content := m.content()
 	var out string
 	var err error
 	switch {
-	case m.content.Type == gjson.String:
-		out, err = sjson.Set(m.raw, "content", m.content.Str+SystemNote)
-	case m.content.IsArray():
+	case content.Type == gjson.String:
+		out, err = sjson.Set(m.raw, "content", content.Str+SystemNote)
+	case content.IsArray():
 		out, err = sjson.Set(m.raw, "content.-1", map[string]string{"type": "text", "text": strings.TrimPrefix(SystemNote, "\n\n")})
 	default:
 		out, err = sjson.Set(m.raw, "content", strings.TrimPrefix(SystemNote, "\n\n"))

@@ -114,7 +114,7 @@ func parseCompactRequest(q gjson.Result) (*compactRequest, error) {
 	if r.cfg, err = parseConfig(req.Get("config"), "/config"); err != nil {
 		return nil, err
 	}
-	if r.tc, err = newCounter(r.cfg.Tokens.Encoding, r.cfg.Tokens.Calibration, "/config/tokens/encoding"); err != nil {
+	if r.tc, err = newModelCounter(r.cfg.Tokens.Encoding, r.cfg.Model.Name, r.cfg.Tokens.Calibration, "/config/tokens/encoding"); err != nil {
 		return nil, err
 	}
 	mv := req.Get("messages")
@@ -180,12 +180,31 @@ func (r *compactRequest) tokensBefore() int {
 }
 
 // stateFor fingerprints a request so compact.finish can check it got the same one.
+// It hashes the parsed config and each message's role, tool-call ids and estimated
+// size, not the request's bytes: the same conversation serialized by another JSON
+// encoder (Python's json.dumps escapes differently from JSON.stringify) must
+// finish in any runtime.
 func (r *compactRequest) stateFor(p plan) string {
 	h := fnv.New64a()
-	h.Write([]byte(r.msgsRaw))
-	h.Write([]byte{0})
-	h.Write([]byte(r.cfgRaw))
+	cfg, _ := marshal(r.cfg)
+	h.Write(cfg)
 	h.Write([]byte{0, boolByte(r.force)})
+	var num [8]byte
+	for i := range r.msgs {
+		m := &r.msgs[i]
+		h.Write([]byte(m.role))
+		h.Write([]byte{0})
+		h.Write([]byte(m.resultFor))
+		for _, c := range m.calls {
+			h.Write([]byte{1})
+			h.Write([]byte(c.id))
+		}
+		n := uint64(m.tokens)
+		for k := range num {
+			num[k] = byte(n >> (8 * k))
+		}
+		h.Write(num[:])
+	}
 	return "ccs1." + strconv.FormatUint(h.Sum64(), 16) + "." + strconv.Itoa(p.headEnd) + "." + strconv.Itoa(p.tailStart)
 }
 

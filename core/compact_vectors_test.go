@@ -211,7 +211,7 @@ func callOp(t *testing.T, op string, req map[string]any) (result json.RawMessage
 	for k, v := range req {
 		body[k] = v
 	}
-	env, err := json.Marshal(body)
+	env, err := marshal(body) // no HTML escaping: raw messages must reach Call as they are
 	require.NoError(t, err)
 	var resp struct {
 		Result json.RawMessage `json:"result"`

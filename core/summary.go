@@ -58,7 +58,7 @@ func previousSummary(msgs []message, from, to int) (string, int) {
 		if !msgs[i].isSummary() {
 			continue
 		}
-		text := strings.TrimLeft(contentText(msgs[i].content), " \n")
+		text := strings.TrimLeft(msgs[i].text(), " \n")
 		text = strings.TrimPrefix(text, SummaryPrefix)
 		if cut := strings.Index(text, SummaryDelimiter); cut >= 0 {
 			text = text[:cut]
@@ -91,6 +91,12 @@ func buildSummaryRequest(msgs []message, p plan, cc CompressionConfig) SummaryRe
 	if window <= 0 {
 		window = p.thr.ContextLength
 	}
+	// A summarizer with a small window gets a proportionate ask: at most a quarter
+	// of its window for the answer's target.
+	if cap := window / 4; req.TargetTokens > cap {
+		req.TargetTokens = max(cap, 1)
+		req.MaxTokens = int(float64(req.TargetTokens) * summaryOutFactor)
+	}
 	// Characters the serialized turns may use: the window less the answer, the
 	// template and the previous summary, at ~4 characters per token.
 	budget := (window-req.MaxTokens-summaryReserve)*roughCharsPerToken - len(prev)
@@ -113,7 +119,7 @@ func buildSummaryRequest(msgs []message, p plan, cc CompressionConfig) SummaryRe
 	if p.activeRequest >= 0 {
 		b.WriteString("\nThe user's newest request (turn #" + strconv.Itoa(p.activeRequest) + ") is still open: state it verbatim under Next Steps as the active request.\n")
 	}
-	b.WriteString("\nAim for about " + formatCount(target) + " tokens (at most " + formatCount(req.MaxTokens) + "). Output only the summary.")
+	b.WriteString("\nAim for about " + formatCount(req.TargetTokens) + " tokens (at most " + formatCount(req.MaxTokens) + "). Output only the summary.")
 
 	req.Messages = []ChatMessage{{Role: "system", Content: summarizerSystemPrompt}, {Role: "user", Content: b.String()}}
 	return req
@@ -159,16 +165,13 @@ func renderTurns(msgs []message, from, to, skip, headC, tailC int) string {
 			}
 		}
 		b.WriteString("]\n")
-		if text := contentText(m.content); text != "" {
+		if text := m.text(); text != "" {
 			b.WriteString(truncateMiddle(text, headC, tailC))
 			b.WriteByte('\n')
 		}
 		for _, c := range m.calls {
 			b.WriteString("→ call " + c.name + " ")
-			args := c.args.Str
-			if c.args.Type != 0 && args == "" {
-				args = c.args.Raw
-			}
+			args := c.argsText()
 			b.WriteString(truncateMiddle(args, headC/2, tailC/2))
 			b.WriteByte('\n')
 		}

@@ -85,7 +85,7 @@ func validateMessages(v gjson.Result) (ValidateResult, error) {
 		if m.role != "assistant" {
 			return true
 		}
-		if len(m.calls) == 0 && contentText(m.content) == "" && !(m.content.IsArray() && len(m.content.Array()) > 0) {
+		if len(m.calls) == 0 && m.text() == "" && !(m.content().IsArray() && len(m.content().Array()) > 0) {
 			add(ProblemEmptyAssistantMessage, path, "an assistant message needs content or tool calls")
 		}
 		for k, c := range m.calls {
@@ -102,7 +102,7 @@ func validateMessages(v gjson.Result) (ValidateResult, error) {
 			if c.name == "" {
 				add(ProblemMissingToolName, cp+"/function/name", "a tool call needs a function name")
 			}
-			if c.args.Type != gjson.String || !gjson.Valid(c.args.Str) {
+			if c.args.Type != gjson.String || !gjson.Valid(c.argsText()) {
 				add(ProblemInvalidToolArguments, cp+"/function/arguments", "function.arguments must be a string holding JSON")
 			}
 		}

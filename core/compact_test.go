@@ -1,0 +1,270 @@
+package core
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// loadTraces returns every shared OpenAI-format trace's messages by file name, or
+// skips the test when the folder is absent (CI always has it).
+func loadTraces(t testing.TB) map[string]json.RawMessage {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(tracesDir, "*.json"))
+	if len(paths) == 0 {
+		t.Skipf("shared traces not found at %s: these tests need ../shared/traces beside the repository", tracesDir)
+	}
+	out := map[string]json.RawMessage{}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		require.NoError(t, err)
+		var f struct {
+			Messages json.RawMessage `json:"messages"`
+		}
+		require.NoError(t, json.Unmarshal(data, &f), p)
+		var compact bytes.Buffer // requests are sent compact, so compare compact bytes
+		require.NoError(t, json.Compact(&compact, f.Messages))
+		out[strings.TrimSuffix(filepath.Base(p), ".json")] = compact.Bytes()
+	}
+	return out
+}
+
+func decodeResult(t *testing.T, res json.RawMessage) CompactResult {
+	t.Helper()
+	var r CompactResult
+	require.NoError(t, json.Unmarshal(res, &r))
+	return r
+}
+
+func roleOf(t *testing.T, raw json.RawMessage) string {
+	var m struct {
+		Role string `json:"role"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &m))
+	return m.Role
+}
+
+// checkCompaction asserts the invariants every compaction must keep (issue #2 §4).
+func checkCompaction(t *testing.T, input []json.RawMessage, r CompactResult) {
+	t.Helper()
+	require.True(t, r.Done)
+	rep := r.Report
+	require.NotNil(t, rep)
+	out := r.Messages
+	require.Equal(t, len(out), rep.MessagesAfter)
+	require.Equal(t, len(input), rep.MessagesBefore)
+
+	// Providers accept the result: no orphan results, no calls without results.
+	v, e := callOp(t, "validate", map[string]any{"messages": out})
+	require.Nil(t, e)
+	var vr ValidateResult
+	require.NoError(t, json.Unmarshal(v, &vr))
+	require.True(t, vr.OK, "validate found problems in the output: %+v", vr.Problems)
+
+	// Nothing lost: each input message is returned unchanged or archived verbatim.
+	archived := map[int]ArchivedMessage{}
+	for _, a := range r.Archived {
+		require.JSONEq(t, string(input[a.Index]), string(a.Message), "archived message %d differs from the input", a.Index)
+		archived[a.Index] = a
+	}
+	unchanged := map[string]int{}
+	for _, m := range out {
+		unchanged[string(m)]++
+	}
+	for i, m := range input {
+		if _, ok := archived[i]; ok {
+			continue
+		}
+		if i == 0 && rep.SystemNoteAdded {
+			var before, after struct {
+				Content string `json:"content"`
+			}
+			require.NoError(t, json.Unmarshal(m, &before))
+			require.NoError(t, json.Unmarshal(out[0], &after))
+			require.Equal(t, before.Content+SystemNote, after.Content, "the system note is appended once")
+			continue
+		}
+		require.Positive(t, unchanged[string(m)], "input message %d is neither returned unchanged nor archived", i)
+	}
+
+	// Head and tail keep their bytes; the middle is summarized and archived.
+	if rep.Summarized != nil {
+		for i := rep.Summarized.From; i < rep.Summarized.To; i++ {
+			require.Equal(t, ArchivedSummarized, archived[i].Reason, "middle message %d not archived as summarized", i)
+		}
+		offset := 1
+		if rep.SummaryRole == "merged" {
+			offset = 0
+		}
+		for i := 0; i < rep.HeadEnd; i++ {
+			if i == 0 && rep.SystemNoteAdded {
+				continue
+			}
+			require.Equal(t, string(input[i]), string(out[i]), "head message %d changed", i)
+		}
+		k := rep.HeadEnd + offset
+		for i := rep.TailStart; i < len(input) && k < len(out); i++ {
+			if a, ok := archived[i]; ok && a.Reason == ArchivedOrphanRemoved {
+				continue
+			}
+			for k < len(out) && roleOf(t, out[k]) == "tool" && strings.Contains(string(out[k]), stubResultText) {
+				k++
+			}
+			if a, ok := archived[i]; ok && (a.Reason == ArchivedPruned || a.Reason == ArchivedMerged) {
+				k++
+				continue
+			}
+			require.Equal(t, string(input[i]), string(out[k]), "tail message %d changed", i)
+			k++
+		}
+	}
+
+	// No new adjacent user/user or assistant/assistant pair.
+	pos := map[string]int{}
+	for i, m := range input {
+		pos[string(m)] = i
+	}
+	for k := 0; k+1 < len(out); k++ {
+		a, b := roleOf(t, out[k]), roleOf(t, out[k+1])
+		if a != b || (a != "user" && a != "assistant") {
+			continue
+		}
+		i, okA := pos[string(out[k])]
+		j, okB := pos[string(out[k+1])]
+		require.True(t, okA && okB && j == i+1, "new adjacent %s/%s pair at output %d", a, b, k)
+	}
+
+	// The report's numbers are the output's.
+	c, e := callOp(t, "tokens.count", map[string]any{"messages": out})
+	require.Nil(t, e)
+	var tc struct {
+		Total int `json:"total"`
+	}
+	require.NoError(t, json.Unmarshal(c, &tc))
+	require.Equal(t, rep.TokensAfter, tc.Total)
+	require.Equal(t, rep.TokensAfter < rep.ThresholdTokens, rep.Fits)
+}
+
+// TestCompactTraces compacts every shared trace at several windows, with the
+// builtin summarizer and through the host protocol, and checks the invariants.
+func TestCompactTraces(t *testing.T) {
+	for name, msgs := range loadTraces(t) {
+		var input []json.RawMessage
+		require.NoError(t, json.Unmarshal(msgs, &input))
+		for _, window := range []int{16_000, 32_000, 64_000, 128_000} {
+			t.Run(fmt.Sprintf("%s/%dk", name, window/1000), func(t *testing.T) {
+				cfg := map[string]any{"model": map[string]any{"context_length": window}}
+				res, e := callOp(t, "compact.begin", map[string]any{"messages": msgs, "config": cfg, "force": true, "summarizer": "builtin"})
+				require.Nil(t, e)
+				r := decodeResult(t, res)
+				checkCompaction(t, input, r)
+				if window <= 64_000 {
+					require.True(t, r.Report.Fits, "a %dk window should fit: %+v", window/1000, r.Report)
+				}
+
+				// The host protocol: begin asks, finish assembles the host's summary.
+				res, e = callOp(t, "compact.begin", map[string]any{"messages": msgs, "config": cfg, "force": true})
+				require.Nil(t, e)
+				begin := decodeResult(t, res)
+				if begin.Done {
+					require.False(t, begin.Report.Compacted && begin.Report.Summarized != nil)
+					return
+				}
+				require.Equal(t, []string{"system", "user"}, []string{begin.SummaryRequest.Messages[0].Role, begin.SummaryRequest.Messages[1].Role})
+				summary := "## Goal\nHost summary of " + name
+				res, e = callOp(t, "compact.finish", map[string]any{"messages": msgs, "config": cfg, "force": true, "state": begin.State, "summary": summary})
+				require.Nil(t, e)
+				fin := decodeResult(t, res)
+				checkCompaction(t, input, fin)
+				require.False(t, fin.Report.FallbackUsed)
+				require.Contains(t, string(fin.Messages[fin.Report.HeadEnd]), "Host summary of "+name)
+
+				// Compacting the result again updates the summary instead of starting over.
+				var again []json.RawMessage
+				again = append(again, fin.Messages...)
+				res, e = callOp(t, "compact.begin", map[string]any{"messages": again, "config": cfg, "force": true})
+				require.Nil(t, e)
+				second := decodeResult(t, res)
+				if !second.Done {
+					require.True(t, second.SummaryRequest.Iterative)
+					require.Contains(t, second.SummaryRequest.Messages[1].Content, "Host summary of "+name)
+				}
+			})
+		}
+	}
+}
+
+// TestWorkedExample pins the meaning of the DESIGN §8 worked example.
+func TestWorkedExample(t *testing.T) {
+	msgs := workedSession()
+	res, e := callOp(t, "compact.begin", map[string]any{"messages": msgs, "force": true, "summarizer": "builtin"})
+	require.Nil(t, e)
+	r := decodeResult(t, res)
+	rep := r.Report
+	require.Equal(t, 45, rep.MessagesBefore)
+	require.Equal(t, 25, rep.MessagesAfter)
+	require.InDelta(t, 95_000, rep.TokensBefore, 10_000)
+	require.Less(t, rep.TokensAfter, 35_000)
+	require.True(t, rep.SystemNoteAdded)
+	require.Contains(t, string(r.Messages[0]), "[Note: earlier turns")
+	require.Contains(t, string(r.Messages[1]), "Help me set up a FastAPI project")
+	summary := string(r.Messages[4])
+	require.Equal(t, "assistant", rep.SummaryRole)
+	for _, want := range []string{SummaryPrefix, "Help me set up a FastAPI project", "app/main.py", "tests/test_main.py", "8 passed, 2 failed", "test_create_item_duplicate"} {
+		require.Contains(t, summary, want)
+	}
+	require.Contains(t, string(r.Messages[5]), "Fix the failing tests")
+	require.Contains(t, string(r.Messages[24]), "Error handling is in place")
+	input := make([]json.RawMessage, len(msgs))
+	for i, m := range msgs {
+		input[i], _ = json.Marshal(m)
+	}
+	checkCompaction(t, input, r)
+}
+
+// TestScenarioMeanings asserts what each generated compact.begin scenario is for.
+func TestScenarioMeanings(t *testing.T) {
+	reports := map[string]CompactResult{}
+	for _, c := range compactBeginCases() {
+		res, e := callOp(t, "compact.begin", c.request)
+		require.Nil(t, e, c.name)
+		reports[c.name] = decodeResult(t, res)
+	}
+	rep := func(name string) *Report { return reports[name].Report }
+	require.Equal(t, ReasonBelowThreshold, rep("below-threshold-is-unchanged").Reason)
+	require.Equal(t, ReasonDisabled, rep("disabled-is-unchanged").Reason)
+	require.True(t, rep("reported-prompt-tokens-trigger").Compacted)
+	require.True(t, rep("estimate-triggers-without-force").Compacted)
+	for i, m := range reports["below-threshold-as-refs"].Messages {
+		require.Equal(t, fmt.Sprint(i), string(m), "unchanged messages come back as their index")
+	}
+	// The head runs to the end of the parallel group; the tail starts at its assistant.
+	require.Equal(t, 6, rep("parallel-calls-at-head-boundary").HeadEnd)
+	pt := rep("parallel-calls-at-tail-boundary")
+	require.Equal(t, 15, pt.TailStart)
+	require.Equal(t, []int{17}, rep("pre-existing-orphans-repaired").OrphansRemoved)
+	require.Equal(t, []string{"lost"}, rep("pre-existing-orphans-repaired").StubsAdded)
+	require.Equal(t, "merged", rep("summary-merged-when-no-role-fits").SummaryRole)
+	require.Equal(t, "user", rep("summary-as-user-before-assistant-tail").SummaryRole)
+	require.True(t, rep("iterative-update-of-previous-summary").Iterative)
+	require.Contains(t, string(reports["iterative-update-of-previous-summary"].Messages[3]), "splitting the lexer out of src/parser.py")
+	require.True(t, reports["iterative-summary-request"].SummaryRequest.Iterative)
+	big := rep("newest-request-too-big-goes-into-summary")
+	require.True(t, big.ActiveRequestInSummary)
+	require.False(t, big.Fits, "the report says when head + summary + tail cannot fit")
+	require.Contains(t, string(reports["newest-request-too-big-goes-into-summary"].Messages[3]), "Please apply this spec")
+	require.Len(t, rep("count-floor-kept-with-outputs-pruned-32k").Pruned, 8)
+	yield := rep("count-floor-yields-to-fit-32k")
+	require.True(t, yield.Fits)
+	require.Less(t, yield.MessagesBefore-yield.TailStart, 20, "the protect_last_n floor yields to fit")
+	small := reports["smaller-summarizer-window-bounds-the-request"].SummaryRequest
+	full := reports["worked-example-45-messages-summary-request"].SummaryRequest
+	require.Less(t, len(small.Messages[1].Content), len(full.Messages[1].Content))
+	require.LessOrEqual(t, len(small.Messages[1].Content)/roughCharsPerToken, 8000-small.MaxTokens)
+}
