@@ -9,6 +9,9 @@ export { ABI_VERSION, CompactError, ErrABIMismatch, ErrBadBinary, ErrClosed };
 
 const kInstance = Symbol.for("ctxcompact.instance");
 
+/** Default CompactorOptions.maxInstanceMemory: 512 MiB, as in the Python binding. */
+const DEFAULT_MAX_INSTANCE_MEMORY = 512 * 1024 * 1024;
+
 /** Serializes a value that may be absent: `,"key":<json>` or "". */
 function field(key, value) {
   return value === undefined ? "" : `,"${key}":${JSON.stringify(value)}`;
@@ -78,6 +81,7 @@ export class Compactor {
   /** @type {Promise<Instance> | null} */
   #replacing = null;
   #closed = false;
+  #maxMemory;
 
   /** Use Compactor.create. */
   constructor(module, instance, options, token) {
@@ -85,6 +89,7 @@ export class Compactor {
     this.#module = module;
     this.#inst = instance;
     this.#debug = options.debug;
+    this.#maxMemory = options.maxInstanceMemory ?? DEFAULT_MAX_INSTANCE_MEMORY;
     this.#config = options.config;
     this.#configJSON = options.config === undefined ? undefined : JSON.stringify(options.config);
   }
@@ -134,8 +139,9 @@ export class Compactor {
     if (inst === null) {
       throw new CompactError("internal", "ctxcompact: the wasm instance trapped and its replacement is still starting; retry after `await compactor.ready()`");
     }
+    let out;
     try {
-      return inst.call(request);
+      out = inst.call(request);
     } catch (err) {
       // Anything thrown out of the guest (a trap, proc_exit, a stack overflow) leaves
       // the instance corrupt: replace it, and report the failed call as internal.
@@ -148,6 +154,10 @@ export class Compactor {
         { cause: err },
       );
     }
+    // Linear memory never shrinks: after a huge request, start over with a fresh
+    // instance instead of keeping its peak for the life of the compactor.
+    if (this.#maxMemory > 0 && inst.memoryBytes > this.#maxMemory) this.#replace();
+    return out;
   }
 
   #replace() {

@@ -153,6 +153,9 @@ export class Instance {
   /** The last bytes the guest wrote to stderr (a Go panic trace before a trap). */
   get stderrTail() { return this.#wasi.stderrTail(); }
 
+  /** Current size of the instance's linear memory in bytes. */
+  get memoryBytes() { return this.#exports.memory.buffer.byteLength; }
+
   /** Raw exports, for tests. */
   get exports() { return this.#exports; }
 

@@ -193,3 +193,17 @@ test("the debug hook gets the guest's stderr; the console gets nothing", async (
   // proc_exit throws instead of exiting the process.
   assert.throws(() => w.imports.wasi_snapshot_preview1.proc_exit(3), /exited with code 3/);
 });
+
+test("an instance grown past maxInstanceMemory is replaced after the call, results intact", async () => {
+  const c = await Compactor.create({ maxInstanceMemory: 40 << 20 });
+  const first = _instanceOf(c);
+  assert.equal(c.info().name, "ctxcompact");
+  assert.equal(_instanceOf(c), first, "a small call keeps the instance");
+  // A 30 MB request grows the guest's memory past 40 MiB.
+  const env = JSON.parse(c.callRaw(JSON.stringify({ op: "info", pad: "x".repeat(30 << 20) })));
+  assert.equal(env.result.name, "ctxcompact", "the call that grew the memory still returns its result");
+  const second = _instanceOf(c);
+  assert.notEqual(second, first, "the grown instance was replaced");
+  assert.ok(second.memoryBytes < 40 << 20);
+  assert.equal(c.info().name, "ctxcompact");
+});
