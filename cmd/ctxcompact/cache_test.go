@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -12,22 +11,6 @@ import (
 )
 
 // cacheRun runs the CLI in-process and returns exit code, stdout and stderr.
-func cacheRun(t *testing.T, stdin string, args ...string) (int, string, string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code := run(args, strings.NewReader(stdin), &out, &errb)
-	return code, out.String(), errb.String()
-}
-
-func cacheTempFile(t *testing.T, name, content string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 const cliConversation = `{"source":"test","messages":[
  {"role":"system","content":"You are a coding agent."},
  {"role":"user","content":"Run the tests."},
@@ -37,8 +20,8 @@ const cliConversation = `{"source":"test","messages":[
  {"role":"user","content":"Thanks."}]}`
 
 func TestCacheCommand(t *testing.T) {
-	file := cacheTempFile(t, "conv.json", cliConversation)
-	code, out, stderr := cacheRun(t, "", "cache", file)
+	file := cliTempFile(t, "conv.json", cliConversation)
+	code, out, stderr := cliRun(t, "", "cache", file)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -54,27 +37,27 @@ func TestCacheCommand(t *testing.T) {
 	}
 
 	// Idempotent through the CLI too, and a bare array works; flags may follow FILE.
-	again := cacheTempFile(t, "again.json", r.Get("messages").Raw)
-	_, out2, _ := cacheRun(t, "", "cache", again)
+	again := cliTempFile(t, "again.json", r.Get("messages").Raw)
+	_, out2, _ := cliRun(t, "", "cache", again)
 	if out2 != out {
 		t.Errorf("second application differs:\n%s\n%s", out, out2)
 	}
-	_, out1h, _ := cacheRun(t, "", "cache", file, "--ttl", "1h")
+	_, out1h, _ := cliRun(t, "", "cache", file, "--ttl", "1h")
 	if strings.Count(out1h, `"ttl":"1h"`) != 4 {
 		t.Errorf("--ttl 1h: %s", out1h)
 	}
-	_, outStdin, _ := cacheRun(t, cliConversation, "cache", "-")
+	_, outStdin, _ := cliRun(t, cliConversation, "cache", "-")
 	if outStdin != out {
 		t.Errorf("stdin differs from file")
 	}
 }
 
 func TestCacheCommandNative(t *testing.T) {
-	file := cacheTempFile(t, "native.json", `{"system":[{"type":"text","text":"sys"}],"messages":[
+	file := cliTempFile(t, "native.json", `{"system":[{"type":"text","text":"sys"}],"messages":[
  {"role":"user","content":"Read it."},
  {"role":"assistant","content":[{"type":"text","text":"Reading."},{"type":"tool_use","id":"t1","name":"Read","input":{"path":"a"}}]},
  {"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"data"}]}]}`)
-	code, out, stderr := cacheRun(t, "", "cache", "--native", file)
+	code, out, stderr := cliRun(t, "", "cache", "--native", file)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -84,31 +67,31 @@ func TestCacheCommandNative(t *testing.T) {
 		t.Fatalf("unexpected output: %s", out)
 	}
 	// Without --native a top-level system is refused, never silently dropped.
-	if code, _, stderr := cacheRun(t, "", "cache", file); code != 1 || !strings.Contains(stderr, "invalid_request") {
+	if code, _, stderr := cliRun(t, "", "cache", file); code != 1 || !strings.Contains(stderr, "invalid_request") {
 		t.Errorf("without --native: exit %d, %s", code, stderr)
 	}
 }
 
 func TestCacheCommandErrors(t *testing.T) {
-	bad := cacheTempFile(t, "bad.json", `{"messages": 3}`)
+	bad := cliTempFile(t, "bad.json", `{"messages": 3}`)
 	for _, args := range [][]string{
 		{"cache"},
 		{"cache", "a.json", "b.json"},
 		{"cache", filepath.Join(t.TempDir(), "missing.json")},
 		{"cache", bad},
-		{"cache", "--ttl", "2h", cacheTempFile(t, "ok.json", cliConversation)},
+		{"cache", "--ttl", "2h", cliTempFile(t, "ok.json", cliConversation)},
 		{"simulate", bad},
-		{"simulate", "--strategies", "none,bogus", cacheTempFile(t, "ok2.json", cliConversation)},
+		{"simulate", "--strategies", "none,bogus", cliTempFile(t, "ok2.json", cliConversation)},
 	} {
-		if code, _, stderr := cacheRun(t, "", args...); code == 0 || stderr == "" {
+		if code, _, stderr := cliRun(t, "", args...); code == 0 || stderr == "" {
 			t.Errorf("%v: exit %d, stderr %q", args, code, stderr)
 		}
 	}
 }
 
 func TestSimulateCommand(t *testing.T) {
-	file := cacheTempFile(t, "conv.json", cliConversation)
-	code, out, stderr := cacheRun(t, "", "simulate", file, "--min-cacheable", "0")
+	file := cliTempFile(t, "conv.json", cliConversation)
+	code, out, stderr := cliRun(t, "", "simulate", file, "--min-cacheable", "0")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -117,7 +100,7 @@ func TestSimulateCommand(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
-	code, out, stderr = cacheRun(t, "", "simulate", "--json", "--per-request", file, "--min-cacheable", "0", "--strategies", "none,system_and_3")
+	code, out, stderr = cliRun(t, "", "simulate", "--json", "--per-request", file, "--min-cacheable", "0", "--strategies", "none,system_and_3")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -141,7 +124,7 @@ func TestSimulateCommandSharedTrace(t *testing.T) {
 	if _, err := os.Stat(p); err != nil {
 		t.Skipf("shared trace not found: %v", err)
 	}
-	code, out, stderr := cacheRun(t, "", "simulate", p, "--json")
+	code, out, stderr := cliRun(t, "", "simulate", p, "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

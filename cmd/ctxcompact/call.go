@@ -4,13 +4,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-
-	"github.com/ctxcompact/ctxcompact/core"
 )
 
 func init() {
 	commands["call"] = command{
-		summary: "read one request envelope {\"op\": ...} on stdin, print the response envelope",
+		summary: "read one request envelope {\"op\": ...} on stdin, print the response envelope [--wasm]",
 		run:     runCall,
 	}
 }
@@ -18,6 +16,7 @@ func init() {
 func runCall(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("call", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	useWasm := fs.Bool("wasm", false, "run the embedded WebAssembly module on wazero instead of the native core (same bytes)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -25,6 +24,10 @@ func runCall(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("ctxcompact: reading stdin: %w", err)
 	}
-	_, err = stdout.Write(core.Call(req))
+	out, err := callerFor(*useWasm)(req)
+	if err != nil {
+		return err
+	}
+	_, err = stdout.Write(out)
 	return err
 }

@@ -3,10 +3,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sort"
+
+	"github.com/ctxcompact/ctxcompact/core"
 )
 
 // command is one subcommand. Each lives in its own file and registers itself in init.
@@ -36,7 +39,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if err := cmd.run(args[1:], stdin, stdout, stderr); err != nil {
-		fmt.Fprintln(stderr, err)
+		var ce *core.Error
+		if errors.As(err, &ce) {
+			fmt.Fprintf(stderr, "%s [%s]\n", ce.Message, ce.Code) // the code is what scripts match on
+		} else {
+			fmt.Fprintln(stderr, err)
+		}
 		return 1
 	}
 	return 0

@@ -36,11 +36,11 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 		fmt.Fprintln(stderr, "usage: ctxcompact simulate FILE [--json] [--ttl 1h] [--native] [--model NAME] [--strategies a,b] [--min-cacheable N] [--per-request]\n\nFILE holds {\"messages\": [...]} or a bare array (\"-\" reads stdin).")
 		fs.PrintDefaults()
 	}
-	file, err := cacheParseArgs(fs, args)
+	file, err := fileArg(fs, args)
 	if err != nil {
 		return err
 	}
-	conv, err := cacheReadConversation(file, stdin)
+	conv, err := readConversation(file, stdin)
 	if err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	req = req[:len(req)-1] // reopen the object
 	if *model != "" {
 		req = append(req, `,"model":`...)
-		req = cacheAppendString(req, *model)
+		req = appendJSONString(req, *model)
 	}
 	if *strategies != "" {
 		req = append(req, `,"strategies":[`...)
@@ -56,7 +56,7 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 			if i > 0 {
 				req = append(req, ',')
 			}
-			req = cacheAppendString(req, strings.TrimSpace(s))
+			req = appendJSONString(req, strings.TrimSpace(s))
 		}
 		req = append(req, ']')
 	}
@@ -68,7 +68,7 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 		req = append(req, `,"per_request":true`...)
 	}
 	req = append(req, '}')
-	res, err := cacheDispatch("cache.simulate", req)
+	res, err := opResult(nativeCaller, "cache.simulate", req)
 	if err != nil {
 		return err
 	}

@@ -7,9 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
-	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
 	"github.com/ctxcompact/ctxcompact/core"
@@ -56,33 +54,14 @@ func runTokens(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("ctxcompact tokens: one FILE only, got also %q", fs.Args())
 	}
-
-	var data []byte
-	var err error
-	if file == "-" {
-		data, err = io.ReadAll(stdin)
-	} else {
-		data, err = os.ReadFile(file)
-	}
+	conv, err := readConversation(file, stdin)
 	if err != nil {
-		return fmt.Errorf("ctxcompact tokens: %w", err)
+		return err
 	}
-	if !gjson.ValidBytes(data) {
-		return fmt.Errorf("ctxcompact tokens: %s is not valid JSON", file)
-	}
-
 	req := []byte(`{"op":"tokens.count"}`)
-	doc := gjson.ParseBytes(data)
-	switch {
-	case doc.IsArray():
-		req, err = sjson.SetRawBytes(req, "messages", []byte(doc.Raw))
-	case doc.IsObject() && doc.Get("messages").Exists():
-		req, err = sjson.SetRawBytes(req, "messages", []byte(doc.Get("messages").Raw))
-		if cfg := doc.Get("config"); err == nil && cfg.Exists() {
-			req, err = sjson.SetRawBytes(req, "config", []byte(cfg.Raw))
-		}
-	default:
-		return fmt.Errorf("ctxcompact tokens: %s must hold {\"messages\": [...]} or an array of messages", file)
+	req, err = sjson.SetRawBytes(req, "messages", []byte(conv.messages))
+	if conv.config != "" && err == nil {
+		req, err = sjson.SetRawBytes(req, "config", []byte(conv.config))
 	}
 	set := func(path string, v any) {
 		if err == nil {

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -20,22 +18,6 @@ const cookbook = `[
  {"role": "system", "name": "example_assistant", "content": "Let's talk later when we're less busy about how to do better."},
  {"role": "user", "content": "This late pivot means we don't have time to boil the ocean for the client deliverable."}
 ]`
-
-func runTokensCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code = run(append([]string{"tokens"}, args...), strings.NewReader(stdin), &out, &errb)
-	return code, out.String(), errb.String()
-}
-
-func writeFile(t *testing.T, name, body string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // parseTokensOutput checks the stable shape: exactly "total" and "per_message",
 // total = sum of per_message plus the reply priming.
@@ -64,8 +46,8 @@ func parseTokensOutput(t *testing.T, stdout string, priming int) (int, []int) {
 }
 
 func TestTokensCommandExactCounts(t *testing.T) {
-	bare := writeFile(t, "conv.json", cookbook)
-	wrapped := writeFile(t, "req.json", `{"messages": `+cookbook+`, "other": 1}`)
+	bare := cliTempFile(t, "conv.json", cookbook)
+	wrapped := cliTempFile(t, "req.json", `{"messages": `+cookbook+`, "other": 1}`)
 	for _, c := range []struct {
 		args []string
 		want int
@@ -76,7 +58,7 @@ func TestTokensCommandExactCounts(t *testing.T) {
 		{[]string{wrapped, "--encoding", "auto", "--model", "gpt-4o-mini"}, 124},
 		{[]string{wrapped, "--encoding", "auto", "--model", "gpt-4"}, 129},
 	} {
-		code, stdout, stderr := runTokensCLI(t, "", c.args...)
+		code, stdout, stderr := cliRun(t, "", append([]string{"tokens"}, c.args...)...)
 		if code != 0 {
 			t.Fatalf("%v: exit %d: %s", c.args, code, stderr)
 		}
@@ -88,7 +70,7 @@ func TestTokensCommandExactCounts(t *testing.T) {
 }
 
 func TestTokensCommandRoughConfigAndStdin(t *testing.T) {
-	code, stdout, stderr := runTokensCLI(t, cookbook, "-")
+	code, stdout, stderr := cliRun(t, cookbook, "tokens", "-")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -97,19 +79,19 @@ func TestTokensCommandRoughConfigAndStdin(t *testing.T) {
 		t.Errorf("rough: %d %v", total, per)
 	}
 	// The file's config applies (encoding and calibration); flags override it.
-	cfg := writeFile(t, "cfg.json", `{"messages": `+cookbook+`, "config": {"tokens": {"encoding": "o200k_base", "calibration": 2}}}`)
-	_, stdout, _ = runTokensCLI(t, "", cfg)
+	cfg := cliTempFile(t, "cfg.json", `{"messages": `+cookbook+`, "config": {"tokens": {"encoding": "o200k_base", "calibration": 2}}}`)
+	_, stdout, _ = cliRun(t, "", "tokens", cfg)
 	if total, _ := parseTokensOutput(t, stdout, 3); total != 2*(124-3)+3 {
 		t.Errorf("config o200k x2: total %d, want %d", total, 2*(124-3)+3)
 	}
-	_, stdout, _ = runTokensCLI(t, "", cfg, "--calibration", "1")
+	_, stdout, _ = cliRun(t, "", "tokens", cfg, "--calibration", "1")
 	if total, _ := parseTokensOutput(t, stdout, 3); total != 124 {
 		t.Errorf("--calibration 1 over config: total %d, want 124", total)
 	}
 }
 
 func TestTokensCommandErrors(t *testing.T) {
-	conv := writeFile(t, "conv.json", cookbook)
+	conv := cliTempFile(t, "conv.json", cookbook)
 	for _, c := range []struct {
 		args    []string
 		stdin   string
@@ -123,7 +105,7 @@ func TestTokensCommandErrors(t *testing.T) {
 		{[]string{"-"}, `[{"role":"user","content":"hi"}, 5]`, "/messages/1"},
 		{[]string{conv, conv}, "", "one FILE only"},
 	} {
-		code, stdout, stderr := runTokensCLI(t, c.stdin, c.args...)
+		code, stdout, stderr := cliRun(t, c.stdin, append([]string{"tokens"}, c.args...)...)
 		if code == 0 || stdout != "" || !strings.Contains(stderr, c.wantErr) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want a failure mentioning %q", c.args, code, stdout, stderr, c.wantErr)
 		}

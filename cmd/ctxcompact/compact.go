@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/tidwall/sjson"
+)
+
+func init() {
+	commands["compact"] = command{
+		summary: "compact a conversation file with the built-in summarizer: compact FILE [--context-length N] [--model NAME] [--config FILE] [--wasm]",
+		run:     runCompact,
+	}
+}
+
+// runCompact compacts FILE even when it is under the threshold, with the built-in
+// deterministic summarizer (no network), and prints one JSON object
+// {"messages": [...], "report": {...}, "archived": [...]} to stdout and a short
+// human report to stderr. This output is a stable interface.
+func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("compact", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: ctxcompact compact FILE [--context-length N] [--model NAME] [--config FILE] [--wasm]")
+		fmt.Fprintln(stderr, "FILE holds {\"messages\": [...]} or a bare array; - reads stdin.")
+		fs.PrintDefaults()
+	}
+	contextLength := fs.Int("context-length", 0, "the model's context window in tokens (default: config, else 200000)")
+	model := fs.String("model", "", "model name, for per-model thresholds and the auto encoding")
+	configFile := fs.String("config", "", "a JSON file with the config object (compression, model, tokens, prompt_caching)")
+	useWasm := fs.Bool("wasm", false, "run the embedded WebAssembly module on wazero instead of the native core (same output)")
+	file, err := fileArg(fs, args)
+	if err != nil {
+		return err
+	}
+	conv, err := readConversation(file, stdin)
+	if err != nil {
+		return err
+	}
+
+	cfg := []byte(conv.config)
+	if len(cfg) == 0 {
+		cfg = []byte("{}")
+	}
+	if *configFile != "" {
+		if cfg, err = os.ReadFile(*configFile); err != nil {
+			return fmt.Errorf("ctxcompact compact: %w", err)
+		}
+		if !json.Valid(cfg) {
+			return fmt.Errorf("ctxcompact compact: %s is not valid JSON", *configFile)
+		}
+	}
+	if *contextLength != 0 {
+		if cfg, err = sjson.SetBytes(cfg, "model.context_length", *contextLength); err != nil {
+			return fmt.Errorf("ctxcompact compact: --context-length: %w", err)
+		}
+	}
+	if *model != "" {
+		if cfg, err = sjson.SetBytes(cfg, "model.name", *model); err != nil {
+			return fmt.Errorf("ctxcompact compact: --model: %w", err)
+		}
+	}
+
+	params := make([]byte, 0, len(conv.messages)+len(cfg)+64)
+	params = append(params, `{"force":true,"summarizer":"builtin","config":`...)
+	params = append(params, bytes.TrimSpace(cfg)...)
+	params = append(params, `,"messages":`...)
+	params = append(params, conv.messages...)
+	params = append(params, '}')
+	res, err := opResult(callerFor(*useWasm), "compact.begin", params)
+	if err != nil {
+		return err
+	}
+
+	out := make([]byte, 0, len(res.Raw)+64)
+	out = append(out, `{"messages":`...)
+	out = append(out, res.Get("messages").Raw...)
+	out = append(out, `,"report":`...)
+	out = append(out, res.Get("report").Raw...)
+	out = append(out, `,"archived":`...)
+	out = append(out, res.Get("archived").Raw...)
+	out = append(out, "}\n"...)
+	if _, err := stdout.Write(out); err != nil {
+		return err
+	}
+
+	r := res.Get("report")
+	fmt.Fprintf(stderr, "ctxcompact: %d → %d messages, %s → %s tokens (estimated; threshold %s, %s)\n",
+		r.Get("messages_before").Int(), r.Get("messages_after").Int(),
+		groupDigits(r.Get("tokens_before").Int()), groupDigits(r.Get("tokens_after").Int()),
+		groupDigits(r.Get("threshold_tokens").Int()), map[bool]string{true: "fits", false: "still above it"}[r.Get("fits").Bool()])
+	if s := r.Get("summarized"); s.IsObject() {
+		fmt.Fprintf(stderr, "  summarized messages %d–%d (summary as %s, %s tokens); pruned %d tool outputs; prompt cache breaks at message %d\n",
+			s.Get("from").Int(), s.Get("to").Int()-1, r.Get("summary_role").Str, groupDigits(r.Get("summary_tokens").Int()),
+			len(r.Get("pruned").Array()), r.Get("first_changed_index").Int())
+	} else {
+		fmt.Fprintf(stderr, "  nothing summarized (%s); pruned %d tool outputs\n", r.Get("reason").Str, len(r.Get("pruned").Array()))
+	}
+	return nil
+}

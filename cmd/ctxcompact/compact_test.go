@@ -1,0 +1,96 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/ctxcompact/core"
+)
+
+// TestCallPrintsCoreBytes: `ctxcompact call` prints exactly what core.Call returns,
+// natively and through the embedded module.
+func TestCallPrintsCoreBytes(t *testing.T) {
+	for _, env := range []string{
+		`{"op":"info"}`,
+		`{"op":"threshold.resolve","config":{"model":{"context_length":200000},"compression":{"small_context_floor":0}}}`,
+		`{"op":"nope"}`,
+		`not json`,
+	} {
+		want := string(core.Call([]byte(env)))
+		code, out, errOut := cliRun(t, env, "call")
+		require.Equal(t, 0, code, errOut)
+		require.Equal(t, want, out)
+		code, out, errOut = cliRun(t, env, "call", "--wasm")
+		require.Equal(t, 0, code, errOut)
+		require.Equal(t, want, out, "--wasm must print the same bytes")
+	}
+}
+
+// TestCompactCommand compacts a shared trace with the builtin summarizer and checks
+// the stable output shape; --wasm prints the same bytes.
+func TestCompactCommand(t *testing.T) {
+	file := filepath.Join("..", "..", "..", "shared", "traces", "mini-swe-agent-deepseek-astropy-12907.json")
+	if _, err := os.Stat(file); err != nil {
+		t.Skipf("shared traces not found (%v): this test needs ../shared/traces beside the repository", err)
+	}
+	code, out, errOut := cliRun(t, "", "compact", file, "--context-length", "32000")
+	require.Equal(t, 0, code, errOut)
+	var res struct {
+		Messages []json.RawMessage `json:"messages"`
+		Report   core.Report       `json:"report"`
+		Archived []struct {
+			Index  int             `json:"index"`
+			Reason string          `json:"reason"`
+			Msg    json.RawMessage `json:"message"`
+		} `json:"archived"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.True(t, res.Report.Compacted)
+	require.True(t, res.Report.Fits)
+	require.Equal(t, 24_000, res.Report.ThresholdTokens, "32K window with the small-context floor")
+	require.Len(t, res.Messages, res.Report.MessagesAfter)
+	merged := 0
+	if res.Report.SummaryRole == "merged" {
+		merged = 1
+	}
+	require.Equal(t, res.Report.Summarized.To-res.Report.Summarized.From+len(res.Report.Pruned)+len(res.Report.OrphansRemoved)+merged, len(res.Archived),
+		"every message not returned unchanged is archived")
+	require.Contains(t, errOut, "130 → ")
+	require.Contains(t, errOut, "summarized messages")
+
+	code, wasmOut, errOut := cliRun(t, "", "compact", "--wasm", "--context-length", "32000", file)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, out, wasmOut, "--wasm must print the same bytes")
+}
+
+func TestCompactCommandFlagsAndErrors(t *testing.T) {
+	conv := cliTempFile(t, "conv.json", `[{"role":"system","content":"s"},{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]`)
+	cfg := cliTempFile(t, "cfg.json", `{"compression":{"threshold":0.9,"small_context_floor":0},"model":{"context_length":1000}}`)
+	code, out, errOut := cliRun(t, "", "compact", conv, "--config", cfg, "--model", "glm-5")
+	require.Equal(t, 0, code, errOut)
+	var res struct{ Report core.Report }
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.Equal(t, 900, res.Report.ThresholdTokens)
+	require.Contains(t, errOut, "nothing summarized")
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"compact"}, "want exactly one FILE"},
+		{[]string{"compact", "/nonexistent.json"}, "reading /nonexistent.json"},
+		{[]string{"compact", cliTempFile(t, "bad.json", `{"messages": 3}`)}, "must hold"},
+		{[]string{"compact", conv, "--config", cliTempFile(t, "c.json", `{"compression":{"threshold":2}}`)}, "[invalid_config]"},
+		{[]string{"compact", cliTempFile(t, "role.json", `[{"role":"robot","content":"x"}]`)}, "/messages/0/role"},
+	} {
+		code, out, errOut := cliRun(t, "", c.args...)
+		require.Equal(t, 1, code, "%v: %s", c.args, errOut)
+		require.Empty(t, out)
+		require.True(t, strings.Contains(errOut, c.want), "%v: stderr %q lacks %q", c.args, errOut, c.want)
+	}
+}
