@@ -142,7 +142,8 @@ def main() -> None:
     rows = []
     env_dir = Path(tempfile.mkdtemp(prefix="ctxcompact-bench-"))
     for i, (name, msgs) in enumerate(traces):
-        mb = len(C.dumps(msgs)) / 1e6
+        # MB of compact UTF-8 JSON (what JSON.stringify would produce).
+        mb = len(json.dumps(msgs, ensure_ascii=False, separators=(",", ":")).encode("utf-8")) / 1e6
         envs = envelopes_for(c, msgs)
         for j, e in enumerate(envs):
             (env_dir / f"{i:03d}-{j}.json").write_bytes(e)

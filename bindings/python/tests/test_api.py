@@ -77,6 +77,45 @@ def test_bad_messages(compactor):
     assert ei.value.path == "/messages/0/role"
 
 
+def test_circular_messages_are_an_error_not_a_crash(compactor):
+    m = {"role": "user", "content": "hi"}
+    m["self"] = m
+    with pytest.raises(CompactError) as ei:
+        compactor.compact([m])
+    assert (ei.value.code, ei.value.path) == ("invalid_messages", "/messages")
+    with pytest.raises(CompactError) as ei:
+        compactor.compact([{"role": "user", "content": float("nan")}])
+    assert ei.value.code == "invalid_messages"
+
+
+def test_escaped_and_raw_utf8_requests_give_the_same_results(compactor):
+    """The binding sends non-ASCII text as \\uXXXX escapes (the fastest json
+    setting); a JS host sends raw UTF-8. Both must give the same answers."""
+    msgs = conversation()
+    for i, m in enumerate(msgs):
+        if m["role"] == "tool":
+            m["content"] = ("日本語のテキスト😀 émoji ₂ " * 200)[: 3000 - i]
+        elif m["role"] == "user":
+            m["content"] += " 请修复 😀🎉"
+    for op, extra in (("compact.begin", {"force": True, "summarizer": "host"}), ("tokens.count", {}),
+                      ("prune", {}), ("compact.begin", {"force": True, "summarizer": "builtin"})):
+        req = {"op": op, "messages": msgs, "config": SMALL, "output": "messages", **extra}
+        if op == "tokens.count":
+            del req["output"]
+        raw = compactor.call_bytes(json.dumps(req, ensure_ascii=False).encode("utf-8"))
+        esc = compactor.call_bytes(json.dumps(req, ensure_ascii=True).encode("ascii"))
+        assert json.loads(raw) == json.loads(esc), op
+        assert "result" in json.loads(raw)
+    # And the state of an escaped begin finishes a raw-UTF-8 finish (any runtime).
+    begin = compactor.call_bytes(_compactor.dumps({"op": "compact.begin", "messages": msgs, "config": SMALL,
+                                                    "force": True}))
+    state = json.loads(begin)["result"]["state"]
+    fin = {"op": "compact.finish", "messages": msgs, "config": SMALL, "force": True, "state": state,
+           "summary": SUMMARY}
+    out = json.loads(compactor.call_bytes(json.dumps(fin, ensure_ascii=False).encode("utf-8")))
+    assert out["result"]["report"]["compacted"] is True
+
+
 def test_input_too_large_is_refused_before_the_copy(compactor, monkeypatch):
     monkeypatch.setattr(_runtime, "MAX_REQUEST_BYTES", 1000)
     with pytest.raises(CompactError) as ei:

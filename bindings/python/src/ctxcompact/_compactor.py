@@ -51,17 +51,22 @@ __all__ = ["Compactor", "SyncSummarizer", "AsyncSummarizer"]
 SyncSummarizer = Callable[[SummaryRequest], str]
 AsyncSummarizer = Callable[[SummaryRequest], Awaitable[str]]
 
-# One encoder for every request: compact separators, raw UTF-8 (the same bytes a
-# JS host sends, so the core sees identical input), NaN refused (not JSON).
+# One encoder for every request: compact separators, NaN refused (not JSON).
+# ensure_ascii=True and no circular check are the fastest settings of the C encoder
+# (3.1 vs 5.7 ms/MB on the shared traces). Non-ASCII text goes as \uXXXX escapes:
+# the core reads an escape as the character it stands for (token counts, truncation,
+# the state fingerprint), so results equal those of raw UTF-8 input; a test checks
+# it. A circular structure raises RecursionError instead of ValueError.
 _encode = json.JSONEncoder(
-    ensure_ascii=False, separators=(",", ":"), check_circular=True, allow_nan=False
+    ensure_ascii=True, separators=(",", ":"), check_circular=False, allow_nan=False
 ).encode
+_ENCODE_ERRORS = (TypeError, ValueError, RecursionError)
 _loads = json.loads
 
 
 def dumps(value: Any) -> bytes:
-    """Compact UTF-8 JSON, as sent to the core."""
-    return _encode(value).encode("utf-8")
+    """Compact JSON bytes, as sent to the core."""
+    return _encode(value).encode("ascii")
 
 
 def _messages_json(messages: Any) -> Tuple[List[Message], bytes]:
@@ -70,8 +75,8 @@ def _messages_json(messages: Any) -> Tuple[List[Message], bytes]:
             raise CompactError("invalid_messages", "messages must be a list of message dicts", "/messages")
         messages = list(messages)
     try:
-        return messages, _encode(messages).encode("utf-8")
-    except (TypeError, ValueError) as e:
+        return messages, _encode(messages).encode("ascii")
+    except _ENCODE_ERRORS as e:
         raise CompactError("invalid_messages", f"messages are not JSON-serializable: {e}", "/messages") from e
 
 
@@ -170,7 +175,10 @@ class Compactor:
     def config(self, value: Config) -> None:
         if not isinstance(value, dict):
             raise CompactError("invalid_config", "config must be a dict", "/config")
-        self._config_json = dumps(value)
+        try:
+            self._config_json = dumps(value)
+        except _ENCODE_ERRORS as e:
+            raise CompactError("invalid_config", f"config is not JSON-serializable: {e}", "/config") from e
         self._config = value
 
     @property
@@ -198,7 +206,12 @@ class Compactor:
         return pool
 
     def _cfg(self, config: Optional[Config]) -> bytes:
-        return self._config_json if config is None else dumps(config)
+        if config is None:
+            return self._config_json
+        try:
+            return dumps(config)
+        except _ENCODE_ERRORS as e:
+            raise CompactError("invalid_config", f"config is not JSON-serializable: {e}", "/config") from e
 
     # -- raw calls -----------------------------------------------------------------------
 
@@ -215,7 +228,7 @@ class Compactor:
         env["op"] = op
         try:
             body = dumps(env)
-        except (TypeError, ValueError) as e:
+        except _ENCODE_ERRORS as e:
             raise CompactError("invalid_request", f"params are not JSON-serializable: {e}") from e
         return parse_response(self._p().call(body))
 
@@ -298,7 +311,7 @@ class Compactor:
             for k, v in params.items():
                 if v is not None:
                     parts.append((k.encode("utf-8"), dumps(v)))
-        except (TypeError, ValueError) as e:
+        except _ENCODE_ERRORS as e:
             raise CompactError("invalid_request", f"params are not JSON-serializable: {e}") from e
         if messages is not None:
             parts.append((b"messages", _messages_json(messages)[1]))
