@@ -103,7 +103,8 @@ func BenchmarkInstantiate(b *testing.B) {
 }
 
 // BenchmarkCallOverhead is the info op, the cheapest, natively and through the
-// module: the difference is the cost of crossing the boundary once.
+// module (one Call: copy in, ctxc_call, ctxc_result_len, copy out), and one bare
+// export call (ctxc_result_len, which only yields), the floor of any crossing.
 func BenchmarkCallOverhead(b *testing.B) {
 	ctx := context.Background()
 	env := []byte(`{"op":"info"}`)
@@ -116,6 +117,14 @@ func BenchmarkCallOverhead(b *testing.B) {
 		e := newEngine(b, WithPoolSize(1))
 		for b.Loop() {
 			if _, err := e.Call(ctx, env); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("export-call", func(b *testing.B) {
+		inst := newEngine(b, WithPoolSize(1)).idle[0]
+		for b.Loop() {
+			if _, err := inst.invoke(ctx, inst.resultLen, "ctxc_result_len"); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/bits"
 
 	"github.com/tetratelabs/wazero/api"
 )
@@ -18,6 +19,8 @@ type instance struct {
 	callFn    api.Function
 	resultLen api.Function
 	stack     [2]uint64
+	// reqBuf is the request buffer kept between calls, reqCap its size.
+	reqBuf, reqCap uint32
 }
 
 // newInstance instantiates the compiled module, runs _initialize once and checks
@@ -62,14 +65,14 @@ func (inst *instance) start(ctx context.Context, want uint32) error {
 }
 
 // call copies envelope into a guest buffer, runs ctxc_call and copies the response
-// out. Any error means the instance is no longer usable.
+// out. Any error means the instance is no longer usable. A call usually crosses
+// the boundary twice (ctxc_call, ctxc_result_len): the request buffer is kept for
+// the next call, and the response is left to the guest, which frees it on the next
+// ctxc_call.
 func (inst *instance) call(ctx context.Context, envelope []byte) ([]byte, error) {
-	p, err := inst.invoke(ctx, inst.alloc, "ctxc_alloc", uint32(max(len(envelope), 1)))
+	p, oneOff, err := inst.requestBuffer(ctx, len(envelope))
 	if err != nil {
 		return nil, err
-	}
-	if p == 0 {
-		return nil, fmt.Errorf("%w: ctxc_alloc(%d) returned 0", ErrABIMismatch, len(envelope))
 	}
 	if !inst.mem.Write(p, envelope) {
 		return nil, fmt.Errorf("%w: ctxc_alloc returned %#x, outside memory", ErrABIMismatch, p)
@@ -87,13 +90,44 @@ func (inst *instance) call(ctx context.Context, envelope []byte) ([]byte, error)
 		return nil, fmt.Errorf("%w: ctxc_call returned %d bytes at %#x, outside memory", ErrABIMismatch, n, r)
 	}
 	out := bytes.Clone(view)
-	if _, err := inst.invoke(ctx, inst.free, "ctxc_free", p); err != nil {
-		return nil, err
-	}
-	if _, err := inst.invoke(ctx, inst.free, "ctxc_free", r); err != nil {
-		return nil, err
+	if oneOff {
+		if _, err := inst.invoke(ctx, inst.free, "ctxc_free", p); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
+}
+
+// keptRequestBytes bounds the request buffer an instance keeps between calls;
+// a larger request gets a buffer of its own, freed after the call.
+const keptRequestBytes = 1 << 20
+
+// requestBuffer returns a guest buffer of at least n bytes: the kept one, a larger
+// kept one (up to keptRequestBytes, in powers of two), or a one-off buffer.
+func (inst *instance) requestBuffer(ctx context.Context, n int) (p uint32, oneOff bool, err error) {
+	if n <= int(inst.reqCap) && inst.reqBuf != 0 {
+		return inst.reqBuf, false, nil
+	}
+	size := max(n, 1)
+	if size <= keptRequestBytes {
+		size = max(4096, 1<<bits.Len(uint(size-1)))
+	}
+	if p, err = inst.invoke(ctx, inst.alloc, "ctxc_alloc", uint32(size)); err != nil {
+		return 0, false, err
+	}
+	if p == 0 {
+		return 0, false, fmt.Errorf("%w: ctxc_alloc(%d) returned 0", ErrABIMismatch, size)
+	}
+	if size > keptRequestBytes {
+		return p, true, nil
+	}
+	if inst.reqBuf != 0 {
+		if _, err := inst.invoke(ctx, inst.free, "ctxc_free", inst.reqBuf); err != nil {
+			return 0, false, err
+		}
+	}
+	inst.reqBuf, inst.reqCap = p, uint32(size)
+	return p, false, nil
 }
 
 // invoke calls f with up to two i32 arguments and returns its i32 result (0 if none),

@@ -18,7 +18,7 @@ func TestMemoryFlat(t *testing.T) {
 	env := compactBegin(traceNamed(t, smallTrace), 32000)
 	inst := e.idle[0]
 	start := inst.memoryBytes()
-	const warmup, calls = 50, 1000
+	const warmup, calls = 200, 1000
 	var warm uint32
 	for i := range warmup + calls {
 		if i == warmup {

@@ -107,7 +107,7 @@ func same(t *testing.T, e *Engine, name string, env []byte) {
 		return
 	}
 	if want := core.Call(env); !bytes.Equal(got, want) {
-		t.Errorf("%s: wasm and native responses differ\nwasm   %s\nnative %s", name, clip(got), clip(want))
+		t.Errorf("%s: wasm and native responses differ (if the core changed, rebuild the module: ./build.sh wasm)\nwasm   %s\nnative %s", name, clip(got), clip(want))
 	}
 }
 
