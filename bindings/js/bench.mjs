@@ -49,26 +49,26 @@ const files = readdirSync(TRACES).filter((f) => f.endsWith(".json")).sort();
 const { Compactor } = await import("./index.js");
 const c = await Compactor.create();
 
-function timeLoop(fn) {
-  for (let i = 0; i < 3; i++) fn();
-  let n = 0;
-  const start = performance.now();
-  while (n < 5 || performance.now() - start < minTime) {
-    fn();
-    n++;
-  }
-  return ((performance.now() - start) * 1e6) / n;
-}
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-async function timeLoopAsync(fn) {
-  for (let i = 0; i < 3; i++) await fn();
-  let n = 0;
+/**
+ * Alternates samples of the end-to-end call and the wasm-only call until minTime has
+ * passed (at least 7 each) and returns their medians in ns: medians, because this
+ * machine may be shared and a mean would mostly measure the neighbours.
+ */
+async function sample(e2e, wasmOnly) {
+  for (let i = 0; i < 3; i++) { await e2e(); wasmOnly(); }
+  const a = [], b = [];
   const start = performance.now();
-  while (n < 5 || performance.now() - start < minTime) {
-    await fn();
-    n++;
+  while (a.length < 7 || performance.now() - start < minTime) {
+    let t = performance.now();
+    await e2e();
+    a.push(performance.now() - t);
+    t = performance.now();
+    wasmOnly();
+    b.push(performance.now() - t);
   }
-  return ((performance.now() - start) * 1e6) / n;
+  return [median(a) * 1e6, median(b) * 1e6];
 }
 
 const dir = mkdtempSync(path.join(tmpdir(), "ctxcompact-bench-"));
@@ -89,9 +89,9 @@ try {
     writeFileSync(path.join(dir, `${name}.begin.json`), sent[0]);
     if (sent[1]) writeFileSync(path.join(dir, `${name}.finish.json`), sent[1]);
 
-    const jsNs = await timeLoopAsync(() => c.compact(messages, opts));
-    // The same envelopes through the module alone (no stringify, no parse): the wasm cost.
-    const wasmNs = timeLoop(() => { for (const r of sent) c.callRaw(r); });
+    // e2e: JS objects to JS objects. wasm: the same envelopes through the module
+    // alone (no stringify, no parse, no summarizer await).
+    const [jsNs, wasmNs] = await sample(() => c.compact(messages, opts), () => { for (const r of sent) c.callRaw(r); });
     rows.push({ name, kb: text.length / 1024, msgs: messages.length, after: first.messages.length, reason: first.report.reason, jsNs, wasmNs });
   }
 
@@ -99,7 +99,7 @@ try {
   const native = new Map(out.trim().split("\n").map((l) => JSON.parse(l)).map((r) => [r.name, r.ns_per_op]));
 
   const ms = (ns) => (ns / 1e6).toFixed(2).padStart(8);
-  console.log(`compact (force, window ${window}, host summarizer), ms per trace; ratio = JS end-to-end / native Go`);
+  console.log(`compact (force, window ${window}, host summarizer), median ms per trace; ratio = JS end-to-end / native Go`);
   console.log(`${"trace".padEnd(52)} ${"KB".padStart(5)} ${"msgs".padStart(9)} ${"native".padStart(8)} ${"wasm".padStart(8)} ${"JS e2e".padStart(8)}  ratio`);
   let sumJs = 0, sumNative = 0, sumWasm = 0, logRatio = 0, worst = 0;
   for (const r of rows) {

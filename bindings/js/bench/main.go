@@ -6,7 +6,7 @@
 // DIR holds <name>.begin.json and, when the summarizer is the host's,
 // <name>.finish.json (the exact envelopes the JS binding sent). For each name it
 // runs core.Call on begin (then finish) repeatedly for at least -time and prints one
-// JSON line {"name", "ns_per_op", "iterations"}.
+// JSON line {"name", "ns_per_op" (the median iteration), "iterations"}.
 package main
 
 import (
@@ -60,14 +60,17 @@ func main() {
 		for i := 0; i < 3; i++ { // warm up
 			run()
 		}
-		n := 0
+		// The median of per-iteration samples, like bench.mjs: robust on a shared machine.
+		var samples []int64
 		start := time.Now()
-		for n < 5 || time.Since(start) < *minTime {
+		for len(samples) < 7 || time.Since(start) < *minTime {
+			t := time.Now()
 			run()
-			n++
+			samples = append(samples, time.Since(t).Nanoseconds())
 		}
-		ns := time.Since(start).Nanoseconds() / int64(n)
-		_ = enc.Encode(map[string]any{"name": name, "ns_per_op": ns, "iterations": n})
+		sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
+		ns := samples[len(samples)/2]
+		_ = enc.Encode(map[string]any{"name": name, "ns_per_op": ns, "iterations": len(samples)})
 	}
 }
 
