@@ -4,7 +4,8 @@
 #      with wasmtime, pytest, build and hatchling from PyPI;
 #   2. wasm/ctxcompact.wasm copied into the package with its sha256;
 #   3. a wheel built (bindings/python/dist/) and installed into that venv;
-#   4. pytest on tests/ against the installed wheel. Any failure, error or an empty
+#   4. mypy --strict on the package (the type hints are part of the API);
+#   5. pytest on tests/ against the installed wheel. Any failure, error or an empty
 #      run (pytest exit 5) fails this script.
 # Usage: bash bindings/python/test.sh [--copy-only | pytest args...]
 set -euo pipefail
@@ -33,8 +34,8 @@ fi
 
 python=${PYTHON:-python3}
 venv=${CTXCOMPACT_PY_VENV:-$here/build/venv}
-deps=(wasmtime pytest build hatchling)
-if ! "$venv/bin/python" -c 'import wasmtime, pytest, build, hatchling' >/dev/null 2>&1; then
+deps=(wasmtime pytest build hatchling mypy)
+if ! "$venv/bin/python" -c 'import wasmtime, pytest, build, hatchling, mypy' >/dev/null 2>&1; then
 	echo "test.sh: creating $venv"
 	rm -rf "$venv"
 	"$python" -m venv "$venv"
@@ -49,6 +50,8 @@ rm -rf "$dist"
 	cat "$here/build/wheel.log" >&2; exit 1; }
 wheel=$(ls "$dist"/ctxcompact-*.whl)
 "$vpy" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
+
+"$vpy" -m mypy --strict --no-error-summary --cache-dir "$here/build/mypy-cache" "$here/src/ctxcompact"
 
 export CTXCOMPACT_WHEEL="$wheel"
 export CTXCOMPACT_REPO_ROOT="$root"

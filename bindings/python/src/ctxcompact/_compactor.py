@@ -427,7 +427,7 @@ class Compactor:
         summary: Optional[str] = None
         error: Optional[str] = None
         try:
-            out = summarize(request)  # type: ignore[misc]
+            out: Any = summarize(request)  # type: ignore[misc]
             if _isawaitable(out):
                 out = await out
             summary, error = _check_summary(out)

@@ -15,7 +15,7 @@ import tempfile
 import threading
 from importlib import resources
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Type, TypeVar, Union
 
 import wasmtime
 
@@ -298,39 +298,46 @@ class Instance:
         inst = linker.instantiate(store, module)
         ex = inst.exports(store)
         self.store = store
-        self._mem: wasmtime.Memory = ex["memory"]  # type: ignore[assignment]
-        self._alloc = ex["ctxc_alloc"]
-        self._free = ex["ctxc_free"]
-        self._call = ex["ctxc_call"]
-        self._len = ex["ctxc_result_len"]
+        self._mem = _export(ex, "memory", wasmtime.Memory)
+        self._alloc = _export(ex, "ctxc_alloc", wasmtime.Func)
+        self._free = _export(ex, "ctxc_free", wasmtime.Func)
+        self._call = _export(ex, "ctxc_call", wasmtime.Func)
+        self._len = _export(ex, "ctxc_result_len", wasmtime.Func)
         self.calls = 0
-        ex["_initialize"](store)  # type: ignore[operator]
-        got = ex["ctxc_abi_version"](store)  # type: ignore[operator]
+        _export(ex, "_initialize", wasmtime.Func)(store)
+        got = _export(ex, "ctxc_abi_version", wasmtime.Func)(store)
         if got != ABI_VERSION:
             raise ErrABIMismatch(got, ABI_VERSION)
 
     def _base(self) -> int:
         return _addressof(self._mem.data_ptr(self.store).contents)
 
+    # Pointers cross the boundary as i32, which wasmtime gives back signed: a buffer
+    # above 2 GiB arrives negative. Pass the value back as it came; mask it to
+    # address memory.
+
     def write(self, data: bytes) -> int:
-        """Allocate a guest buffer and copy data into it with one memmove."""
+        """Allocate a guest buffer and copy data into it with one memmove. Returns
+        the pointer as the guest gave it."""
         n = len(data)
-        p = self._alloc(self.store, n)
-        if not p:
+        p: int = self._alloc(self.store, n)
+        addr = p & 0xFFFFFFFF
+        if not addr:
             raise CompactError("input_too_large", f"the module could not allocate {n} bytes for the request")
-        if p + n > self._mem.data_len(self.store):  # pragma: no cover - guest bug
+        if addr + n > self._mem.data_len(self.store):  # pragma: no cover - guest bug
             raise CompactError("internal", "guest buffer lies outside linear memory")
-        _memmove(self._base() + p, data, n)
+        _memmove(self._base() + addr, data, n)
         return p
 
     def run(self, p: int, n: int) -> bytes:
         """Call the core on the request at p and copy the response out."""
         store = self.store
-        r = self._call(store, p, n)
-        rl = self._len(store)
-        if r <= 0 or rl <= 0 or r + rl > self._mem.data_len(store):
+        r: int = self._call(store, p, n)
+        rl: int = self._len(store)
+        addr = r & 0xFFFFFFFF
+        if not addr or rl <= 0 or addr + rl > self._mem.data_len(store):
             raise CompactError("internal", "the module returned no response")
-        out = _string_at(self._base() + r, rl)
+        out = _string_at(self._base() + addr, rl)
         self._free(store, p)
         self.calls += 1
         return out
@@ -340,6 +347,16 @@ class Instance:
 
     def memory_bytes(self) -> int:
         return self._mem.data_len(self.store)
+
+
+_E = TypeVar("_E")
+
+
+def _export(ex: Any, name: str, kind: Type[_E]) -> _E:
+    item = ex[name]
+    if not isinstance(item, kind):  # pragma: no cover - check_module ran first
+        raise ErrBadBinary(f"export {name} is not a {kind.__name__}")
+    return item
 
 
 # --- a pool of instances ----------------------------------------------------------------
