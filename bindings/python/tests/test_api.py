@@ -184,6 +184,32 @@ def test_async_summarizer_gives_the_same_result(compactor):
     assert res.report["fallback_used"] is False
 
 
+def test_acompact_keeps_the_event_loop_responsive(compactor):
+    msgs = conversation(n_turns=400)  # ~1.3 MB: its wasm work runs in the executor
+    assert len(_compactor.dumps(msgs)) >= _compactor.OFFLOAD_BYTES
+    ticks = []
+
+    async def ticker(stop):
+        while not stop.is_set():
+            ticks.append(1)
+            await asyncio.sleep(0)
+
+    async def main():
+        stop = asyncio.Event()
+        t = asyncio.create_task(ticker(stop))
+        await asyncio.sleep(0)
+        before = len(ticks)
+        res = await compactor.acompact(msgs, summarize=lambda r: SUMMARY, config=SMALL)
+        during = len(ticks) - before
+        stop.set()
+        await t
+        return res, during
+
+    res, during = asyncio.run(main())
+    assert res.report["compacted"] and not res.report["fallback_used"]
+    assert during > 2, "other coroutines ran while the module worked"
+
+
 def test_acompact_accepts_a_plain_function(compactor):
     res = asyncio.run(compactor.acompact(conversation(), summarize=lambda r: SUMMARY, config=SMALL))
     assert res.report["compacted"] and not res.report["fallback_used"]

@@ -63,6 +63,9 @@ _encode = json.JSONEncoder(
 _ENCODE_ERRORS = (TypeError, ValueError, RecursionError)
 _loads = json.loads
 
+#: acompact runs requests at least this big in the loop's default executor.
+OFFLOAD_BYTES = 256 << 10
+
 
 def dumps(value: Any) -> bytes:
     """Compact JSON bytes, as sent to the core."""
@@ -354,35 +357,44 @@ class Compactor:
             parts.append((b"prompt_tokens", dumps(int(prompt_tokens))))
         return parts
 
-    def _begin(
+    def _begin_env(
         self,
         messages: Sequence[Message],
         config: Optional[Config],
         force: bool,
         prompt_tokens: Optional[int],
         host: bool,
-    ) -> Tuple[List[Message], bytes, List[Tuple[bytes, bytes]], Dict[str, Any]]:
+    ) -> Tuple[List[Message], bytes, List[Tuple[bytes, bytes]], bytes]:
         msgs, mj = _messages_json(messages)
         parts = self._compact_parts(config, force, prompt_tokens, host)
-        r = self._run(b"compact.begin", parts + [(b"messages", mj)])
-        return msgs, mj, parts, r
+        return msgs, mj, parts, _envelope(b"compact.begin", parts + [(b"messages", mj)])
 
-    def _finish(
-        self,
-        msgs: List[Message],
-        mj: bytes,
-        parts: List[Tuple[bytes, bytes]],
-        state: Any,
-        summary: Optional[str],
-        error: Optional[str],
-    ) -> CompactResult:
+    @staticmethod
+    def _finish_env(
+        mj: bytes, parts: List[Tuple[bytes, bytes]], state: Any, summary: Optional[str], error: Optional[str]
+    ) -> bytes:
+        """The finish envelope: the same params and the same messages bytes as begin
+        (joined, not re-encoded), plus state and summary or error."""
         tail = [(b"state", dumps(state))]
         if error is not None:
             tail.append((b"error", dumps(error)))
         else:
             tail.append((b"summary", dumps(summary)))
-        r = self._run(b"compact.finish", parts + tail + [(b"messages", mj)])
-        return _result(msgs, r)
+        return _envelope(b"compact.finish", parts + tail + [(b"messages", mj)])
+
+    async def _arun_env(self, env: bytes) -> Any:
+        """Run an envelope from a coroutine: big requests in the loop's default
+        executor (wasmtime releases the GIL while wasm runs), so the event loop stays
+        responsive; small ones inline, where a thread hop would cost more."""
+        pool = self._p()
+        if len(env) >= OFFLOAD_BYTES:
+            import asyncio  # not at module level: it costs start-up time for sync users
+
+            loop = asyncio.get_running_loop()
+            out = await loop.run_in_executor(None, pool.call, env)
+        else:
+            out = pool.call(env)
+        return parse_response(out)
 
     def compact(
         self,
@@ -402,11 +414,13 @@ class Compactor:
         ``report["fallback_used"]`` is true. ``prompt_tokens`` is the API-reported
         prompt size of the last response, preferred over the estimate.
         """
-        msgs, mj, parts, r = self._begin(messages, config, force, prompt_tokens, summarize is not None)
+        msgs, mj, parts, env = self._begin_env(messages, config, force, prompt_tokens, summarize is not None)
+        r = parse_response(self._p().call(env))
         if r.get("done"):
             return _result(msgs, r)
         summary, error = _run_sync_summarizer(summarize, r["summary_request"])
-        return self._finish(msgs, mj, parts, r["state"], summary, error)
+        env = self._finish_env(mj, parts, r["state"], summary, error)
+        return _result(msgs, parse_response(self._p().call(env)))
 
     async def acompact(
         self,
@@ -418,9 +432,12 @@ class Compactor:
         config: Optional[Config] = None,
     ) -> CompactResult:
         """``compact`` for an async summarizer (``async def summarize(request) ->
-        str``; a plain function works too). The wasm work itself runs inline (it is
-        milliseconds); no instance is held while the summarizer is awaited."""
-        msgs, mj, parts, r = self._begin(messages, config, force, prompt_tokens, summarize is not None)
+        str``; a plain function works too). The wasm work of a request of
+        ``OFFLOAD_BYTES`` (256 KiB) or more runs in the event loop's default executor
+        so the loop stays responsive; smaller ones run inline. No instance is held
+        while the summarizer is awaited."""
+        msgs, mj, parts, env = self._begin_env(messages, config, force, prompt_tokens, summarize is not None)
+        r = await self._arun_env(env)
         if r.get("done"):
             return _result(msgs, r)
         request = r["summary_request"]
@@ -433,7 +450,8 @@ class Compactor:
             summary, error = _check_summary(out)
         except Exception as e:  # the fallback covers any summarizer failure
             error = _describe(e)
-        return self._finish(msgs, mj, parts, r["state"], summary, error)
+        env = self._finish_env(mj, parts, r["state"], summary, error)
+        return _result(msgs, await self._arun_env(env))
 
 
 def _isawaitable(x: Any) -> bool:
