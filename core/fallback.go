@@ -20,6 +20,8 @@ const (
 	// fallbackErrorScan: only the newest tool outputs are searched for errors; older
 	// errors were usually fixed since, and scanning every output is the slow part.
 	fallbackErrorScan = 24
+	// fallbackFileScan: files are taken from the newest calls only, for the same reason.
+	fallbackFileScan = 80
 )
 
 // errorMarkers are substrings that flag a line of tool output as an error or a test
@@ -110,7 +112,7 @@ func extractiveSummary(msgs []message, p plan, why string) string {
 		errs[l], errs[r] = errs[r], errs[l]
 	}
 	// Files, from the newest calls back, listed in the order they were first named.
-	for k := len(callList) - 1; k >= 0 && len(files) < fallbackMaxFiles; k-- {
+	for k := len(callList) - 1; k >= max(0, len(callList)-fallbackFileScan) && len(files) < fallbackMaxFiles; k-- {
 		for _, f := range callPaths(callList[k].c) {
 			addFile(f)
 		}

@@ -183,10 +183,22 @@ func renderTurns(msgs []message, from, to, skip, headC, tailC int) string {
 // truncateMiddle keeps the first headC and last tailC characters of s and says how
 // many were left out between them.
 func truncateMiddle(s string, headC, tailC int) string {
+	if len(s) <= headC+tailC+40 { // bytes bound runes: short enough either way
+		return s
+	}
 	n := utf8.RuneCountInString(s)
 	if n <= headC+tailC+40 {
 		return s
 	}
-	r := []rune(s)
-	return string(r[:headC]) + "\n…[" + formatCount(n-headC-tailC) + " characters omitted]…\n" + string(r[n-tailC:])
+	head := 0
+	for k := 0; k < headC; k++ {
+		_, size := utf8.DecodeRuneInString(s[head:])
+		head += size
+	}
+	tail := len(s)
+	for k := 0; k < tailC; k++ {
+		_, size := utf8.DecodeLastRuneInString(s[:tail])
+		tail -= size
+	}
+	return s[:head] + "\n…[" + formatCount(n-headC-tailC) + " characters omitted]…\n" + s[tail:]
 }

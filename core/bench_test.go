@@ -1,0 +1,61 @@
+package core
+
+import (
+	"fmt"
+	"sort"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+// traceRequests builds compact.begin envelopes for every shared trace at a window.
+func traceRequests(b *testing.B, window int, extra string) ([][]byte, int64) {
+	traces := loadTraces(b)
+	names := make([]string, 0, len(traces))
+	for n := range traces {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var reqs [][]byte
+	var total int64
+	for _, n := range names {
+		req := []byte(fmt.Sprintf(`{"op":"compact.begin","force":true%s,"config":{"model":{"context_length":%d}},"messages":%s}`, extra, window, traces[n]))
+		reqs = append(reqs, req)
+		total += int64(len(req))
+	}
+	return reqs, total
+}
+
+// BenchmarkCompactTraces compacts every shared trace (input bytes to output bytes)
+// at a 32K window: in one call with the builtin summarizer, and as the host
+// protocol's begin + finish (the summarizer failing, so finish builds the same
+// extractive summary). MB/s is over the request bytes of all traces.
+func BenchmarkCompactTraces(b *testing.B) {
+	b.Run("builtin", func(b *testing.B) {
+		reqs, total := traceRequests(b, 32_000, `,"summarizer":"builtin"`)
+		b.SetBytes(total)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			for _, r := range reqs {
+				Call(r)
+			}
+		}
+	})
+	b.Run("begin+finish", func(b *testing.B) {
+		reqs, total := traceRequests(b, 32_000, "")
+		finishes := make([][]byte, len(reqs))
+		for k, r := range reqs {
+			state := gjson.GetBytes(Call(r), "result.state").Str
+			f := append([]byte(`{"op":"compact.finish","error":"benchmark","state":"`+state+`",`), r[len(`{"op":"compact.begin",`):]...)
+			finishes[k] = f
+		}
+		b.SetBytes(total)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			for k, r := range reqs {
+				Call(r)
+				Call(finishes[k])
+			}
+		}
+	})
+}

@@ -1,0 +1,115 @@
+package core
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzCall: no input makes Call panic or answer anything but one well-formed
+// envelope with exactly one of result or error (an error has a known code).
+func FuzzCall(f *testing.F) {
+	paths, _ := filepath.Glob("../testdata/*.json")
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		var suite vectorSuite
+		if json.Unmarshal(data, &suite) != nil {
+			continue
+		}
+		for i, c := range suite.Cases {
+			if i > 4 || len(data) > 200_000 {
+				break
+			}
+			req := map[string]json.RawMessage{}
+			for k, v := range c.Request {
+				req[k] = v
+			}
+			req["op"], _ = json.Marshal(suite.Op)
+			env, _ := json.Marshal(req)
+			f.Add(env)
+		}
+	}
+	f.Add([]byte(`{"op":"compact.begin","messages":[{"role":"tool","tool_call_id":"x","content":null}],"force":true}`))
+	f.Add([]byte(`{"op":"info"`))
+	f.Fuzz(func(t *testing.T, env []byte) {
+		out := Call(env)
+		var resp map[string]json.RawMessage
+		if err := json.Unmarshal(out, &resp); err != nil {
+			t.Fatalf("response is not JSON: %v\n%s", err, out)
+		}
+		_, hasResult := resp["result"]
+		e, hasError := resp["error"]
+		if hasResult == hasError || len(resp) != 1 {
+			t.Fatalf("want exactly one of result or error: %s", out)
+		}
+		if hasError {
+			var ce Error
+			if err := json.Unmarshal(e, &ce); err != nil || ce.Code == CodeInternal || !knownCode(ce.Code) {
+				t.Fatalf("bad error envelope (internal means a recovered panic): %s", out)
+			}
+		}
+	})
+}
+
+func knownCode(c ErrorCode) bool {
+	for _, k := range ErrorCodes {
+		if k == c {
+			return true
+		}
+	}
+	return false
+}
+
+// FuzzCompact: any message list that compact.begin accepts and compacts comes out
+// with well-formed tool pairs (a no-op returns the input as it was).
+func FuzzCompact(f *testing.F) {
+	f.Add([]byte(`[{"role":"system","content":"s"},{"role":"user","content":"u"},{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"a","content":"r"},{"role":"tool","tool_call_id":"zz","content":"orphan"},{"role":"user","content":"again"}]`), uint8(1), uint16(300))
+	f.Add([]byte(`[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"image_url","image_url":{"url":"x"}}]},{"role":"assistant","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":"c"}]`), uint8(0), uint16(50))
+	f.Fuzz(func(t *testing.T, msgs []byte, lastN uint8, window uint16) {
+		if !json.Valid(msgs) {
+			return
+		}
+		cfg := map[string]any{"model": map[string]any{"context_length": int(window) + 1}, "compression": map[string]any{"protect_last_n": int(lastN % 8)}}
+		env, _ := json.Marshal(map[string]any{"op": "compact.begin", "messages": json.RawMessage(msgs), "config": cfg, "force": true, "summarizer": "builtin"})
+		var resp struct {
+			Result *CompactResult `json:"result"`
+			Error  *Error         `json:"error"`
+		}
+		out := Call(env)
+		if err := json.Unmarshal(out, &resp); err != nil {
+			t.Fatalf("not JSON: %s", out)
+		}
+		if resp.Error != nil {
+			if resp.Error.Code == CodeInternal {
+				t.Fatalf("panic: %s", out)
+			}
+			return
+		}
+		var input []json.RawMessage
+		if json.Unmarshal(msgs, &input) != nil {
+			t.Fatalf("accepted a non-array: %s", msgs)
+		}
+		r := resp.Result
+		if r.Report.MessagesBefore != len(input) || len(r.Messages) != r.Report.MessagesAfter {
+			t.Fatalf("counts disagree: %s", out)
+		}
+		if !r.Report.Compacted {
+			return // returned unchanged, pre-existing problems included
+		}
+		v, _ := json.Marshal(map[string]any{"op": "validate", "messages": r.Messages})
+		var vr struct{ Result ValidateResult }
+		if err := json.Unmarshal(Call(v), &vr); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range vr.Result.Problems {
+			switch p.Code {
+			case ProblemOrphanToolResult, ProblemMissingToolResult:
+				t.Fatalf("compaction left %s at %s: %s", p.Code, p.Path, out)
+			}
+		}
+	})
+}
