@@ -122,14 +122,15 @@ class CompactionEngine:
         self,
         model: str,
         context_length: int,
-        base_url: str = "",
-        api_key: str = "",
-        provider: str = "",
-        api_mode: str = "",
+        base_url: Optional[str] = "",
+        api_key: Optional[str] = "",
+        provider: Optional[str] = "",
+        api_mode: Optional[str] = "",
     ) -> None:
         """Model switch or fallback: re-resolve the threshold for the new model (per-
         model overrides, small-context floor, Codex autoraise are the core's). The
-        breaker is cleared: the new window changes what fits. base_url, api_key and
+        breaker is cleared: the new window changes what fits. The parameter order is
+        the Hermes engine's (pass ``provider=`` by keyword); base_url, api_key and
         api_mode are accepted for signature compatibility and not stored."""
         with self._lock:
             m: Dict[str, Any] = dict(self._config.get("model") or {})
