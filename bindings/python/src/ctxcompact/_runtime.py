@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import mmap
 import os
 import sys
-import tempfile
 import threading
 from importlib import resources
 from pathlib import Path
@@ -156,10 +156,16 @@ def _check_cache(path: Path) -> bool:
     maps it; the file is then loaded with Module.deserialize_file (an mmap)."""
     try:
         want = _sidecar(path).read_text(encoding="ascii").strip()
-        blob = path.read_bytes()
-    except (OSError, UnicodeDecodeError):
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                return False
+            # Hash through an mmap: no 20 MB copy into a bytes object.
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                got = hashlib.sha256(mm).hexdigest()
+    except (OSError, ValueError, UnicodeDecodeError):
         return False
-    return len(want) == 64 and hashlib.sha256(blob).hexdigest() == want
+    return len(want) == 64 and got == want
 
 
 def _write_cache(path: Path, payload: bytes) -> bool:
@@ -167,6 +173,8 @@ def _write_cache(path: Path, payload: bytes) -> bool:
     os.replace. The module first, its digest last: a reader that sees a new module
     with an old digest refuses it and compiles. Any OS error (read-only dir, full
     disk) only means there is no cache: return False."""
+    import tempfile  # only on a cache miss: it costs ~6 ms of start-up to import
+
     tmps: List[str] = []
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
