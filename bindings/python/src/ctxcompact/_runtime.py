@@ -197,7 +197,8 @@ def _write_cache(path: Path, payload: bytes) -> bool:
 
 # --- engine, module, linker ---------------------------------------------------------
 
-_lock = threading.Lock()
+_lock = threading.Lock()  # engine creation and module loading
+_link_lock = threading.Lock()  # instantiation through the shared Linker
 _engine: Optional[wasmtime.Engine] = None
 _linker: Optional[wasmtime.Linker] = None
 _modules: Dict[Tuple[str, Optional[str]], "LoadedModule"] = {}
@@ -303,7 +304,8 @@ class Instance:
         store = wasmtime.Store(engine)
         # An empty WasiConfig: no files, no env, no args, stdio closed.
         store.set_wasi(wasmtime.WasiConfig())
-        inst = linker.instantiate(store, module)
+        with _link_lock:  # the shared Linker: instantiate from one thread at a time
+            inst = linker.instantiate(store, module)
         ex = inst.exports(store)
         self.store = store
         self._mem = _export(ex, "memory", wasmtime.Memory)
