@@ -473,3 +473,25 @@ def test_abi_mismatch():
     c = Compactor(wasm=_wat(abi=1), cache_dir=False)
     # (it "answers" with the first 2 bytes of the request it was given at 16)
     assert c.call_bytes(b'{"op":"info"}') == b'{"'
+
+
+def test_cache_and_calibration_wrappers():
+    c = Compactor({"model": {"name": "claude-sonnet-4", "provider": "openrouter"}})
+    msgs = conversation(n_turns=3, tool_output_chars=200)
+    before = copy.deepcopy(msgs)
+    r = c.cache_apply(msgs)
+    assert msgs == before, "cache_apply does not mutate the caller's messages"
+    assert len(r["messages"]) == len(msgs) and 1 <= r["markers"] <= 4
+    assert "cache_control" in json.dumps(r["messages"])
+    assert c.cache_apply(msgs, ttl="1h")["ttl"] == "1h"
+    pol = c.cache_policy()
+    assert pol["enabled"] is True and pol["status"].startswith("Prompt caching: ENABLED")
+    assert c.cache_policy(config={"model": {"name": "gpt-4.1"}})["enabled"] is False
+    sim = c.cache_simulate(msgs)
+    assert sim["requests"] and sim["strategies"]
+    est = c.count_tokens(msgs)["total"]
+    cal = c.calibrate(msgs, est * 2)
+    assert cal, "a calibration result"
+    with pytest.raises(CompactError) as ei:
+        c.calibrate(msgs, est * 100)
+    assert ei.value.path == "/prompt_tokens"
