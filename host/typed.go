@@ -11,6 +11,7 @@ import (
 // The typed methods below run one op each (see docs/OPS.md). messages is a JSON
 // array of chat messages and cfg a JSON config object (nil for the defaults); both
 // are sent as they are. A request the core rejects returns its *core.Error.
+// cache.apply and cache.simulate have no wrapper yet: use Invoke.
 
 // ThresholdResolve resolves the trigger threshold and the budgets of cfg.
 func (e *Engine) ThresholdResolve(ctx context.Context, cfg json.RawMessage) (core.ThresholdResult, error) {
@@ -54,6 +55,31 @@ func (e *Engine) TokensCount(ctx context.Context, messages json.RawMessage, enco
 func (e *Engine) Validate(ctx context.Context, messages json.RawMessage) (core.ValidateResult, error) {
 	var r core.ValidateResult
 	err := e.run(ctx, newRequest("validate").raw("messages", messages), &r)
+	return r, err
+}
+
+// TokensCalibrate returns the factor that scales the estimate of messages to
+// promptTokens, the API-reported count (config.tokens.calibration takes it).
+// fixedOverhead (0 for none) is the part of promptTokens the messages do not carry;
+// a non-nil baseline selects the delta method instead.
+func (e *Engine) TokensCalibrate(ctx context.Context, messages, cfg json.RawMessage, encoding string, promptTokens, fixedOverhead int, baseline *core.CalibrationBaseline) (core.CalibrateResult, error) {
+	var r core.CalibrateResult
+	req := newRequest("tokens.calibrate").raw("messages", messages).raw("config", cfg).str("encoding", encoding).
+		raw("prompt_tokens", json.RawMessage(fmt.Sprint(promptTokens))).num("fixed_overhead", fixedOverhead)
+	if baseline != nil {
+		req.raw("baseline", json.RawMessage(fmt.Sprintf(`{"message_count":%d,"prompt_tokens":%d}`,
+			baseline.MessageCount, baseline.PromptTokens)))
+	}
+	err := e.run(ctx, req, &r)
+	return r, err
+}
+
+// CachePolicy decides whether prompt-cache markers apply to the model and provider
+// of cfg (model and provider, when not "", override them) and returns the status
+// line a host shows.
+func (e *Engine) CachePolicy(ctx context.Context, cfg json.RawMessage, model, provider string) (core.CachePolicy, error) {
+	var r core.CachePolicy
+	err := e.run(ctx, newRequest("cache.policy").raw("config", cfg).str("model", model).str("provider", provider), &r)
 	return r, err
 }
 

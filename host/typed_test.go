@@ -59,7 +59,7 @@ func requireOps(t *testing.T, ops ...string) {
 
 // TestTypedMethods checks each typed method against core.Call on the same request.
 func TestTypedMethods(t *testing.T) {
-	requireOps(t, "threshold.resolve", "should_compress", "hygiene.check", "tokens.count", "validate", "prune", "sanitize")
+	requireOps(t, "threshold.resolve", "should_compress", "hygiene.check", "tokens.count", "validate", "prune", "sanitize", "tokens.calibrate", "cache.policy")
 	ctx := context.Background()
 	e := sharedEngine(t)
 	msgs := traceNamed(t, smallTrace)
@@ -97,6 +97,16 @@ func TestTypedMethods(t *testing.T) {
 	check("Prune", pr, wantPr, err)
 	if len(pr.Messages) == 0 || pr.Report.TokensBefore <= 0 {
 		t.Errorf("Prune: %d messages, report %+v", len(pr.Messages), pr.Report)
+	}
+	cal, err := e.TokensCalibrate(ctx, msgs, nil, "", 9000, 0, nil)
+	check("TokensCalibrate", cal, native[core.CalibrateResult](t, env(t, newRequest("tokens.calibrate").raw("messages", msgs).raw("prompt_tokens", json.RawMessage("9000")))), err)
+	if cal.Factor <= 0 || cal.PromptTokens != 9000 {
+		t.Errorf("TokensCalibrate: %+v", cal)
+	}
+	pol, err := e.CachePolicy(ctx, nil, "anthropic/claude-sonnet-4", "openrouter")
+	check("CachePolicy", pol, native[core.CachePolicy](t, []byte(`{"op":"cache.policy","model":"anthropic/claude-sonnet-4","provider":"openrouter"}`)), err)
+	if !pol.Enabled || pol.Status == "" {
+		t.Errorf("CachePolicy for Claude on OpenRouter: %+v", pol)
 	}
 	sa, err := e.Sanitize(ctx, json.RawMessage(`[{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"x","content":"orphan"}]`), "")
 	if err != nil || !reflect.DeepEqual(sa.Report.Removed, []int{1}) || len(sa.Messages) != 1 || len(sa.Archived) != 1 {
