@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/tidwall/gjson"
 )
 
 // FuzzCall: no input makes Call panic or answer anything but one well-formed
@@ -109,6 +111,40 @@ func FuzzCompact(f *testing.F) {
 			switch p.Code {
 			case ProblemOrphanToolResult, ProblemMissingToolResult:
 				t.Fatalf("compaction left %s at %s: %s", p.Code, p.Path, out)
+			}
+		}
+	})
+}
+
+// FuzzRawJSON: the raw walkers never panic, whatever the text, and on valid JSON
+// objects they see the same keys as gjson.
+func FuzzRawJSON(f *testing.F) {
+	for _, s := range []string{`{"a":1,"b":"x\"y","c":[1,{"d":2}]}`, `{n}`, `{"a"`, `[1,2`, `{"a":}`, `{"k\u00e9":"v"}`, `[{"x":"\\"}]`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var keys []string
+		forEachField(s, func(k, raw string) bool {
+			keys = append(keys, k)
+			_ = jsonStringChars(raw)
+			return true
+		})
+		forEachElement(s, func(raw string) bool { return true })
+		_ = rawField(s, "a")
+		if !gjson.Valid(s) || !gjson.Parse(s).IsObject() {
+			return
+		}
+		var want []string
+		gjson.Parse(s).ForEach(func(k, _ gjson.Result) bool {
+			want = append(want, k.Str)
+			return true
+		})
+		if len(keys) != len(want) {
+			t.Fatalf("keys %q, gjson sees %q", keys, want)
+		}
+		for i := range keys {
+			if keys[i] != want[i] {
+				t.Fatalf("keys %q, gjson sees %q", keys, want)
 			}
 		}
 	})

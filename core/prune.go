@@ -44,24 +44,31 @@ func indexCalls(msgs []message) callIndex {
 
 // keyArgument returns `name="value"` for the most telling argument of a call, or "".
 func keyArgument(c toolCall) string {
-	a := gjson.Parse(c.argsText())
-	if !a.IsObject() {
-		return ""
-	}
-	for _, k := range keyArgNames {
-		if v := a.Get(k); v.Exists() && (v.Type == gjson.String || v.Type == gjson.Number) && v.String() != "" {
-			return k + "=" + strconv.Quote(truncateRunes(v.String(), keyArgMaxChars))
+	// One raw pass: remember the most telling argument (by keyArgNames order) and the
+	// first non-empty string; decode only the one chosen.
+	bestRank, bestKey, bestRaw := len(keyArgNames), "", ""
+	firstKey, firstRaw := "", ""
+	forEachField(c.argsText(), func(k, raw string) bool {
+		str := raw[0] == '"' && len(raw) > 2
+		if str && firstKey == "" {
+			firstKey, firstRaw = k, raw
 		}
-	}
-	var first string
-	a.ForEach(func(k, v gjson.Result) bool {
-		if v.Type == gjson.String && v.Str != "" {
-			first = k.Str + "=" + strconv.Quote(truncateRunes(v.Str, keyArgMaxChars))
-			return false
+		if rank := indexOf(keyArgNames, k); rank >= 0 && rank < bestRank && (str || raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
+			bestRank, bestKey, bestRaw = rank, k, raw
 		}
 		return true
 	})
-	return first
+	if bestKey == "" {
+		bestKey, bestRaw = firstKey, firstRaw
+	}
+	if bestKey == "" {
+		return ""
+	}
+	v := bestRaw
+	if v[0] == '"' {
+		v = decodeString(v)
+	}
+	return bestKey + "=" + strconv.Quote(truncateRunes(v, keyArgMaxChars))
 }
 
 // describeCall renders a call as name(key="value").

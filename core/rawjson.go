@@ -9,7 +9,8 @@ import (
 
 // Raw JSON walking without decoding. gjson decodes every string it returns; the hot
 // paths (reading roles, sizing contents) only need where a value starts and ends.
-// These functions assume valid JSON: every request is validated once on entry.
+// Requests are validated once on entry; on text that is not valid JSON (a tool
+// call's arguments string, say) these functions stop early and never panic.
 
 // forEachField calls fn with each key and raw value of the JSON object obj, in order,
 // until fn returns false. Keys with escapes are decoded.
@@ -28,14 +29,26 @@ func forEachField(obj string, fn func(key, raw string) bool) {
 			i++
 			continue
 		}
-		kEnd := skipValue(obj, i)
+		if obj[i] != '"' {
+			return // not valid JSON: stop rather than misread
+		}
+		kEnd := skipString(obj, i)
+		if kEnd-1 <= i || obj[kEnd-1] != '"' {
+			return
+		}
 		key := obj[i+1 : kEnd-1]
 		if hasByte(key, '\\') {
 			key = gjson.Parse(obj[i:kEnd]).Str
 		}
 		i = skipSpace(obj, kEnd)
-		i = skipSpace(obj, i+1) // the colon
+		if i >= len(obj) || obj[i] != ':' {
+			return
+		}
+		i = skipSpace(obj, i+1)
 		vEnd := skipValue(obj, i)
+		if vEnd <= i {
+			return
+		}
 		if !fn(key, obj[i:vEnd]) {
 			return
 		}
@@ -61,6 +74,9 @@ func forEachElement(arr string, fn func(raw string) bool) {
 			continue
 		}
 		end := skipValue(arr, i)
+		if end <= i {
+			return // not valid JSON
+		}
 		if !fn(arr[i:end]) {
 			return
 		}
