@@ -95,6 +95,9 @@ func (e *Engine) compile(ctx context.Context) error {
 	}
 	compiled, err := e.runtime.CompileModule(ctx, e.cfg.binary)
 	if err != nil {
+		if e.cfg.memoryPages > 0 && compilesWithoutLimit(ctx, e.cfg.binary) {
+			return fmt.Errorf("%w: %w", e.limitTooSmall(), err)
+		}
 		return fmt.Errorf("%w: compiling: %w", ErrBadBinary, err)
 	}
 	e.compiled = compiled
@@ -107,6 +110,20 @@ func (e *Engine) compile(ctx context.Context) error {
 		e.modCfg = e.modCfg.WithStderr(e.cfg.stderr)
 	}
 	return nil
+}
+
+// compilesWithoutLimit tells a memory limit below the module's declared minimum
+// from a bad binary, on the error path only.
+func compilesWithoutLimit(ctx context.Context, bin []byte) bool {
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
+	defer rt.Close(ctx)
+	_, err := rt.CompileModule(ctx, bin)
+	return err == nil
+}
+
+func (e *Engine) limitTooSmall() error {
+	return fmt.Errorf("ctxcompact: the memory limit of %d pages (%d MiB) is too small for the module",
+		e.cfg.memoryPages, e.cfg.memoryPages/16)
 }
 
 // Call runs one request envelope {"op": ..., ...} on an instance and returns the

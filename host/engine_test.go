@@ -108,6 +108,17 @@ func TestNewRejectsABIMismatch(t *testing.T) {
 	}
 }
 
+// TestMemoryLimitTooSmall: a limit below what the module needs is reported as such,
+// not as a bad binary, both below the declared minimum and during _initialize.
+func TestMemoryLimitTooSmall(t *testing.T) {
+	for _, mb := range []uint32{1, 12} {
+		_, err := New(context.Background(), WithCompilationCache(cacheDir), WithMemoryLimitMB(mb))
+		if err == nil || errors.Is(err, ErrBadBinary) || !strings.Contains(err.Error(), "memory limit") {
+			t.Errorf("WithMemoryLimitMB(%d): %v, want a memory-limit error", mb, err)
+		}
+	}
+}
+
 // TestCoreErrors checks that an error envelope becomes a *core.Error that matches
 // its code with errors.Is.
 func TestCoreErrors(t *testing.T) {

@@ -3,6 +3,7 @@ package host
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/bits"
 
@@ -23,6 +24,10 @@ type instance struct {
 	reqBuf, reqCap uint32
 }
 
+// errInitialize marks a failed _initialize, which under a memory limit means the
+// limit is too small.
+var errInitialize = errors.New("_initialize failed")
+
 // newInstance instantiates the compiled module, runs _initialize once and checks
 // ctxc_abi_version.
 func (e *Engine) newInstance(ctx context.Context) (*instance, error) {
@@ -39,6 +44,12 @@ func (e *Engine) newInstance(ctx context.Context) (*instance, error) {
 		resultLen: mod.ExportedFunction("ctxc_result_len"),
 	}
 	if err := inst.start(ctx, e.abi.ABIVersion); err != nil {
+		switch {
+		case errors.Is(err, errInitialize) && e.cfg.memoryPages > 0:
+			err = fmt.Errorf("%w: %w", e.limitTooSmall(), err)
+		case errors.Is(err, errInitialize):
+			err = fmt.Errorf("%w: %w", ErrBadBinary, err)
+		}
 		_ = mod.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
@@ -51,7 +62,7 @@ func (inst *instance) start(ctx context.Context, want uint32) error {
 		return fmt.Errorf("%w: the instance lacks memory or a ctxc_* export", ErrABIMismatch)
 	}
 	if _, err := inst.mod.ExportedFunction("_initialize").Call(ctx); err != nil {
-		return fmt.Errorf("%w: _initialize: %w", ErrBadBinary, err)
+		return fmt.Errorf("%w: %w", errInitialize, err)
 	}
 	got, err := inst.mod.ExportedFunction("ctxc_abi_version").Call(ctx)
 	if err != nil {
