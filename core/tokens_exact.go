@@ -5,13 +5,12 @@ import (
 	"sync"
 
 	"github.com/tidwall/gjson"
-	"github.com/tiktoken-go/tokenizer/codec"
 )
 
-// Exact counting with tiktoken's o200k_base and cl100k_base (DESIGN §7), through
-// github.com/tiktoken-go/tokenizer. Only the codec package is imported, and only
-// its two constructors are called, so the linker drops the other vocabularies
-// (r50k, p50k) from the wasm module; see docs/TOKENS.md for the sizes.
+// Exact counting with tiktoken's o200k_base and cl100k_base (DESIGN §7), by our
+// byte-pair encoder over embedded rank tables (tokens_bpe.go). The counts equal
+// github.com/tiktoken-go/tokenizer's, which generated the tables and which a test
+// compares against; the library is not linked: see docs/TOKENS.md for the sizes.
 //
 // The per-message rule is OpenAI's documented one for chat models (the cookbook's
 // num_tokens_from_messages), extended to tool calls and content parts:
@@ -36,20 +35,27 @@ const (
 	exactReplyTokens    = 3
 )
 
-// exactEncoding is one tiktoken encoding, its codec built on first use (building
-// the o200k vocabulary map takes tens of milliseconds, more inside wasm).
+// exactEncoding is one tiktoken encoding, its encoder built from the embedded rank
+// table on first use (the rank map; see docs/TOKENS.md for the time it takes).
 type exactEncoding struct {
-	name  string
-	id    uint8 // distinguishes encodings in countCache keys
-	newFn func() *codec.Codec
-	once  sync.Once
-	codec *codec.Codec
+	name    string
+	id      uint8 // distinguishes encodings in countCache keys
+	table   string
+	pattern string
+	once    sync.Once
+	bpe     *bpe
 }
 
 var (
-	o200k  = &exactEncoding{name: EncodingO200k, id: 1, newFn: codec.NewO200kBase}
-	cl100k = &exactEncoding{name: EncodingCl100k, id: 2, newFn: codec.NewCl100kBase}
+	o200k  = &exactEncoding{name: EncodingO200k, id: 1, table: o200kTable, pattern: o200kPattern}
+	cl100k = &exactEncoding{name: EncodingCl100k, id: 2, table: cl100kTable, pattern: cl100kPattern}
 )
+
+// encoder returns the encoder, building it on the first call.
+func (e *exactEncoding) encoder() *bpe {
+	e.once.Do(func() { e.bpe = newBPE(e.table, e.pattern) })
+	return e.bpe
+}
 
 // counter returns the uncalibrated tokenCounter of the encoding.
 func (e *exactEncoding) counter() tokenCounter {
@@ -62,11 +68,11 @@ func (e *exactEncoding) count(s string) int {
 	if s == "" {
 		return 0
 	}
-	e.once.Do(func() { e.codec = e.newFn() })
-	n, err := e.codec.Count(s)
+	n, err := e.encoder().count(s)
 	if err != nil {
-		// Count fails only on a regexp engine error, which the compiled splitter
-		// does not produce; fall back to the rough estimate rather than 0.
+		// count fails only on a regexp engine error (a timeout), which the
+		// splitter, with no timeout set, does not produce; fall back to the rough
+		// estimate rather than 0.
 		return (len(s) + roughCharsPerToken - 1) / roughCharsPerToken
 	}
 	return n

@@ -1,0 +1,281 @@
+package core
+
+import (
+	_ "embed"
+	"unicode/utf8"
+
+	"github.com/dlclark/regexp2/v2"
+)
+
+// Byte-pair encoding for the exact encodings, over rank tables embedded as data
+// (core/vocab/<encoding>.bin, written by core/internal/vocabgen from
+// github.com/tiktoken-go/tokenizer): the token bytes in rank order, each behind a
+// uvarint length. The library's own vocabularies are Go map literals, ~10 MB of
+// code in the wasm module that every runtime must compile; these tables are 2.3 MB
+// of data, and the rank map is built from one on the first count with its
+// encoding (docs/TOKENS.md has the sizes and times).
+
+//go:embed vocab/o200k_base.bin
+var o200kTable string
+
+//go:embed vocab/cl100k_base.bin
+var cl100kTable string
+
+// The pre-tokenizer patterns of tiktoken's encodings, as tiktoken (openai_public.py)
+// and github.com/tiktoken-go/tokenizer write them. The text is split into pieces
+// with the pattern; each piece is encoded on its own.
+const (
+	o200kPattern  = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	cl100kPattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+)
+
+// vocabMagic starts every rank table; see core/internal/vocabgen for the format.
+const vocabMagic = "ctxcvocab1\n"
+
+// bpe is one encoding's rank map and pre-tokenizer. It is read-only once built and
+// safe for concurrent use.
+type bpe struct {
+	ranks map[string]uint32
+	split *regexp2.Regexp
+}
+
+// newBPE builds the encoder from a rank table and a split pattern. The keys of the
+// rank map are substrings of table, so building it copies no token bytes. A
+// malformed table is a build error of this package (the tables are generated and
+// pinned by a test), so it panics.
+func newBPE(table, pattern string) *bpe {
+	if len(table) < len(vocabMagic) || table[:len(vocabMagic)] != vocabMagic {
+		panic("ctxcompact: rank table: bad magic")
+	}
+	pos := len(vocabMagic)
+	uvarint := func() int {
+		var x uint64
+		for shift := 0; pos < len(table) && shift < 64; shift += 7 {
+			b := table[pos]
+			pos++
+			x |= uint64(b&0x7f) << shift
+			if b < 0x80 {
+				return int(x)
+			}
+		}
+		panic("ctxcompact: rank table: truncated varint")
+	}
+	n := uvarint()
+	ranks := make(map[string]uint32, n)
+	for r := 0; r < n; r++ {
+		l := uvarint()
+		if l <= 0 || pos+l > len(table) {
+			panic("ctxcompact: rank table: bad token length")
+		}
+		ranks[table[pos:pos+l]] = uint32(r)
+		pos += l
+	}
+	if pos != len(table) || len(ranks) != n {
+		panic("ctxcompact: rank table: trailing bytes or duplicate tokens")
+	}
+	return &bpe{ranks: ranks, split: regexp2.MustCompile(pattern, regexp2.None)}
+}
+
+// count returns the number of tokens of s, special-token text included as ordinary
+// text (tiktoken's encode_ordinary). The pieces are the pattern's matches on the
+// runes of s, so an invalid UTF-8 byte counts as U+FFFD, as in the library.
+func (b *bpe) count(s string) (int, error) {
+	n := 0
+	var buf []byte
+	m, err := b.split.FindStringMatch(s)
+	for ; m != nil && err == nil; m, err = b.split.FindNextMatch(m) {
+		buf = buf[:0]
+		for _, r := range m.Runes() {
+			buf = utf8.AppendRune(buf, r)
+		}
+		n += b.pieceTokens(buf)
+	}
+	return n, err
+}
+
+// pieceTokens returns the number of tokens of one piece: 1 if the piece is a token,
+// else the number of parts left when merging adjacent parts, lowest rank first,
+// stops (tiktoken's byte_pair_merge).
+func (b *bpe) pieceTokens(piece []byte) int {
+	if len(piece) == 0 {
+		return 0
+	}
+	if _, ok := b.ranks[string(piece)]; ok {
+		return 1
+	}
+	if len(piece) < bpeHeapThreshold {
+		return b.mergeScan(piece)
+	}
+	return b.mergeHeap(piece)
+}
+
+// noMerge is the rank of a pair that is not a token.
+const noMerge = ^uint32(0)
+
+// bpeHeapThreshold is the piece length from which mergeHeap (O(n log n)) replaces
+// mergeScan (O(n^2), faster on short pieces).
+const bpeHeapThreshold = 128
+
+// rank returns the rank of piece[i:j], or noMerge.
+func (b *bpe) rank(piece []byte, i, j int) uint32 {
+	if r, ok := b.ranks[string(piece[i:j])]; ok {
+		return r
+	}
+	return noMerge
+}
+
+// mergeScan merges with a linear scan for the lowest-ranked pair; among equal
+// ranks the leftmost pair merges first. start[k] is where part k begins;
+// pair[k] is the rank of parts k and k+1 merged.
+func (b *bpe) mergeScan(piece []byte) int {
+	var startBuf [bpeHeapThreshold + 1]int32
+	var pairBuf [bpeHeapThreshold]uint32
+	n := len(piece)
+	start := startBuf[:n+1] // start[n] = n closes the last part
+	pair := pairBuf[:n]
+	for i := 0; i <= n; i++ {
+		start[i] = int32(i)
+	}
+	for i := 0; i+1 < n; i++ {
+		pair[i] = b.rank(piece, i, i+2)
+	}
+	pair[n-1] = noMerge
+	parts := n
+	for parts > 1 {
+		best, at := noMerge, -1
+		for k := 0; k < parts-1; k++ {
+			if pair[k] < best {
+				best, at = pair[k], k
+			}
+		}
+		if at < 0 {
+			break
+		}
+		// Merge parts at and at+1: drop boundary at+1.
+		copy(start[at+1:parts], start[at+2:parts+1])
+		copy(pair[at+1:parts-1], pair[at+2:parts])
+		parts--
+		pair[parts-1] = noMerge
+		if at+1 < parts {
+			pair[at] = b.rank(piece, int(start[at]), int(start[at+2]))
+		} else {
+			pair[at] = noMerge
+		}
+		if at > 0 {
+			pair[at-1] = b.rank(piece, int(start[at-1]), int(start[at+1]))
+		}
+	}
+	return parts
+}
+
+// mergeHeap gives mergeScan's result in O(n log n) for long pieces (a run of
+// symbols or a long word): parts form a linked list of boundaries and candidate
+// pairs wait in a min-heap by (rank, offset), so among equal ranks the leftmost
+// pair merges first, as in the scan. A popped candidate whose rank is stale (one
+// of its parts merged since) is skipped.
+func (b *bpe) mergeHeap(piece []byte) int {
+	n := int32(len(piece))
+	next := make([]int32, n+1) // next boundary; -1 after the end
+	prev := make([]int32, n+1)
+	pair := make([]uint32, n+1) // rank of the part starting here merged with the next
+	for i := int32(0); i <= n; i++ {
+		next[i], prev[i], pair[i] = i+1, i-1, noMerge
+	}
+	next[n] = -1
+	rankAt := func(i int32) uint32 {
+		j := next[i]
+		if j < 0 || j == n {
+			return noMerge
+		}
+		return b.rank(piece, int(i), int(next[j]))
+	}
+	h := make(mergeQueue, 0, n)
+	for i := int32(0); i+1 < n; i++ {
+		if pair[i] = rankAt(i); pair[i] != noMerge {
+			h = append(h, mergeItem{pair[i], i})
+		}
+	}
+	h.init()
+	parts := int(n)
+	for len(h) > 0 {
+		top := h.pop()
+		i := top.at
+		if pair[i] != top.rank {
+			continue
+		}
+		j := next[i] // the boundary that disappears
+		pair[j] = noMerge
+		next[i] = next[j]
+		if next[j] >= 0 {
+			prev[next[j]] = i
+		}
+		parts--
+		if pair[i] = rankAt(i); pair[i] != noMerge {
+			h.push(mergeItem{pair[i], i})
+		}
+		if p := prev[i]; p >= 0 {
+			if pair[p] = rankAt(p); pair[p] != noMerge {
+				h.push(mergeItem{pair[p], p})
+			}
+		}
+	}
+	return parts
+}
+
+type mergeItem struct {
+	rank uint32
+	at   int32
+}
+
+// mergeQueue is a binary min-heap of merge candidates by rank, then offset.
+type mergeQueue []mergeItem
+
+func (h mergeQueue) less(a, b int) bool {
+	return h[a].rank < h[b].rank || h[a].rank == h[b].rank && h[a].at < h[b].at
+}
+
+func (h mergeQueue) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h *mergeQueue) push(it mergeItem) {
+	*h = append(*h, it)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !q.less(i, p) {
+			break
+		}
+		q[i], q[p] = q[p], q[i]
+		i = p
+	}
+}
+
+func (h *mergeQueue) pop() mergeItem {
+	q := *h
+	top := q[0]
+	last := len(q) - 1
+	q[0] = q[last]
+	*h = q[:last]
+	h.down(0)
+	return top
+}
+
+func (h mergeQueue) down(i int) {
+	for {
+		c := 2*i + 1
+		if c >= len(h) {
+			return
+		}
+		if r := c + 1; r < len(h) && h.less(r, c) {
+			c = r
+		}
+		if !h.less(c, i) {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
+}
