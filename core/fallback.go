@@ -185,26 +185,23 @@ func orNone(s string) string {
 // path-looking words of a shell command.
 func callPaths(c toolCall) []string {
 	var out []string
-	forEachField(c.argsText(), func(k, raw string) bool {
-		if raw[0] != '"' {
-			return true
-		}
-		switch {
-		case contains(pathArgNames, k):
-			if v := decodeString(raw); v != "" {
+	c.argsField(pathAndCommandArgs, func(k, v string) {
+		if k != "command" && k != "cmd" {
+			if v != "" {
 				out = append(out, v)
 			}
-		case k == "command" || k == "cmd":
-			for _, w := range strings.Fields(decodeString(raw)) {
-				if looksLikePath(w) {
-					out = append(out, w)
-				}
+			return
+		}
+		for _, w := range strings.Fields(v) {
+			if looksLikePath(w) {
+				out = append(out, w)
 			}
 		}
-		return true
 	})
 	return out
 }
+
+var pathAndCommandArgs = append(append([]string{}, pathArgNames...), "command", "cmd")
 
 // looksLikePath accepts words like src/app.py, ./x, /etc/hosts or main.go, and
 // rejects URLs, flags and shell syntax.

@@ -149,3 +149,38 @@ func FuzzRawJSON(f *testing.F) {
 		}
 	})
 }
+
+// FuzzExcerpt: cutting a raw JSON string without decoding it gives the same text
+// as decoding it and then cutting.
+func FuzzExcerpt(f *testing.F) {
+	f.Add("hello world, this is a long line", 3, 4)
+	f.Add(`tab\there "quoted" \u00e9 \ud83d\ude00 end`, 2, 2)
+	f.Fuzz(func(t *testing.T, text string, headC, tailC int) {
+		headC, tailC = int(uint(headC)%50), int(uint(tailC)%50)
+		raw, _ := json.Marshal(text)
+		want := truncateMiddle(gjson.ParseBytes(raw).Str, headC, tailC)
+		if got := excerptJSONString(string(raw), headC, tailC); got != want {
+			t.Fatalf("excerpt of %s (%d,%d):\n got %q\nwant %q", raw, headC, tailC, got, want)
+		}
+	})
+}
+
+// FuzzEscapedArgs: finding a string argument in the raw, doubly escaped arguments
+// text gives the value that decoding the arguments gives.
+func FuzzEscapedArgs(f *testing.F) {
+	f.Add("src/app.py", `x "path": "fake" \" \\`, "ls -la")
+	f.Fuzz(func(t *testing.T, path, content, command string) {
+		args, _ := json.Marshal(map[string]string{"content": content, "path": path, "command": command})
+		raw, _ := json.Marshal(string(args))
+		for key, want := range map[string]string{"path": path, "command": command, "content": content} {
+			want = gjson.Get(string(args), gjson.Escape(key)).Str // json.Marshal replaced invalid UTF-8
+			got, ok := escapedArgString(string(raw), key)
+			if !ok || got != want {
+				t.Fatalf("%s in %s: got %q (%v), want %q", key, raw, got, ok, want)
+			}
+		}
+		if _, ok := escapedArgString(string(raw), "missing"); ok {
+			t.Fatalf("found a key that is not there in %s", raw)
+		}
+	})
+}

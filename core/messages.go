@@ -76,6 +76,81 @@ func (c toolCall) argsText() string {
 	return c.args.Raw
 }
 
+// bigArgs is the size above which argsField finds arguments without decoding them.
+const bigArgs = 8 << 10
+
+// argsField calls fn with each top-level field of the call's arguments whose value is
+// a string, decoded. Small arguments are decoded and walked; big ones (a file's
+// content to write can be megabytes) are searched in their raw text for the keys in
+// want: inside the arguments string, a structural quote is escaped once (\") while a
+// quote inside one of its string values is escaped twice (\\\"), so a key found
+// with exactly one backslash before its quotes is a key, not text.
+func (c toolCall) argsField(want []string, fn func(key, value string)) {
+	raw := c.args.Raw
+	if c.args.Type != gjson.String || len(raw) <= bigArgs {
+		forEachField(c.argsText(), func(k, v string) bool {
+			if v[0] == '"' && contains(want, k) {
+				fn(k, decodeString(v))
+			}
+			return true
+		})
+		return
+	}
+	for _, key := range want {
+		if v, ok := escapedArgString(raw, key); ok {
+			fn(key, v)
+		}
+	}
+}
+
+// escapedArgString finds `\"key\": \"value\"` in the raw JSON string raw that holds
+// a JSON object, and returns value decoded.
+func escapedArgString(raw, key string) (string, bool) {
+	pat := `\"` + key + `\"`
+	for off := 0; off < len(raw); {
+		k := strings.Index(raw[off:], pat)
+		if k < 0 {
+			return "", false
+		}
+		at := off + k
+		off = at + len(pat)
+		if at > 0 && raw[at-1] == '\\' {
+			continue // the quote is text inside a value, escaped twice
+		}
+		i := off
+		for i < len(raw) && raw[i] == ' ' {
+			i++
+		}
+		if i >= len(raw) || raw[i] != ':' {
+			continue
+		}
+		i++
+		for i < len(raw) && raw[i] == ' ' {
+			i++
+		}
+		if !strings.HasPrefix(raw[i:], `\"`) {
+			continue
+		}
+		start := i + 2
+		for j := start; j < len(raw); j++ {
+			if raw[j] != '"' || raw[j-1] != '\\' {
+				continue
+			}
+			bs := 0
+			for b := j - 1; b >= start && raw[b] == '\\'; b-- {
+				bs++
+			}
+			if bs%4 != 1 { // 3: an escaped quote inside the value; 5: a backslash then the end
+				continue
+			}
+			once := decodeString(`"` + raw[start:j-1] + `"`) // undo the outer escaping
+			return decodeString(`"` + once + `"`), true
+		}
+		return "", false
+	}
+	return "", false
+}
+
 // isToolResult reports whether m carries a tool result, so that it belongs to the
 // group of the assistant message that made the call.
 func (m *message) isToolResult() bool { return m.role == "tool" }

@@ -44,31 +44,25 @@ func indexCalls(msgs []message) callIndex {
 
 // keyArgument returns `name="value"` for the most telling argument of a call, or "".
 func keyArgument(c toolCall) string {
-	// One raw pass: remember the most telling argument (by keyArgNames order) and the
-	// first non-empty string; decode only the one chosen.
-	bestRank, bestKey, bestRaw := len(keyArgNames), "", ""
-	firstKey, firstRaw := "", ""
-	forEachField(c.argsText(), func(k, raw string) bool {
-		str := raw[0] == '"' && len(raw) > 2
-		if str && firstKey == "" {
-			firstKey, firstRaw = k, raw
+	best, bestKey, bestVal := len(keyArgNames), "", ""
+	c.argsField(keyArgNames, func(k, v string) {
+		if rank := indexOf(keyArgNames, k); v != "" && rank < best {
+			best, bestKey, bestVal = rank, k, v
 		}
-		if rank := indexOf(keyArgNames, k); rank >= 0 && rank < bestRank && (str || raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
-			bestRank, bestKey, bestRaw = rank, k, raw
-		}
-		return true
 	})
-	if bestKey == "" {
-		bestKey, bestRaw = firstKey, firstRaw
+	if bestKey == "" && len(c.args.Raw) <= bigArgs {
+		forEachField(c.argsText(), func(k, raw string) bool { // else the first string argument
+			if raw[0] == '"' && len(raw) > 2 {
+				bestKey, bestVal = k, decodeString(raw)
+				return false
+			}
+			return true
+		})
 	}
 	if bestKey == "" {
 		return ""
 	}
-	v := bestRaw
-	if v[0] == '"' {
-		v = decodeString(v)
-	}
-	return bestKey + "=" + strconv.Quote(truncateRunes(v, keyArgMaxChars))
+	return bestKey + "=" + strconv.Quote(truncateRunes(bestVal, keyArgMaxChars))
 }
 
 // describeCall renders a call as name(key="value").

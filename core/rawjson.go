@@ -191,19 +191,35 @@ func hasByte(s string, b byte) bool {
 // jsonStringChars counts the characters of a raw JSON string without decoding it:
 // an escape counts as the one character it stands for (a surrogate pair as one).
 func jsonStringChars(raw string) int {
-	n := 0
-	for i, end := 1, len(raw)-1; i < end; {
-		if j := plainRun(raw, i, end); j > i {
-			n += j - i
+	n, _ := jsonCharOffset(raw, -1)
+	return n
+}
+
+// jsonCharOffset walks the raw JSON string raw and returns the number of characters
+// it holds and, when limit >= 0, the byte offset in raw where character number
+// limit starts (len(raw)-1, the closing quote, if there are fewer).
+func jsonCharOffset(raw string, limit int) (count, offset int) {
+	end := len(raw) - 1
+	i := 1
+	for i < end {
+		if count == limit {
+			return count, i
+		}
+		stop := end
+		if limit >= 0 {
+			stop = min(end, i+limit-count) // plain bytes are one character each
+		}
+		if j := plainRun(raw, i, stop); j > i {
+			count += j - i
 			i = j
 			continue
 		}
 		switch b := raw[i]; {
 		case b == '\\':
 			switch {
-			case raw[i+1] != 'u':
+			case i+1 < end && raw[i+1] != 'u':
 				i += 2
-			case i+12 <= len(raw)-1 && raw[i+6] == '\\' && raw[i+7] == 'u' &&
+			case i+12 <= end && raw[i+6] == '\\' && raw[i+7] == 'u' &&
 				hexValue(raw[i+2:i+6]) >= 0xD800 && hexValue(raw[i+2:i+6]) < 0xDC00:
 				i += 12 // a surrogate pair is one character
 			default:
@@ -215,9 +231,22 @@ func jsonStringChars(raw string) int {
 			_, size := utf8.DecodeRuneInString(raw[i:])
 			i += size
 		}
-		n++
+		count++
 	}
-	return n
+	return count, max(min(i, end), 0)
+}
+
+// excerptJSONString returns the text of the raw JSON string raw, or when it holds
+// more than headC+tailC+40 characters, its first headC and last tailC characters
+// around a note of how many were left out. Only the kept parts are decoded.
+func excerptJSONString(raw string, headC, tailC int) string {
+	n := jsonStringChars(raw)
+	if n <= headC+tailC+40 {
+		return decodeString(raw)
+	}
+	_, head := jsonCharOffset(raw, headC)
+	_, tail := jsonCharOffset(raw, n-tailC)
+	return decodeString(raw[:head]+`"`) + "\n…[" + formatCount(n-headC-tailC) + " characters omitted]…\n" + decodeString(`"`+raw[tail:])
 }
 
 // plainRun returns the index of the first byte in s[i:end] that is a backslash or

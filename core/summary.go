@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
 )
 
 // Serialization bounds for the summarizer's view of the middle.
@@ -126,29 +128,78 @@ func buildSummaryRequest(msgs []message, p plan, cc CompressionConfig) SummaryRe
 }
 
 // serializeTurns renders msgs[from:to] (skipping index skip) as numbered turns,
-// truncating long bodies head+tail; if the result exceeds budget characters, the
-// per-body cap halves until it fits or reaches minBodyChars, and then the oldest
-// turns are cut.
+// truncating long bodies head+tail; if the result would exceed budget characters,
+// the per-body cap halves until it fits or reaches minBodyChars, and then the oldest
+// turns are left out. Sizes are worked out from character counts first, so the
+// turns are decoded and rendered once.
 func serializeTurns(msgs []message, from, to, skip, budget int) string {
-	headC, tailC := bodyHeadChars, bodyTailChars
-	for {
-		s := renderTurns(msgs, from, to, skip, headC, tailC)
-		if len(s) <= budget || headC+tailC <= minBodyChars {
-			if len(s) > budget && budget > 0 {
-				cut := len(s) - budget
-				for cut < len(s) && !utf8.RuneStart(s[cut]) {
-					cut++
-				}
-				s = "…[" + formatCount(cut) + " characters of the oldest turns omitted to fit the summarizer's window]…\n" + s[cut:]
-			}
-			return s
+	type size struct{ content, header int }
+	sizes := make([]size, to-from)
+	argChars := make([][]int, to-from)
+	for i := from; i < to; i++ {
+		m := &msgs[i]
+		sz := size{header: turnHeaderEstimate}
+		if len(m.contentRaw) > 0 && m.contentRaw[0] == '"' {
+			sz.content = jsonStringChars(m.contentRaw)
+		} else if len(m.contentRaw) > 0 && m.contentRaw[0] == '[' {
+			sz.content = utf8.RuneCountInString(m.text())
 		}
+		for _, c := range m.calls {
+			n := len(c.args.Raw)
+			if c.args.Type == gjson.String {
+				n = jsonStringChars(c.args.Raw)
+			}
+			argChars[i-from] = append(argChars[i-from], n)
+		}
+		sizes[i-from] = sz
+	}
+	clip := func(n, h, t int) int {
+		if n <= h+t+40 {
+			return n
+		}
+		return h + t + 40
+	}
+	turnSize := func(k, h, t int) int {
+		if from+k == skip {
+			return 0
+		}
+		n := sizes[k].header + clip(sizes[k].content, h, t)
+		for _, a := range argChars[k] {
+			n += turnHeaderEstimate/2 + clip(a, h/2, t/2)
+		}
+		return n
+	}
+	total := func(h, t int) int {
+		sum := 0
+		for k := range sizes {
+			sum += turnSize(k, h, t)
+		}
+		return sum
+	}
+	headC, tailC := bodyHeadChars, bodyTailChars
+	for total(headC, tailC) > budget && headC+tailC > minBodyChars {
 		headC, tailC = headC/2, tailC/2
 	}
+	// Leave out the oldest turns that still do not fit.
+	first, kept := from, total(headC, tailC)
+	for budget > 0 && kept > budget && first < to-1 {
+		kept -= turnSize(first-from, headC, tailC)
+		first++
+	}
+	s := renderTurns(msgs, first, to, skip, headC, tailC)
+	if first > from {
+		s = "…[turns #" + strconv.Itoa(from) + "–#" + strconv.Itoa(first-1) + " omitted to fit the summarizer's window]…\n\n" + s
+	}
+	return s
 }
+
+// turnHeaderEstimate is the rough size of a turn's header line ("[#12 tool result
+// of read_file(path=...)]") when sizing the serialization.
+const turnHeaderEstimate = 60
 
 func renderTurns(msgs []message, from, to, skip, headC, tailC int) string {
 	calls := indexCalls(msgs)
+	described := map[string]string{}
 	var b strings.Builder
 	for i := from; i < to; i++ {
 		if i == skip {
@@ -159,25 +210,42 @@ func renderTurns(msgs []message, from, to, skip, headC, tailC int) string {
 		if m.isToolResult() {
 			b.WriteString(" result of ")
 			if c, ok := calls[m.resultFor]; ok {
-				b.WriteString(describeCall(c))
+				d, seen := described[c.id]
+				if !seen {
+					d = describeCall(c)
+					described[c.id] = d
+				}
+				b.WriteString(d)
 			} else {
 				b.WriteString("an unknown call")
 			}
 		}
 		b.WriteString("]\n")
-		if text := m.text(); text != "" {
-			b.WriteString(truncateMiddle(text, headC, tailC))
+		if text := excerptContent(m, headC, tailC); text != "" {
+			b.WriteString(text)
 			b.WriteByte('\n')
 		}
 		for _, c := range m.calls {
 			b.WriteString("→ call " + c.name + " ")
-			args := c.argsText()
-			b.WriteString(truncateMiddle(args, headC/2, tailC/2))
+			if c.args.Type == gjson.String {
+				b.WriteString(excerptJSONString(c.args.Raw, headC/2, tailC/2))
+			} else {
+				b.WriteString(truncateMiddle(c.args.Raw, headC/2, tailC/2))
+			}
 			b.WriteByte('\n')
 		}
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// excerptContent is truncateMiddle of m's text, decoding only the kept parts of a
+// string content.
+func excerptContent(m *message, headC, tailC int) string {
+	if len(m.contentRaw) > 0 && m.contentRaw[0] == '"' {
+		return excerptJSONString(m.contentRaw, headC, tailC)
+	}
+	return truncateMiddle(m.text(), headC, tailC)
 }
 
 // truncateMiddle keeps the first headC and last tailC characters of s and says how
