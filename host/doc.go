@@ -1,11 +1,11 @@
 // Package host runs the ctxcompact WebAssembly module (wasm.Binary) on wazero, so a
 // Go program gets byte for byte the behaviour the JS and Python bindings get.
 //
-// Make one Engine per process with New: compiling the module is slow (about a
-// second on the compiler; tens of milliseconds with WithCompilationCache once the
-// cache is warm). An Engine is safe for concurrent use; it keeps a pool of module
-// instances, makes them on demand up to WithPoolSize, and replaces an instance that
-// traps.
+// Make one Engine per process with New: compiling the module is slow (2–3 s on
+// wazero's compiler; about 110 ms with WithCompilationCache once the cache is warm;
+// see wasm/README.md). An Engine is safe for concurrent use; it keeps a pool of
+// module instances, makes them on demand up to WithPoolSize, and replaces an
+// instance that traps.
 //
 //	eng, err := host.New(ctx, host.WithCompilationCache(cacheDir))
 //	if err != nil {

@@ -16,8 +16,8 @@ import (
 // once and keeps a pool of instances; it is safe for concurrent use by many
 // goroutines, each call borrowing one instance for its duration.
 //
-// Compiling the module is slow (seconds on the compiler; see WithCompilationCache
-// to pay it once per machine instead of once per process), so make one Engine per
+// Compiling the module is slow (2–3 s on the compiler; see WithCompilationCache to
+// pay it once per machine instead of once per process), so make one Engine per
 // process and share it. Close it when done.
 type Engine struct {
 	cfg      config
@@ -40,7 +40,8 @@ type Engine struct {
 // New compiles the module (wasm.Binary unless WithBinary), checks it against
 // wasm/abi.json, and makes one instance to check its ctxc_abi_version. It returns an
 // error wrapping ErrBadBinary when the bytes do not compile or instantiate, and
-// ErrABIMismatch when the module's boundary is not the one this package speaks.
+// ErrABIMismatch when the module's boundary is not the one this package speaks, and
+// a plain error when WithMemoryLimitPages is below what the module needs to start.
 //
 // The wazero compiler is used where it is supported, the interpreter elsewhere (or
 // with WithInterpreter). Instances get WASI preview1 with no files, environment,
