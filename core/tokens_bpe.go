@@ -73,12 +73,23 @@ func newBPE(table, pattern string) *bpe {
 	if pos != len(table) || len(ranks) != n {
 		panic("ctxcompact: rank table: trailing bytes or duplicate tokens")
 	}
-	return &bpe{ranks: ranks, split: regexp2.MustCompile(pattern, regexp2.None)}
+	// Compile, not MustCompile: MustCompile would pick up a matcher generated for the
+	// same pattern by any other package in the binary (tiktoken-go registers one),
+	// so the engine, and its speed, would depend on what else is linked.
+	split, err := regexp2.Compile(pattern, regexp2.None)
+	if err != nil {
+		panic("ctxcompact: split pattern: " + err.Error())
+	}
+	return &bpe{ranks: ranks, split: split}
 }
 
 // count returns the number of tokens of s, special-token text included as ordinary
 // text (tiktoken's encode_ordinary). The pieces are the pattern's matches on the
 // runes of s, so an invalid UTF-8 byte counts as U+FFFD, as in the library.
+//
+// FindNextMatch allocates a Match per piece; FindAllRunesIndex would not, but its
+// capture-free fast path finds other pieces (" \n \n" is one piece there, two
+// here and in tiktoken), which TestBPEMatchesLibraryOnTrickyTexts catches.
 func (b *bpe) count(s string) (int, error) {
 	n := 0
 	var buf []byte

@@ -4,17 +4,33 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/dlclark/regexp2/v2"
 	"github.com/tidwall/gjson"
 	"github.com/tiktoken-go/tokenizer/codec"
 )
 
-// The encoder over the embedded rank tables must count exactly as
-// github.com/tiktoken-go/tokenizer, which generated the tables (the library is a
-// test dependency only; it is not linked into core or the wasm module).
+// The encoder over the embedded rank tables must count exactly as tiktoken. Two
+// references:
+//
+//   - github.com/tiktoken-go/tokenizer, which generated the tables (a test and
+//     generator dependency only; it is not linked into core or the wasm module).
+//     It splits text with a matcher that regexp2cg generated for each pattern and
+//     registered with regexp2, and that matcher has a bug: in \s*[\r\n]+ it does
+//     not backtrack across a newline, so "\n  \n" becomes two pieces ("\n",
+//     "  \n") where tiktoken has one. core compiles the patterns with regexp2's
+//     interpreter (regexp2.Compile), which splits as tiktoken does. The matcher
+//     also drops U+007F (DEL) from the text: "a\x7fb" is "a", "b" there.
+//   - js-tiktoken 1.0.21, the reference of testdata/tokens.count.json, for texts the
+//     library splits wrongly (splitBugTexts).
+//
+// So the tests check (1) our tables and merge loop against the library with the
+// library's own splitter: equal counts everywhere; (2) our splitter against the
+// library's: equal pieces everywhere except where the library's bug applies.
 
 var libCodecs = map[string]*codec.Codec{}
 
@@ -38,14 +54,42 @@ func libCodec(t testing.TB, enc string) *codec.Codec {
 
 var exactEncodings = map[string]*exactEncoding{EncodingO200k: o200k, EncodingCl100k: cl100k}
 
-// diffCount fails the test if the two counts of s differ and reports whether they agreed.
+// libSplit returns our encoder with the library's splitter: regexp2.MustCompile
+// returns the matcher the library registered for the same pattern (it is linked
+// into this test binary). Our tables and merge loop, the library's split.
+func libSplit(t testing.TB, enc string) *bpe {
+	t.Helper()
+	e := exactEncodings[enc]
+	b := &bpe{ranks: e.encoder().ranks, split: regexp2.MustCompile(e.pattern, regexp2.None)}
+	if got := splitPieces(t, b, " \n \n"); len(got) != 2 {
+		t.Fatalf("%s: MustCompile did not return the library's generated matcher (pieces %q); "+
+			"if tiktoken-go fixed its split, compare core's encoder with it directly", enc, got)
+	}
+	return b
+}
+
+func splitPieces(t testing.TB, b *bpe, s string) []string {
+	t.Helper()
+	var out []string
+	m, err := b.split.FindStringMatch(s)
+	for ; m != nil && err == nil; m, err = b.split.FindNextMatch(m) {
+		out = append(out, m.String())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// diffCount fails the test if the library's count of s and our count with the
+// library's splitter differ, and reports whether they agreed.
 func diffCount(t *testing.T, enc, where, s string) bool {
 	t.Helper()
 	want, err := libCodec(t, enc).Count(s)
 	if err != nil {
 		t.Fatalf("library: %v", err)
 	}
-	got, err := exactEncodings[enc].encoder().count(s)
+	got, err := libSplit(t, enc).count(s)
 	if err != nil {
 		t.Fatalf("%s %s: %v", enc, where, err)
 	}
@@ -54,6 +98,93 @@ func diffCount(t *testing.T, enc, where, s string) bool {
 		return false
 	}
 	return true
+}
+
+// splitBugPiece matches a piece our splitter makes where the library's makes
+// several: whitespace (regexp2's \s is Unicode's) with a newline before its final
+// run of newlines.
+var splitBugPiece = regexp.MustCompile(`^[\s\v\x{85}\p{Z}]*[\r\n][\s\v\x{85}\p{Z}]*[\r\n]$`)
+
+// diffSplit compares our splitter with the library's on s. Where the pieces
+// differ, each of our pieces in the differing stretch must be of the bug's shape
+// and the library's pieces must concatenate to the same text. It returns whether
+// the splits were equal, failing the test on any other difference.
+//
+// A text with U+007F is not compared (false): the library's pieces leave it out.
+func diffSplit(t *testing.T, enc, where, s string) bool {
+	t.Helper()
+	if strings.ContainsRune(s, 0x7f) {
+		return false
+	}
+	ours, lib := splitPieces(t, exactEncodings[enc].encoder(), s), splitPieces(t, libSplit(t, enc), s)
+	equal := true
+	i, j := 0, 0
+	for i < len(ours) && j < len(lib) {
+		if ours[i] == lib[j] {
+			i, j = i+1, j+1
+			continue
+		}
+		equal = false
+		if !splitBugPiece.MatchString(ours[i]) {
+			t.Errorf("%s %s: piece %d is %q, the library's is %q (not the known split bug): %.200q", enc, where, i, ours[i], lib[j], s)
+			return false
+		}
+		joined := ""
+		for j < len(lib) && len(joined) < len(ours[i]) {
+			joined += lib[j]
+			j++
+		}
+		if joined != ours[i] {
+			t.Errorf("%s %s: piece %d is %q, the library's pieces there join to %q: %.200q", enc, where, i, ours[i], joined, s)
+			return false
+		}
+		i++
+	}
+	if i != len(ours) || j != len(lib) {
+		t.Errorf("%s %s: %d pieces, the library has %d: %.200q", enc, where, len(ours), len(lib), s)
+		return false
+	}
+	return equal
+}
+
+// splitBugTexts are texts the library splits wrongly (either bug), with the counts js-tiktoken
+// 1.0.21 gives (o200k_base, cl100k_base); core must give these.
+var splitBugTexts = []struct {
+	text          string
+	o200k, cl100k int
+}{
+	{" \n \n \n", 2, 2},
+	{"a\n \nb", 3, 3},
+	{"\n   \n  Still", 3, 3},
+	{"def f():\n    x = 1\n    \n    return x\n", 13, 13},
+	{"}\n\t\n\t\n}\n", 3, 3},
+	{"x\r\n \r\n y", 4, 4},
+	{"\n\n  \n", 1, 2},
+	{"\x7f", 1, 1},
+	{"a\x7fb", 3, 3},
+	{"x \x7f!", 4, 4},
+}
+
+func TestSplitBugTextsCountAsTiktoken(t *testing.T) {
+	libWrong := 0
+	for _, c := range splitBugTexts {
+		for enc, want := range map[string]int{EncodingO200k: c.o200k, EncodingCl100k: c.cl100k} {
+			got, err := exactEncodings[enc].encoder().count(c.text)
+			if err != nil || got != want {
+				t.Errorf("%s %q: %d tokens (%v), js-tiktoken counts %d", enc, c.text, got, err, want)
+			}
+			if lib, _ := libCodec(t, enc).Count(c.text); lib != want {
+				libWrong++
+			}
+			if diffSplit(t, enc, "split-bug text", c.text) {
+				t.Errorf("%s %q: splits equal the library's; not an example of its bug", enc, c.text)
+			}
+		}
+	}
+	// A wrong split need not change the count ("x\r\n \r\n y"), but it does here.
+	if libWrong < 12 {
+		t.Errorf("the library miscounts only %d of these texts: is its split bug fixed?", libWrong)
+	}
 }
 
 // trickyTexts exercise the split patterns and both merge paths.
@@ -82,12 +213,14 @@ func TestBPEMatchesLibraryOnTrickyTexts(t *testing.T) {
 	for _, enc := range []string{EncodingO200k, EncodingCl100k} {
 		for i, s := range trickyTexts {
 			diffCount(t, enc, "tricky #"+strconv.Itoa(i), s)
+			diffSplit(t, enc, "tricky #"+strconv.Itoa(i), s)
 		}
 	}
 }
 
-// Every string value of every message of every shared trace: message content, text
-// parts, tool arguments, thinking, plus each message's raw JSON.
+// Every string value of every message of every shared trace, plus each message's
+// raw JSON: equal counts with the library's splitter, equal pieces with ours except
+// where the library's split bugs apply.
 func TestBPEMatchesLibraryOnSharedTraces(t *testing.T) {
 	const dir = "../../shared/traces"
 	if _, err := os.Stat(dir); err != nil {
@@ -106,7 +239,7 @@ func TestBPEMatchesLibraryOnSharedTraces(t *testing.T) {
 	if len(paths) == 0 {
 		t.Fatalf("no traces in %s", dir)
 	}
-	texts, bytes := 0, 0
+	texts, bytes, bugged := 0, 0, 0
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
 		if err != nil {
@@ -134,10 +267,15 @@ func TestBPEMatchesLibraryOnSharedTraces(t *testing.T) {
 		for _, enc := range []string{EncodingO200k, EncodingCl100k} {
 			failed := 0
 			for i, s := range strs {
-				if !diffCount(t, enc, filepath.Base(p)+" text #"+strconv.Itoa(i), s) {
-					if failed++; failed > 5 {
-						t.Fatalf("%s: too many differences", p)
-					}
+				where := filepath.Base(p) + " text #" + strconv.Itoa(i)
+				if !diffCount(t, enc, where, s) {
+					failed++
+				}
+				if !diffSplit(t, enc, where, s) {
+					bugged++
+				}
+				if failed > 5 || t.Failed() && failed > 0 {
+					t.Fatalf("%s: stopping after differences", p)
 				}
 			}
 		}
@@ -149,7 +287,8 @@ func TestBPEMatchesLibraryOnSharedTraces(t *testing.T) {
 	if texts < 1000 {
 		t.Errorf("only %d texts in %d traces: the walk found too little", texts, len(paths))
 	}
-	t.Logf("%d traces, %d texts, %d bytes: equal counts in both encodings", len(paths), texts, bytes)
+	t.Logf("%d traces, %d texts, %d bytes: equal counts with the library's split in both encodings; "+
+		"%d text splits (of both encodings) differ from the library's only by its split bugs", len(paths), texts, bytes, bugged)
 }
 
 // Pseudo-random strings over an alphabet of the characters the patterns treat
@@ -174,7 +313,8 @@ func TestBPEMatchesLibraryOnRandomTexts(t *testing.T) {
 		}
 		s := sb.String()
 		for _, enc := range []string{EncodingO200k, EncodingCl100k} {
-			if !diffCount(t, enc, "random #"+strconv.Itoa(i), s) {
+			diffSplit(t, enc, "random #"+strconv.Itoa(i), s)
+			if !diffCount(t, enc, "random #"+strconv.Itoa(i), s) || t.Failed() {
 				return
 			}
 		}
@@ -238,7 +378,9 @@ func FuzzBPEMatchesLibrary(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		diffCount(t, EncodingO200k, "fuzz", s)
-		diffCount(t, EncodingCl100k, "fuzz", s)
+		for _, enc := range []string{EncodingO200k, EncodingCl100k} {
+			diffCount(t, enc, "fuzz", s)
+			diffSplit(t, enc, "fuzz", s)
+		}
 	})
 }
