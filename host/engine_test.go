@@ -109,12 +109,21 @@ func TestNewRejectsABIMismatch(t *testing.T) {
 }
 
 // TestMemoryLimitTooSmall: a limit below what the module needs is reported as such,
-// not as a bad binary, both below the declared minimum and during _initialize.
+// not as a bad binary: below the declared minimum (compile fails), and at the
+// declared minimum, which the Go runtime outgrows in _initialize.
 func TestMemoryLimitTooSmall(t *testing.T) {
-	for _, mb := range []uint32{1, 12} {
-		_, err := New(context.Background(), WithCompilationCache(cacheDir), WithMemoryLimitMB(mb))
+	ctx := context.Background()
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
+	defer rt.Close(ctx)
+	m, err := rt.CompileModule(ctx, wasm.Binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	minPages := m.ExportedMemories()["memory"].Min()
+	for _, pages := range []uint32{minPages - 1, minPages} {
+		_, err := New(ctx, WithCompilationCache(cacheDir), WithMemoryLimitPages(pages))
 		if err == nil || errors.Is(err, ErrBadBinary) || !strings.Contains(err.Error(), "memory limit") {
-			t.Errorf("WithMemoryLimitMB(%d): %v, want a memory-limit error", mb, err)
+			t.Errorf("WithMemoryLimitPages(%d), declared minimum %d: %v, want a memory-limit error", pages, minPages, err)
 		}
 	}
 }

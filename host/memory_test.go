@@ -6,8 +6,10 @@ import (
 )
 
 // TestMemoryFlat runs 1,000 forced compactions of a trace on one instance and checks
-// that its linear memory stops growing after a warm-up: the guest frees each
-// response and yields, so the Go GC in the module reclaims the garbage.
+// that its linear memory stays flat after a warm-up: the guest frees each response
+// and yields, so the Go GC in the module reclaims the garbage. Flat allows one step
+// of the GC's heap goal (at most 1 MiB); without the yield the same run grows by
+// tens of MiB per hundred calls.
 func TestMemoryFlat(t *testing.T) {
 	requireOps(t, "compact.begin")
 	if testing.Short() {
@@ -34,7 +36,9 @@ func TestMemoryFlat(t *testing.T) {
 	end := inst.memoryBytes()
 	t.Logf("instance memory: %d KiB at start, %d KiB after %d warm-up compactions, %d KiB after %d more",
 		start>>10, warm>>10, warmup, end>>10, calls)
-	if end > warm {
-		t.Errorf("memory grew from %d to %d KiB over %d compactions after warm-up", warm>>10, end>>10, calls)
+	const slack = 1 << 20
+	if end > warm+slack {
+		t.Errorf("memory grew from %d to %d KiB over %d compactions after warm-up (allowed: %d KiB)",
+			warm>>10, end>>10, calls, slack>>10)
 	}
 }

@@ -48,8 +48,9 @@ func WithPoolSize(n int) Option {
 // WithMemoryLimitPages caps the linear memory of each instance at pages of 64 KiB.
 // A call that needs more traps; the instance is discarded and the call returns an
 // error wrapping ErrTrapped. 0 means the wasm maximum of 4 GiB (the default).
-// The module needs about 14 MiB to start (11 MiB declared, plus the Go runtime's
-// initialization); New fails with a clear error below that.
+// The module needs its declared minimum plus what the Go runtime allocates in
+// _initialize (7 MiB in all for the build measured in wasm/README.md); New fails
+// with a clear error below that.
 func WithMemoryLimitPages(pages uint32) Option {
 	return func(c *config) { c.memoryPages = pages }
 }
