@@ -37,16 +37,21 @@ function serve() {
 test("headless Chromium: default and URL loading, an op, compactions, errors, trap recovery", async (t) => {
   assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: bindings/js/test.sh installs the Debian chromium package`);
   const server = await serve();
-  t.after(() => server.close());
   const profile = mkdtempSync(path.join(tmpdir(), "ctxcompact-chromium-"));
-  t.after(() => rmSync(profile, { recursive: true, force: true }));
-  const context = await chromium.launchPersistentContext(profile, {
+  let context;
+  // One hook, in order: the browser must be gone before its profile is removed.
+  t.after(async () => {
+    await context?.close().catch(() => {});
+    server.close();
+    rmSync(profile, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+  });
+  context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+      "--disable-background-networking", "--disable-component-update", "--disable-sync",
+      "--disable-breakpad", "--disable-crash-reporter"],
   });
-  t.after(() => context.close());
   const page = context.pages()[0] ?? await context.newPage();
   const logs = [];
   page.on("console", (m) => logs.push(`${m.type()}: ${m.text()}`));
