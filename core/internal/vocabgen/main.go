@@ -1,8 +1,8 @@
 // Command vocabgen writes the rank tables that core embeds for exact token counting
 // (core/vocab/<encoding>.bin), read from github.com/tiktoken-go/tokenizer's codec
 // package. The library is linked into this generator and its test only, never into
-// core or the wasm module: its vocabularies are Go map literals that cost ~10 MB of
-// code in the module (docs/TOKENS.md).
+// core or the wasm module: its vocabularies are Go map literals that cost ~8.7 MB
+// of static data in the module (docs/TOKENS.md).
 //
 //	go run ./core/internal/vocabgen            # rewrite core/vocab/*.bin
 //	go test ./core/internal/vocabgen           # the committed files are up to date
