@@ -60,6 +60,7 @@ cmd_test_go() {
 cmd_test() {
 	cmd_test_go
 	cmd_check
+	bash testdata/gen/tokens/check.sh # token vectors equal the reference tokenizers (npm)
 	bash bindings/js/test.sh
 	bash bindings/python/test.sh
 }
