@@ -80,12 +80,14 @@ try {
     const { messages } = JSON.parse(text);
     const opts = { config, force: true, summarize: () => SUMMARY };
 
-    // Capture the exact envelopes the binding sends, for the native side.
-    const sent = [];
-    const callRaw = c.callRaw;
-    c.callRaw = (req) => { sent.push(req); return callRaw.call(c, req); };
     const first = await c.compact(messages, opts);
-    c.callRaw = callRaw;
+    // The envelopes compact() sends (same fields, same message JSON), for the
+    // wasm-only column and for the native side.
+    const tail = `,"config":${JSON.stringify(config)},"force":true,"output":"refs","messages":${JSON.stringify(messages)}}`;
+    const sent = [`{"op":"compact.begin","summarizer":"host"${tail}`];
+    const begun = JSON.parse(c.callRaw(sent[0])).result;
+    if (!begun.done) sent.push(`{"op":"compact.finish","state":${JSON.stringify(begun.state)},"summary":${JSON.stringify(SUMMARY)}${tail}`);
+    for (const r of sent) if (!JSON.parse(c.callRaw(r)).result) throw new Error(`${name}: ${r.slice(0, 40)} failed`);
     writeFileSync(path.join(dir, `${name}.begin.json`), sent[0]);
     if (sent[1]) writeFileSync(path.join(dir, `${name}.finish.json`), sent[1]);
 

@@ -3,7 +3,7 @@
 // may be. Works in Node 18+, Deno, Bun and browsers (no `node:` imports here).
 
 import { CompactError, ErrABIMismatch, ErrBadBinary, ErrClosed } from "./errors.js";
-import { ABI_VERSION, Instance, checkModule, loadModule, unwrap } from "./runtime.js";
+import { ABI_VERSION, Instance, checkModule, loadModule, unwrap, utf8 } from "./runtime.js";
 
 export { ABI_VERSION, CompactError, ErrABIMismatch, ErrBadBinary, ErrClosed };
 
@@ -134,6 +134,15 @@ export class Compactor {
    * @returns {string}
    */
   callRaw(request) {
+    return this.#invoke((inst) => inst.call(request));
+  }
+
+  /** callRaw for a request in pieces (strings and UTF-8 bytes). */
+  #callParts(parts) {
+    return this.#invoke((inst) => inst.callParts(parts));
+  }
+
+  #invoke(fn) {
     if (this.#closed) throw new ErrClosed();
     const inst = this.#inst;
     if (inst === null) {
@@ -141,7 +150,7 @@ export class Compactor {
     }
     let out;
     try {
-      out = inst.call(request);
+      out = fn(inst);
     } catch (err) {
       // Anything thrown out of the guest (a trap, proc_exit, a stack overflow) leaves
       // the instance corrupt: replace it, and report the failed call as internal.
@@ -290,10 +299,10 @@ export class Compactor {
       throw new TypeError("ctxcompact: options.summarize must be a function");
     }
     await this.ready();
-    // Serialized once; begin and finish both send these exact bytes.
-    const tail = `${this.#configField(options.config)}${field("force", options.force)}` +
-      `${field("prompt_tokens", options.promptTokens)},"output":"refs","messages":${JSON.stringify(messages)}}`;
-    const begun = unwrap(this.callRaw(`{"op":"compact.begin","summarizer":"${summarize ? "host" : "builtin"}"${tail}`));
+    // Serialized and encoded once; begin and finish both send these exact bytes.
+    const tail = [`${this.#configField(options.config)}${field("force", options.force)}` +
+      `${field("prompt_tokens", options.promptTokens)},"output":"refs","messages":`, utf8(JSON.stringify(messages)), "}"];
+    const begun = unwrap(this.#callParts([`{"op":"compact.begin","summarizer":"${summarize ? "host" : "builtin"}"`, ...tail]));
     if (begun.done) return toResult(materialize(begun, messages));
 
     let outcome;
@@ -306,7 +315,7 @@ export class Compactor {
       outcome = field("error", errorText(err));
     }
     await this.ready();
-    const finished = unwrap(this.callRaw(`{"op":"compact.finish","state":${JSON.stringify(begun.state)}${outcome}${tail}`));
+    const finished = unwrap(this.#callParts([`{"op":"compact.finish","state":${JSON.stringify(begun.state)}${outcome}`, ...tail]));
     return toResult(materialize(finished, messages));
   }
 

@@ -183,12 +183,46 @@ export class Instance {
       if (p === 0) return tooLarge(n);
       new Uint8Array(ex.memory.buffer, p >>> 0, n).set(bytes);
     }
+    return this.#finish(p, n);
+  }
+
+  /**
+   * Like call, for a request given as pieces: strings (encoded here) and UTF-8 bytes
+   * (copied as they are). compact() encodes the messages once and sends the same
+   * bytes to compact.begin and compact.finish.
+   * @param {(string | Uint8Array)[]} parts
+   * @returns {string}
+   */
+  callParts(parts) {
+    const ex = this.#exports;
+    const bufs = parts.map((part) => (typeof part === "string" ? encoder.encode(part) : part));
+    let n = 0;
+    for (const b of bufs) n += b.length;
+    if (n > MAX_REQUEST_BYTES) return tooLarge(n);
+    const p = ex.ctxc_alloc(n || 1);
+    if (p === 0) return tooLarge(n);
+    const mem = new Uint8Array(ex.memory.buffer, p >>> 0, n);
+    let off = 0;
+    for (const b of bufs) {
+      mem.set(b, off);
+      off += b.length;
+    }
+    return this.#finish(p, n);
+  }
+
+  #finish(p, n) {
+    const ex = this.#exports;
     const r = ex.ctxc_call(p, n) >>> 0;
     const len = ex.ctxc_result_len() >>> 0;
     const out = decoder.decode(new Uint8Array(ex.memory.buffer, r, len));
     ex.ctxc_free(p);
     return out;
   }
+}
+
+/** UTF-8 bytes of a string, for Instance.callParts. */
+export function utf8(s) {
+  return encoder.encode(s);
 }
 
 function tooLarge(n) {
