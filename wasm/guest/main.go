@@ -100,11 +100,20 @@ func ctxcFree(ptr int32) {
 //go:wasmexport ctxc_call
 func ctxcCall(ptr, n int32) (resp int32) {
 	defer runtime.Gosched()
+	defer func() {
+		if recover() != nil {
+			resp = keep(append([]byte(nil), errPanic...))
+		}
+	}()
 	if last.ptr != 0 {
 		delete(live, last.ptr)
 		last.ptr, last.n = 0, 0
 	}
-	out := call(ptr, n)
+	return keep(call(ptr, n))
+}
+
+// keep registers out (never empty) as the latest response and returns its address.
+func keep(out []byte) int32 {
 	p := uintptr(unsafe.Pointer(&out[0]))
 	live[p] = out
 	last.ptr, last.n = p, int32(len(out))
