@@ -155,7 +155,7 @@ export class Compactor {
       // Anything thrown out of the guest (a trap, proc_exit, a stack overflow) leaves
       // the instance corrupt: replace it, and report the failed call as internal.
       const tail = inst.stderrTail;
-      this.#replace();
+      this.#replace(true);
       throw new CompactError(
         "internal",
         `ctxcompact: the wasm instance trapped (${errorText(err)}) and was replaced by a fresh one; this call failed${tail ? `; guest stderr: ${tail}` : ""}`,
@@ -165,26 +165,35 @@ export class Compactor {
     }
     // Linear memory never shrinks: after a huge request, start over with a fresh
     // instance instead of keeping its peak for the life of the compactor.
-    if (this.#maxMemory > 0 && inst.memoryBytes > this.#maxMemory) this.#replace();
+    if (this.#maxMemory > 0 && inst.memoryBytes > this.#maxMemory) this.#replace(false);
     return out;
   }
 
-  #replace() {
-    this.#inst = null;
+  /**
+   * Puts a fresh instance of the same compiled module in place. A corrupt instance
+   * (trapped) is dropped at once; a healthy one (grown too big) keeps serving until
+   * its replacement is up.
+   */
+  #replace(corrupt) {
+    if (corrupt) this.#inst = null;
     try {
       this.#inst = Instance.createSync(this.#module, this.#debug);
+      this.#replacing = null;
+      return;
     } catch {
-      // Synchronous instantiation can be refused (browser main thread): go async.
-      const p = Instance.create(this.#module, this.#debug).then((inst) => {
-        if (this.#replacing === p) {
-          this.#inst = inst;
-          this.#replacing = null;
-        }
-        return inst;
-      });
-      this.#replacing = p;
-      p.catch(() => {});
+      // Synchronous instantiation can be refused (a browser main thread refuses
+      // modules over a few MB): instantiate asynchronously.
     }
+    if (this.#replacing) return;
+    const p = Instance.create(this.#module, this.#debug).then(
+      (inst) => {
+        if (this.#replacing === p && !this.#closed) this.#inst = inst;
+      },
+      () => {}, // ready() starts another attempt
+    ).finally(() => {
+      if (this.#replacing === p) this.#replacing = null;
+    });
+    this.#replacing = p;
   }
 
   /** Test hook (undocumented): the live Instance or null. */
@@ -192,8 +201,13 @@ export class Compactor {
 
   /** Resolves when the compactor can take calls (after a trap, once its instance is replaced). */
   async ready() {
+    for (let attempt = 0; this.#inst === null; attempt++) {
+      if (this.#closed) throw new ErrClosed();
+      if (attempt === 3) throw new CompactError("internal", "ctxcompact: could not start a fresh wasm instance after a trap");
+      if (!this.#replacing) this.#replace(true);
+      await this.#replacing;
+    }
     if (this.#closed) throw new ErrClosed();
-    if (this.#inst === null && this.#replacing) await this.#replacing;
   }
 
   /**

@@ -207,3 +207,31 @@ test("an instance grown past maxInstanceMemory is replaced after the call, resul
   assert.ok(second.memoryBytes < 40 << 20);
   assert.equal(c.info().name, "ctxcompact");
 });
+
+test("where synchronous instantiation is refused, replacements start asynchronously", async (t) => {
+  const c = await Compactor.create({ maxInstanceMemory: 40 << 20 });
+  const Orig = WebAssembly.Instance;
+  // Like a browser main thread with a module over its synchronous limit.
+  WebAssembly.Instance = function () { throw new RangeError("WebAssembly.Instance is disallowed on the main thread"); };
+  t.after(() => { WebAssembly.Instance = Orig; });
+
+  // A grown (healthy) instance keeps serving until its replacement is up.
+  const big = _instanceOf(c);
+  c.callRaw(JSON.stringify({ op: "info", pad: "x".repeat(30 << 20) }));
+  assert.equal(_instanceOf(c), big, "still the grown instance");
+  assert.equal(c.info().name, "ctxcompact");
+  for (let i = 0; i < 200 && _instanceOf(c) === big; i++) await new Promise((r) => setTimeout(r, 10));
+  assert.notEqual(_instanceOf(c), big, "replaced once the async instantiation finished");
+
+  // A trapped instance: the failing call and sync calls before the replacement is up
+  // throw internal; ready() waits for it; compact() waits by itself.
+  new Uint8Array(_instanceOf(c).exports.memory.buffer).fill(0xaa);
+  assert.throws(() => c.info(), (e) => e.code === "internal" && /trapped/.test(e.message));
+  assert.throws(() => c.info(), (e) => e.code === "internal" && /still starting/.test(e.message));
+  await c.ready();
+  assert.equal(c.info().name, "ctxcompact");
+  new Uint8Array(_instanceOf(c).exports.memory.buffer).fill(0xaa);
+  assert.throws(() => c.info(), (e) => e.code === "internal");
+  const res = await c.compact([{ role: "user", content: "hi" }]);
+  assert.equal(res.report.compacted, false);
+});

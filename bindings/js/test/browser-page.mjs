@@ -40,6 +40,24 @@ async function run() {
   new Uint8Array(_instanceOf(c).exports.memory.buffer).fill(0xaa);
   try { c.info(); } catch (e) { out.trapCode2 = e.code; }
   out.compactAfterTrap = (await c.compact(msgs, { config })).report.compacted;
+  // 7. An instance grown past maxInstanceMemory keeps serving until its
+  // (asynchronous, here) replacement is up.
+  const g = await Compactor.create({ maxInstanceMemory: 24 << 20 });
+  const big = _instanceOf(g);
+  g.callRaw(JSON.stringify({ op: "info", pad: "x".repeat(20 << 20) }));
+  out.grownStillServes = g.info().name;
+  for (let i = 0; i < 100 && _instanceOf(g) === big; i++) await sleep(50);
+  out.grownReplaced = _instanceOf(g) !== big;
+  out.afterGrow = g.info().name;
+  // Whether this browser lets the main thread instantiate the module synchronously
+  // (decides whether a trapped instance is replaced inside the failing call).
+  try {
+    const { createWasi } = await import("/bindings/js/wasi.js");
+    new WebAssembly.Instance(c.module, createWasi(c.module).imports);
+    out.syncInstantiate = "allowed";
+  } catch (e) {
+    out.syncInstantiate = String(e.message);
+  }
   return out;
 }
 

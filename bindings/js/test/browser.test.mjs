@@ -34,7 +34,7 @@ function serve() {
   return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
 }
 
-test("headless Chromium: default and URL loading, an op, compactions, errors, trap recovery", async (t) => {
+test("headless Chromium: default and URL loading, an op, compactions, errors, trap recovery, memory recycling", async (t) => {
   assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: bindings/js/test.sh installs the Debian chromium package`);
   const server = await serve();
   const profile = mkdtempSync(path.join(tmpdir(), "ctxcompact-chromium-"));
@@ -78,5 +78,9 @@ test("headless Chromium: default and URL loading, an op, compactions, errors, tr
   assert.equal(r.afterTrap, "ctxcompact");
   assert.equal(r.trapCode2, "internal");
   assert.equal(r.compactAfterTrap, true);
+  assert.equal(r.grownStillServes, "ctxcompact");
+  assert.equal(r.grownReplaced, true);
+  assert.equal(r.afterGrow, "ctxcompact");
   assert.deepEqual(logs, [], "nothing on the browser console");
+  t.diagnostic(`synchronous instantiation on the main thread: ${r.syncInstantiate}; create() took ${r.createMs.toFixed(0)} ms`);
 });
