@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -190,4 +191,47 @@ func joinRaw(msgs []json.RawMessage) string {
 		b.Write(m)
 	}
 	return b.String()
+}
+
+// TestFinishOnAnotherInstance: the state is the whole memory of a compaction, so
+// compact.finish on another instance gives the result native begin/finish give.
+func TestFinishOnAnotherInstance(t *testing.T) {
+	requireOps(t, "compact.begin", "compact.finish")
+	ctx := context.Background()
+	e := sharedEngine(t)
+	a, err := e.acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.release(ctx, a, true)
+	b, err := e.acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.release(ctx, b, true)
+	if a == b {
+		t.Fatal("the pool lent the same instance twice")
+	}
+	req := CompactRequest{Messages: traceNamed(t, smallTrace), Config: json.RawMessage(`{"model":{"context_length":32000}}`),
+		Force: true, Summarizer: core.SummarizerHost}
+	resp, err := a.call(ctx, env(t, req.envelope("compact.begin")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var begin core.CompactResult
+	raw, err := splitResponse(resp)
+	if err != nil || json.Unmarshal(raw, &begin) != nil || begin.Done || begin.State == "" {
+		t.Fatalf("compact.begin: %v %s", err, clip(resp))
+	}
+	finish := env(t, req.envelope("compact.finish").str("state", begin.State).raw("summary", mustString("## Goal\nRebook.")))
+	got, err := b.call(ctx, finish)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := core.Call(finish); !bytes.Equal(got, want) {
+		t.Fatalf("finish on another instance: wasm %s\nnative %s", clip(got), clip(want))
+	}
+	if !strings.Contains(string(got), `"done":true`) {
+		t.Fatalf("finish did not complete: %s", clip(got))
+	}
 }
