@@ -17,8 +17,8 @@ import (
 // *core.Error, so errors.Is(err, &core.Error{Code: core.CodeInvalidConfig}) works;
 // host-level failures are as documented on Call.
 //
-// The typed methods (Info, ...) are Invoke with the op's name and types; Invoke is
-// for ops this package does not wrap yet.
+// The typed methods (Info, Compact, Prune, ...) cover most ops; Invoke is for the
+// rest (cache.apply, cache.simulate) and for ops added later.
 func (e *Engine) Invoke(ctx context.Context, op string, params, result any) error {
 	req, err := envelope(op, params)
 	if err != nil {
