@@ -237,6 +237,8 @@ export interface HygieneResult {
 
 export interface TokenCountResult {
   encoding: string;
+  /** The calibration factor applied (config.tokens.calibration). */
+  calibration: number;
   total: number;
   per_message: number[];
 }
@@ -386,12 +388,17 @@ export interface CacheSimulateResult {
 }
 
 export interface CalibrateResult {
+  encoding: string;
+  /** "ratio" (one observation) or "delta" (against a baseline). */
+  method: "ratio" | "delta";
   /** Multiply estimates by this (config.tokens.calibration). */
   factor: number;
-  method: string;
+  /** Uncalibrated estimate of the messages. */
   estimate: number;
+  /** Estimate of the messages after the baseline (delta method). */
+  estimate_delta: number;
+  prompt_tokens: number;
   fixed_overhead: number;
-  [extra: string]: unknown;
 }
 
 // ---------------------------------------------------------------------------
