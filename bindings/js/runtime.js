@@ -59,16 +59,29 @@ async function compileFrom(wasm) {
   else if (typeof wasm === "string") {
     // "C:\x.wasm" is a path, "https://…" and "file:///…" are URLs.
     if (/^[a-z][a-z0-9+.-]+:/i.test(wasm)) url = new URL(wasm);
-    else return compileBytes(await (await import("./node.js")).readPath(wasm));
+    else return compileBytes(await (await nodeFiles()).readPath(wasm));
   } else {
     throw new TypeError("ctxcompact: options.wasm must be bytes, a URL, a string or a WebAssembly.Module");
   }
   if (url.protocol === "file:") {
-    return compileBytes(await (await import("./node.js")).readURL(url));
+    return compileBytes(await (await nodeFiles()).readURL(url));
   }
   const res = await fetch(url);
   if (!res.ok) throw new Error(`ctxcompact: fetching ${url.href} failed: HTTP ${res.status}`);
   return compileResponse(res);
+}
+
+/** ./node.js (node:fs), or a clear error where there is no file system. */
+async function nodeFiles() {
+  const msg = "ctxcompact: reading the module from a file needs node:fs (Node, Deno, Bun); elsewhere pass options.wasm as bytes, an http(s) URL or a WebAssembly.Module";
+  // Node and Bun set process.versions.node; Deno has node:fs too. Browsers would
+  // only log a failed module load, so do not try there.
+  if (typeof globalThis.process?.versions?.node !== "string" && typeof globalThis.Deno === "undefined") throw new Error(msg);
+  try {
+    return await import("./node.js");
+  } catch (err) {
+    throw new Error(msg, { cause: err });
+  }
 }
 
 async function compileResponse(res) {

@@ -15,6 +15,8 @@ async function run() {
   out.byUrl = byUrl.info().name;
   const byResponse = await Compactor.create({ wasm: await fetch("/wasm/ctxcompact.wasm") });
   out.byResponse = byResponse.info().name;
+  // A file path cannot be read in a browser: a clear error.
+  try { await Compactor.create({ wasm: "wasm/ctxcompact.wasm" }); } catch (e) { out.pathError = e.message; }
   // 3. A pure op.
   out.threshold = c.resolveThreshold({ compression: { small_context_floor: 0 }, model: { context_length: 200000 } });
   // 4. A compaction with an async summarizer, and one with a rejecting summarizer.

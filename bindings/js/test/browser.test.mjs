@@ -65,6 +65,7 @@ test("headless Chromium: default and URL loading, an op, compactions, errors, tr
   assert.equal(r.info.name, "ctxcompact");
   assert.equal(r.byUrl, "ctxcompact");
   assert.equal(r.byResponse, "ctxcompact");
+  assert.match(r.pathError, /needs node:fs/);
   assert.equal(r.threshold.threshold_tokens, 100000);
   assert.equal(r.report.compacted, true);
   assert.equal(r.report.summarizer, "host");
