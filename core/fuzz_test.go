@@ -1,9 +1,9 @@
 package core
 
 import (
+	"github.com/ctxcompact/ctxcompact/internal/vectors"
+
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -12,27 +12,20 @@ import (
 // FuzzCall: no input makes Call panic or answer anything but one well-formed
 // envelope with exactly one of result or error (an error has a known code).
 func FuzzCall(f *testing.F) {
-	paths, _ := filepath.Glob("../testdata/*.json")
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
+	files, err := vectors.ReadDir("../testdata")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, file := range files {
+		vs, err := file.Vectors()
 		if err != nil {
 			f.Fatal(err)
 		}
-		var suite vectorSuite
-		if json.Unmarshal(data, &suite) != nil {
-			continue
-		}
-		for i, c := range suite.Cases {
-			if i > 4 || len(data) > 200_000 {
+		for i, v := range vs {
+			if i > 4 || len(v.Envelope) > 50_000 {
 				break
 			}
-			req := map[string]json.RawMessage{}
-			for k, v := range c.Request {
-				req[k] = v
-			}
-			req["op"], _ = json.Marshal(suite.Op)
-			env, _ := json.Marshal(req)
-			f.Add(env)
+			f.Add(v.Envelope)
 		}
 	}
 	f.Add([]byte(`{"op":"compact.begin","messages":[{"role":"tool","tool_call_id":"x","content":null}],"force":true}`))

@@ -1,6 +1,8 @@
 package core
 
 import (
+	"github.com/ctxcompact/ctxcompact/internal/vectors"
+
 	"encoding/json"
 	"os"
 	"reflect"
@@ -12,77 +14,25 @@ import (
 // testdata/gen/tokens/gen.mjs (reference counts from js-tiktoken and gpt-tokenizer).
 var tokenVectorFiles = []string{"../testdata/tokens.count.json", "../testdata/tokens.calibrate.json"}
 
-type vectorFile struct {
-	Comment string       `json:"_comment"`
-	Op      string       `json:"op"`
-	Cases   []vectorCase `json:"cases"`
-}
-
-type vectorCase struct {
-	Name    string          `json:"name"`
-	Request json.RawMessage `json:"request"`
-	Want    struct {
-		Result json.RawMessage `json:"result"`
-		Error  *struct {
-			Code string `json:"code"`
-			Path string `json:"path"`
-		} `json:"error"`
-	} `json:"want"`
-}
-
-func readVectorFile(t *testing.T, path string) vectorFile {
+// readVectorFile reads one vector file or fails the test.
+func readVectorFile(t *testing.T, path string) vectors.File {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	f, err := vectors.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var f vectorFile
-	if err := json.Unmarshal(b, &f); err != nil {
-		t.Fatalf("%s: %v", path, err)
 	}
 	return f
 }
 
-// envelopeOf builds {"op": op, ...request} the way every runner does.
-func envelopeOf(t *testing.T, op string, request json.RawMessage) []byte {
+// checkVector runs one case natively and checks it (testdata/README.md).
+func checkVector(t *testing.T, op string, c vectors.Case) {
 	t.Helper()
-	var req map[string]json.RawMessage
-	if err := json.Unmarshal(request, &req); err != nil {
-		t.Fatal(err)
-	}
-	req["op"], _ = json.Marshal(op)
-	b, err := json.Marshal(req)
+	env, err := vectors.Envelope(op, c.Request)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b
-}
-
-func checkVector(t *testing.T, op string, c vectorCase) {
-	t.Helper()
-	var resp struct {
-		Result json.RawMessage `json:"result"`
-		Error  *Error          `json:"error"`
-	}
-	out := Call(envelopeOf(t, op, c.Request))
-	if err := json.Unmarshal(out, &resp); err != nil {
-		t.Fatalf("response is not JSON: %v\n%s", err, out)
-	}
-	switch {
-	case c.Want.Error != nil:
-		if resp.Error == nil || string(resp.Error.Code) != c.Want.Error.Code || resp.Error.Path != c.Want.Error.Path {
-			t.Fatalf("want error %s at %q, got %s", c.Want.Error.Code, c.Want.Error.Path, out)
-		}
-	default:
-		if resp.Error != nil {
-			t.Fatalf("want a result, got %s", out)
-		}
-		var got, want any
-		_ = json.Unmarshal(resp.Result, &got)
-		_ = json.Unmarshal(c.Want.Result, &want)
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("result differs\n got: %s\nwant: %s", resp.Result, c.Want.Result)
-		}
+	if err := vectors.Check(Call(env), c); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -114,9 +64,9 @@ func TestTokenVectorFiles(t *testing.T) {
 	}
 	var spec struct {
 		Files []struct {
-			Path  string       `json:"path"`
-			Op    string       `json:"op"`
-			Cases []vectorCase `json:"cases"`
+			Path  string         `json:"path"`
+			Op    string         `json:"op"`
+			Cases []vectors.Case `json:"cases"`
 		} `json:"files"`
 	}
 	if err := json.Unmarshal(b, &spec); err != nil {

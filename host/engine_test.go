@@ -343,7 +343,7 @@ func TestConcurrentCalls(t *testing.T) {
 	e := newEngine(t, WithPoolSize(3))
 	requests := [][]byte{[]byte(`{"op":"info"}`), []byte(`{"op":"nope"}`), []byte(`{"op":`)}
 	for _, v := range loadVectors(t) {
-		requests = append(requests, v.envelope)
+		requests = append(requests, v.Envelope)
 	}
 	want := make([][]byte, len(requests))
 	for i, r := range requests {

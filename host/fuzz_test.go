@@ -18,7 +18,7 @@ func FuzzDifferential(f *testing.F) {
 		}
 	}
 	for _, v := range loadVectors(f) {
-		f.Add(v.envelope)
+		f.Add(v.Envelope)
 	}
 	e := sharedEngine(f)
 	f.Fuzz(func(t *testing.T, env []byte) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ctxcompact/ctxcompact/internal/vectors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,58 +73,21 @@ func newEngine(t testing.TB, opts ...Option) *Engine {
 // hasOp reports whether the core (and so a module built from it) has op.
 func hasOp(op string) bool { return slices.Contains(core.Ops(), op) }
 
-// vectorFile is one testdata/*.json file (see testdata/README.md).
-type vectorFile struct {
-	Op    string       `json:"op"`
-	Cases []vectorCase `json:"cases"`
-}
-
-type vectorCase struct {
-	Name    string          `json:"name"`
-	Request json.RawMessage `json:"request"`
-	Want    struct {
-		Result json.RawMessage `json:"result"`
-		Error  *struct {
-			Code string `json:"code"`
-			Path string `json:"path"`
-		} `json:"error"`
-	} `json:"want"`
-}
-
-// vector is one case with its id <op>/<file>/<name> and its request envelope.
-type vector struct {
-	id       string
-	envelope []byte
-	c        vectorCase
-}
-
-// loadVectors reads every testdata/*.json file, in name order.
-func loadVectors(t testing.TB) []vector {
+// loadVectors reads every testdata/*.json vector (see testdata/README.md), in
+// file name order.
+func loadVectors(t testing.TB) []vectors.Vector {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(repoRoot, "testdata", "*.json"))
+	files, err := vectors.ReadDir(filepath.Join(repoRoot, "testdata"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sort.Strings(files)
-	var out []vector
+	var out []vectors.Vector
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		vs, err := f.Vectors()
 		if err != nil {
 			t.Fatal(err)
 		}
-		var vf vectorFile
-		if err := json.Unmarshal(b, &vf); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		base := filepath.Base(f)
-		base = base[:len(base)-len(filepath.Ext(base))]
-		for _, c := range vf.Cases {
-			env, err := envelope(vf.Op, c.Request)
-			if err != nil {
-				t.Fatalf("%s/%s/%s: %v", vf.Op, base, c.Name, err)
-			}
-			out = append(out, vector{id: vf.Op + "/" + base + "/" + c.Name, envelope: env, c: c})
-		}
+		out = append(out, vs...)
 	}
 	return out
 }

@@ -3,9 +3,8 @@ package host
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"reflect"
+	"github.com/ctxcompact/ctxcompact/internal/vectors"
 	"testing"
 
 	"github.com/ctxcompact/ctxcompact/core"
@@ -16,59 +15,21 @@ import (
 // equal the parsed result exactly; a want.error is compared on code and path only.
 func TestVectors(t *testing.T) {
 	e := sharedEngine(t)
-	vectors := loadVectors(t)
-	if len(vectors) == 0 {
-		t.Skip("no testdata/*.json vectors yet")
+	all := loadVectors(t)
+	if len(all) == 0 {
+		t.Fatal("no testdata/*.json vectors")
 	}
-	for _, v := range vectors {
-		t.Run(v.id, func(t *testing.T) {
-			resp, err := e.Call(context.Background(), v.envelope)
+	for _, v := range all {
+		t.Run(v.ID, func(t *testing.T) {
+			resp, err := e.Call(context.Background(), v.Envelope)
 			if err != nil {
 				t.Fatalf("Call: %v", err)
 			}
-			if err := checkWant(resp, v.c); err != nil {
+			if err := vectors.Check(resp, v.Case); err != nil {
 				t.Error(err)
 			}
 		})
 	}
-}
-
-// checkWant compares a response envelope with a case's want.
-func checkWant(resp []byte, c vectorCase) error {
-	var got struct {
-		Result json.RawMessage `json:"result"`
-		Error  *core.Error     `json:"error"`
-	}
-	if err := json.Unmarshal(resp, &got); err != nil {
-		return fmt.Errorf("response is not JSON: %v: %s", err, clip(resp))
-	}
-	switch {
-	case c.Want.Error != nil:
-		if got.Error == nil {
-			return fmt.Errorf("want error %s at %q, got result %s", c.Want.Error.Code, c.Want.Error.Path, clip(got.Result))
-		}
-		if string(got.Error.Code) != c.Want.Error.Code || got.Error.Path != c.Want.Error.Path {
-			return fmt.Errorf("want error %s at %q, got %s at %q (%s)",
-				c.Want.Error.Code, c.Want.Error.Path, got.Error.Code, got.Error.Path, got.Error.Message)
-		}
-	case c.Want.Result != nil:
-		if got.Error != nil {
-			return fmt.Errorf("want a result, got error %s at %q: %s", got.Error.Code, got.Error.Path, got.Error.Message)
-		}
-		var want, have any
-		if err := json.Unmarshal(c.Want.Result, &want); err != nil {
-			return fmt.Errorf("want.result: %v", err)
-		}
-		if err := json.Unmarshal(got.Result, &have); err != nil {
-			return fmt.Errorf("result: %v", err)
-		}
-		if !reflect.DeepEqual(want, have) {
-			return fmt.Errorf("result differs\nwant %s\ngot  %s", clip(c.Want.Result), clip(got.Result))
-		}
-	default:
-		return fmt.Errorf("the case has neither want.result nor want.error")
-	}
-	return nil
 }
 
 // TestDifferential checks that the module answers with exactly core.Call's bytes:
@@ -78,7 +39,7 @@ func TestDifferential(t *testing.T) {
 	e := sharedEngine(t)
 	t.Run("vectors", func(t *testing.T) {
 		for _, v := range loadVectors(t) {
-			same(t, e, v.id, v.envelope)
+			same(t, e, v.ID, v.Envelope)
 		}
 	})
 	t.Run("malformed", func(t *testing.T) {
