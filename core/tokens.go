@@ -123,9 +123,6 @@ func (c tokenCounter) roughParts(content string, calls []toolCall) int {
 // OpenAI or Anthropic shape. Like text, part and value, it is not calibrated and
 // works for every encoding.
 func (c tokenCounter) content(v gjson.Result) int {
-	if c.exact != nil {
-		return c.exact.content(v)
-	}
 	switch {
 	case v.Type == gjson.String:
 		return c.text(v)
@@ -141,9 +138,6 @@ func (c tokenCounter) content(v gjson.Result) int {
 }
 
 func (c tokenCounter) part(p gjson.Result) int {
-	if c.exact != nil {
-		return c.exact.part(p)
-	}
 	if p.Type == gjson.String {
 		return c.text(p)
 	}
@@ -157,11 +151,19 @@ func (c tokenCounter) part(p gjson.Result) int {
 	case "redacted_thinking":
 		return c.value(p.Get("data"))
 	case "tool_use":
-		return toolCallOverheadTokens + c.text(p.Get("name")) + c.value(p.Get("input"))
+		return c.callOverhead() + c.text(p.Get("name")) + c.value(p.Get("input"))
 	case "tool_result":
 		return c.content(p.Get("content"))
 	}
-	return rawTokens(p)
+	return c.value(p)
+}
+
+// callOverhead is what the envelope of one tool call costs in this encoding.
+func (c tokenCounter) callOverhead() int {
+	if c.exact != nil {
+		return exactToolCallTokens
+	}
+	return toolCallOverheadTokens
 }
 
 // value counts a string by its text and any other JSON value by its canonical JSON.

@@ -100,7 +100,7 @@ func (e *exactEncoding) message(m gjson.Result) int {
 		case "name":
 			n += e.value(v) + exactNameTokens
 		case "content":
-			n += e.content(v)
+			n += e.counter().content(v)
 		case "tool_calls":
 			v.ForEach(func(_, call gjson.Result) bool {
 				fn := call.Get("function")
@@ -111,42 +111,6 @@ func (e *exactEncoding) message(m gjson.Result) int {
 		return true
 	})
 	return n
-}
-
-func (e *exactEncoding) content(v gjson.Result) int {
-	switch {
-	case v.Type == gjson.String:
-		return e.count(v.Str)
-	case v.IsArray():
-		n := 0
-		v.ForEach(func(_, part gjson.Result) bool {
-			n += e.part(part)
-			return true
-		})
-		return n
-	}
-	return 0
-}
-
-func (e *exactEncoding) part(p gjson.Result) int {
-	if p.Type == gjson.String {
-		return e.count(p.Str)
-	}
-	switch p.Get("type").Str {
-	case "text", "input_text", "output_text":
-		return e.value(p.Get("text"))
-	case "image_url", "image", "input_image":
-		return imageTokens
-	case "thinking":
-		return e.value(p.Get("thinking"))
-	case "redacted_thinking":
-		return e.value(p.Get("data"))
-	case "tool_use":
-		return exactToolCallTokens + e.value(p.Get("name")) + e.value(p.Get("input"))
-	case "tool_result":
-		return e.content(p.Get("content"))
-	}
-	return e.value(p)
 }
 
 // cachedMessage is message through the per-instance count cache.
