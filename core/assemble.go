@@ -68,6 +68,9 @@ const (
 	ArchivedPruned        = "pruned"
 	ArchivedMerged        = "merged"
 	ArchivedOrphanRemoved = "orphan_removed"
+	// ArchivedSystemNote: the system prompt as it was before the compaction note
+	// was appended to it.
+	ArchivedSystemNote = "system_note"
 )
 
 // assemble builds head (with the system note once), one summary message, and the
@@ -82,6 +85,7 @@ func assemble(msgs []message, p plan, summary string) assembly {
 			noted = true
 			if raw, ok := withSystemNote(&msgs[i]); ok {
 				a.out = append(a.out, newMsg(i, raw))
+				a.archived = append(a.archived, archivedMsg{index: i, reason: ArchivedSystemNote, raw: msgs[i].raw})
 				a.noteAdded = true
 				continue
 			}

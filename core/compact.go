@@ -49,7 +49,7 @@ type Report struct {
 // ArchivedMessage is an input message not returned unchanged (DESIGN §8.7).
 type ArchivedMessage struct {
 	Index int `json:"index"`
-	// Reason: summarized, pruned, merged or orphan_removed.
+	// Reason: summarized, pruned, merged, orphan_removed or system_note.
 	Reason  string          `json:"reason"`
 	Message json.RawMessage `json:"message,omitempty"`
 }

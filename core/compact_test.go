@@ -78,10 +78,10 @@ func checkCompaction(t *testing.T, input []json.RawMessage, r CompactResult) {
 		unchanged[string(m)]++
 	}
 	for i, m := range input {
-		if _, ok := archived[i]; ok {
+		if a, ok := archived[i]; ok && a.Reason != ArchivedSystemNote {
 			continue
 		}
-		if i == 0 && rep.SystemNoteAdded {
+		if a, ok := archived[i]; ok && a.Reason == ArchivedSystemNote {
 			var before, after struct {
 				Content string `json:"content"`
 			}

@@ -204,26 +204,31 @@ func callPaths(c toolCall) []string {
 var pathAndCommandArgs = append(append([]string{}, pathArgNames...), "command", "cmd")
 
 // looksLikePath accepts words like src/app.py, ./x, /etc/hosts or main.go, and
-// rejects URLs, flags and shell syntax.
+// rejects URLs, flags, shell syntax and code such as obj.attr or a[1:2].
 func looksLikePath(w string) bool {
 	w = strings.Trim(w, "\"'`;,()")
-	if len(w) < 3 || len(w) > 200 || strings.HasPrefix(w, "-") || strings.Contains(w, "://") ||
-		strings.ContainsAny(w, "|&<>$*=") {
+	if len(w) < 3 || len(w) > 200 || strings.HasPrefix(w, "-") || strings.Contains(w, "://") {
 		return false
 	}
-	if strings.Contains(w, "/") {
-		return true
-	}
-	dot := strings.LastIndexByte(w, '.')
-	if dot <= 0 || dot >= len(w)-1 || len(w)-dot > 6 {
-		return false
-	}
-	for _, r := range w[dot+1:] {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+	for _, r := range w {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._/~@+-", r)) {
 			return false
 		}
 	}
-	return true
+	if strings.Contains(w, "/") {
+		return strings.Trim(w, "./") != ""
+	}
+	dot := strings.LastIndexByte(w, '.')
+	return dot > 0 && contains(fileExtensions, strings.ToLower(w[dot+1:]))
+}
+
+// fileExtensions are the extensions that make a word without a slash a file name.
+var fileExtensions = []string{
+	"py", "pyi", "ipynb", "js", "mjs", "cjs", "ts", "tsx", "jsx", "go", "rs", "java", "kt", "kts", "c", "h",
+	"cc", "cpp", "hpp", "cs", "rb", "php", "swift", "scala", "sh", "bash", "zsh", "ps1", "md", "rst", "txt",
+	"json", "jsonl", "yaml", "yml", "toml", "ini", "cfg", "conf", "xml", "html", "css", "scss", "sql",
+	"ex", "exs", "erl", "hs", "ml", "lua", "jl", "dart", "vue", "svelte", "lock", "mod", "sum", "gradle",
+	"proto", "csv", "tsv", "log", "env", "patch", "diff", "tf", "dockerfile", "mk", "cmake", "heex", "eex",
 }
 
 // errorLines returns the lines of a tool output that carry an error marker. It

@@ -243,7 +243,7 @@ export interface TokenCountResult {
   per_message: number[];
 }
 
-export type ArchiveReason = "summarized" | "pruned" | "merged" | "orphan_removed";
+export type ArchiveReason = "summarized" | "pruned" | "merged" | "orphan_removed" | "system_note";
 
 /** An input message that is not returned unchanged, with its original object. */
 export interface ArchivedEntry {

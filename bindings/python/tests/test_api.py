@@ -167,7 +167,7 @@ def test_sync_summarizer_refs_and_archive(compactor):
     assert archived_idx | kept_idx | note == set(range(len(msgs)))
     for a in res.archived:
         assert a["message"] is msgs[a["index"]]
-        assert a["reason"] in ("summarized", "pruned", "merged", "orphan_removed")
+        assert a["reason"] in ("summarized", "pruned", "merged", "orphan_removed", "system_note")
 
 
 def test_async_summarizer_gives_the_same_result(compactor):

@@ -121,7 +121,7 @@ class ArchivedMessage(TypedDict):
     caller's own object (the binding fills it in from the input by ``index``)."""
 
     index: int
-    reason: Literal["summarized", "pruned", "merged", "orphan_removed"]
+    reason: Literal["summarized", "pruned", "merged", "orphan_removed", "system_note"]
     message: Message
 
 
