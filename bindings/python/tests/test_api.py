@@ -162,9 +162,11 @@ def test_sync_summarizer_refs_and_archive(compactor):
     # Everything not returned unchanged is archived with its original object.
     archived_idx = {a["index"] for a in res.archived}
     kept_idx = {i for i, m in enumerate(msgs) if any(m is k for k in kept)}
-    # The system prompt only gains a note (its original is not lost, so not archived).
-    note = {0} if rep.get("system_note_added") else set()
-    assert archived_idx | kept_idx | note == set(range(len(msgs)))
+    # The system prompt gains a note; its original is archived (reason system_note).
+    if rep.get("system_note_added"):
+        assert any(a["index"] == 0 and a["reason"] == "system_note" for a in res.archived)
+        assert res.messages[0]["content"].startswith(msgs[0]["content"])
+    assert archived_idx | kept_idx == set(range(len(msgs)))
     for a in res.archived:
         assert a["message"] is msgs[a["index"]]
         assert a["reason"] in ("summarized", "pruned", "merged", "orphan_removed", "system_note")
