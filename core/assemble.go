@@ -46,6 +46,24 @@ func withSystemNote(m *message) (string, bool) {
 	return out, err == nil
 }
 
+// systemWithNote returns an Anthropic top-level system prompt (a string or a list
+// of blocks) with SystemNote appended, or false when the note is already there.
+func systemWithNote(sys gjson.Result) (string, bool) {
+	if strings.Contains(contentText(sys), strings.TrimSpace(SystemNote)) {
+		return "", false
+	}
+	if sys.Type == gjson.String {
+		b, _ := marshal(sys.Str + SystemNote)
+		return string(b), true
+	}
+	block, _ := marshal(map[string]string{"type": "text", "text": strings.TrimPrefix(SystemNote, "\n\n")})
+	items := strings.TrimSpace(sys.Raw[1 : len(sys.Raw)-1])
+	if items != "" {
+		items += ","
+	}
+	return "[" + items + string(block) + "]", true
+}
+
 // assembly is an assembled compaction before sanitizing.
 type assembly struct {
 	out         []outMsg
@@ -71,6 +89,9 @@ const (
 	// ArchivedSystemNote: the system prompt as it was before the compaction note
 	// was appended to it.
 	ArchivedSystemNote = "system_note"
+	// ArchivedRepaired: an Anthropic message whose tool_result blocks sanitizing
+	// fixed.
+	ArchivedRepaired = "repaired"
 )
 
 // assemble builds head (with the system note once), one summary message, and the

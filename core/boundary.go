@@ -27,7 +27,10 @@ type plan struct {
 // planCompaction places the head and tail boundaries (DESIGN §8 phases 1 and 2).
 // No boundary splits a tool group: head ends after the results of its last call,
 // the tail starts at an assistant, never at a tool result.
-func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig) plan {
+//
+// fixed is the size of what is sent besides the messages (an Anthropic top-level
+// system prompt), counted with the head.
+func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig, fixed int) plan {
 	n := len(msgs)
 	p := plan{thr: thr, activeRequest: -1, pruned: map[int]string{}}
 
@@ -101,7 +104,7 @@ func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig) p
 	for i := range msgs {
 		pre[i+1] = pre[i] + msgs[i].tokens
 	}
-	head := pre[p.headEnd]
+	head := fixed + pre[p.headEnd]
 	estimate := func() int {
 		middle := pre[p.tailStart] - pre[p.headEnd]
 		p.summaryTarget = 0

@@ -44,12 +44,15 @@ type Report struct {
 	SystemNoteAdded   bool     `json:"system_note_added"`
 	OrphansRemoved    []int    `json:"orphans_removed"`
 	StubsAdded        []string `json:"stubs_added"`
+	// Repaired are the input indices of Anthropic messages whose tool_result blocks
+	// were fixed: orphan blocks taken out, stub blocks added.
+	Repaired []int `json:"repaired"`
 }
 
 // ArchivedMessage is an input message not returned unchanged (DESIGN §8.7).
 type ArchivedMessage struct {
 	Index int `json:"index"`
-	// Reason: summarized, pruned, merged, orphan_removed or system_note.
+	// Reason: summarized, pruned, merged, orphan_removed, repaired or system_note.
 	Reason  string          `json:"reason"`
 	Message json.RawMessage `json:"message,omitempty"`
 }
@@ -57,8 +60,11 @@ type ArchivedMessage struct {
 // CompactResult is the result of compact.begin and compact.finish. When Done is
 // false, State and SummaryRequest are set and the host must call compact.finish.
 type CompactResult struct {
-	Done           bool              `json:"done"`
-	Messages       []json.RawMessage `json:"messages,omitempty"`
+	Done     bool              `json:"done"`
+	Messages []json.RawMessage `json:"messages,omitempty"`
+	// System is the Anthropic top-level system prompt to send with Messages (with
+	// the compaction note when one was added); absent in the OpenAI layout.
+	System         json.RawMessage   `json:"system,omitempty"`
 	Report         *Report           `json:"report,omitempty"`
 	Archived       []ArchivedMessage `json:"archived,omitempty"`
 	State          string            `json:"state,omitempty"`
@@ -83,6 +89,22 @@ type compactRequest struct {
 	promptTokens int
 	summarizer   string
 	refs         bool
+	// anthropic is the Anthropic Messages layout: tool_use / tool_result blocks, and
+	// the system prompt outside the list (system, "" when absent).
+	anthropic    bool
+	system       gjson.Result
+	systemTokens int
+}
+
+// plan places the boundaries. In the Anthropic layout a top-level system prompt
+// counts as the first of protect_first_n head messages, as a system message does in
+// the OpenAI layout.
+func (r *compactRequest) plan() plan {
+	cc := r.cfg.Compression
+	if r.anthropic && r.system.Exists() && cc.ProtectFirstN > 0 {
+		cc.ProtectFirstN--
+	}
+	return planCompaction(r.msgs, r.thr, cc, r.systemTokens)
 }
 
 // params are a request's top-level fields, read in one pass: gjson's Get would
@@ -135,8 +157,45 @@ func parseCompactRequest(q gjson.Result) (*compactRequest, error) {
 		}
 		r.summarizer = v.Str
 	}
-	r.refs, err = outputParam(req)
-	return r, err
+	if r.refs, err = outputParam(req); err != nil {
+		return nil, err
+	}
+	return r, r.readFormat(req)
+}
+
+// readFormat reads "format" ("openai" or "anthropic"; absent: anthropic when a
+// top-level system is given or a message has tool_use/tool_result blocks) and, for
+// Anthropic, the top-level system and the roles it allows.
+func (r *compactRequest) readFormat(req params) error {
+	switch f := req.Get("format"); {
+	case f.Exists() && f.Str == "anthropic":
+		r.anthropic = true
+	case f.Exists() && f.Str != "openai":
+		return errorf(CodeInvalidRequest, "/format", "format must be \"openai\" or \"anthropic\"")
+	case !f.Exists():
+		r.anthropic = req.Get("system").Exists()
+		for i := range r.msgs {
+			r.anthropic = r.anthropic || r.msgs[i].blocks
+		}
+	}
+	if sys := req.Get("system"); sys.Exists() && sys.Type != gjson.Null {
+		if !r.anthropic {
+			return errorf(CodeInvalidRequest, "/system", "a top-level system prompt is the Anthropic layout: set format to \"anthropic\" or put it in a system message")
+		}
+		if sys.Type != gjson.String && !sys.IsArray() {
+			return errorf(CodeInvalidRequest, "/system", "system must be a string or an array of content blocks")
+		}
+		r.system = gjson.Parse(sys.Raw)
+		r.systemTokens = r.tc.content(r.system) + messageOverheadTokens
+	}
+	if r.anthropic {
+		for i := range r.msgs {
+			if role := r.msgs[i].role; role != "user" && role != "assistant" {
+				return errorf(CodeInvalidMessages, pointer("/messages", i, "role"), "the Anthropic layout has only user and assistant messages (got %q); the system prompt goes in system", role)
+			}
+		}
+	}
+	return nil
 }
 
 func boolParam(req params, key string) (bool, error) {
@@ -172,7 +231,7 @@ func outputParam(req params) (bool, error) {
 }
 
 func (r *compactRequest) tokensBefore() int {
-	n := 0
+	n := r.systemTokens
 	for i := range r.msgs {
 		n += r.msgs[i].tokens
 	}
@@ -225,9 +284,13 @@ func (r *compactRequest) unchanged(reason string) *compactOutcome {
 	rep := &Report{
 		Reason: reason, TokensBefore: before, TokensAfter: before, ThresholdTokens: r.thr.ThresholdTokens,
 		Fits: before < r.thr.ThresholdTokens, MessagesBefore: len(r.msgs), MessagesAfter: len(r.msgs),
-		HeadEnd: len(r.msgs), TailStart: len(r.msgs), Pruned: []int{}, OrphansRemoved: []int{}, StubsAdded: []string{},
+		HeadEnd: len(r.msgs), TailStart: len(r.msgs), Pruned: []int{}, OrphansRemoved: []int{}, StubsAdded: []string{}, Repaired: []int{},
 	}
-	return &compactOutcome{out: out, report: rep}
+	o := &compactOutcome{out: out, report: rep}
+	if r.system.Exists() {
+		o.system = r.system.Raw
+	}
+	return o
 }
 
 // compactOutcome is a finished compaction before it is written.
@@ -235,6 +298,9 @@ type compactOutcome struct {
 	out      []outMsg
 	archived []archivedMsg
 	report   *Report
+	// system is the Anthropic top-level system prompt to send with out ("" when
+	// there is none), with the compaction note when one was added.
+	system string
 }
 
 // begin runs compact.begin: the trigger (unless forced), the plan, and either a
@@ -252,7 +318,7 @@ func (r *compactRequest) begin() (*compactOutcome, plan, bool) {
 			return r.unchanged(ReasonBelowThreshold), plan{}, true
 		}
 	}
-	p := planCompaction(r.msgs, r.thr, r.cfg.Compression)
+	p := r.plan()
 	if p.tailStart <= p.headEnd {
 		if len(p.pruned) == 0 {
 			return r.unchanged("nothing_to_compact"), p, true
@@ -271,7 +337,7 @@ func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome
 	rep := &Report{
 		Compacted: true, Reason: "compacted", TokensBefore: r.tokensBefore(), ThresholdTokens: r.thr.ThresholdTokens,
 		MessagesBefore: len(r.msgs), HeadEnd: p.headEnd, TailStart: p.tailStart, Pruned: []int{},
-		ActiveRequestInSummary: p.activeRequest >= 0, OrphansRemoved: []int{}, StubsAdded: []string{},
+		ActiveRequestInSummary: p.activeRequest >= 0, OrphansRemoved: []int{}, StubsAdded: []string{}, Repaired: []int{},
 	}
 	var a assembly
 	if p.tailStart > p.headEnd {
@@ -317,13 +383,29 @@ func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome
 	}
 	sortInts(rep.Pruned)
 
-	out, removed, san := sanitizeToolPairs(a.out)
+	out, removed, repaired, san := sanitizeToolPairs(a.out)
+	archivedAlready := map[int]bool{}
+	for _, x := range a.archived {
+		archivedAlready[x.index] = true
+	}
 	for _, m := range removed {
 		if m.src >= 0 {
 			rep.OrphansRemoved = append(rep.OrphansRemoved, m.src)
-			a.archived = append(a.archived, archivedMsg{index: m.src, reason: ArchivedOrphanRemoved, raw: r.msgs[m.src].raw})
+			if !archivedAlready[m.src] {
+				a.archived = append(a.archived, archivedMsg{index: m.src, reason: ArchivedOrphanRemoved, raw: r.msgs[m.src].raw})
+			}
 		}
 	}
+	for _, m := range repaired {
+		if m.src >= 0 {
+			rep.Repaired = append(rep.Repaired, m.src)
+			if !archivedAlready[m.src] {
+				a.archived = append(a.archived, archivedMsg{index: m.src, reason: ArchivedRepaired, raw: r.msgs[m.src].raw})
+			}
+		}
+	}
+	sortInts(rep.OrphansRemoved)
+	sortInts(rep.Repaired)
 	rep.StubsAdded = san.Stubbed
 	rep.MessagesAfter = len(out)
 	for k := range out {
@@ -338,9 +420,24 @@ func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome
 		rep.FirstChangedIndex = &fc
 	}
 	rep.TokensAfter = tokensOfOutput(r.msgs, out, r.tc)
+	var system string
+	if r.system.Exists() {
+		system = r.system.Raw
+		rep.TokensAfter += r.systemTokens
+		if p.tailStart > p.headEnd {
+			if raw, ok := systemWithNote(r.system); ok {
+				system, rep.SystemNoteAdded = raw, true
+				rep.TokensAfter += r.tc.content(gjson.Parse(raw)) - r.tc.content(r.system)
+				if rep.FirstChangedIndex == nil || *rep.FirstChangedIndex > 0 {
+					zero := 0 // the system prompt comes before every message
+					rep.FirstChangedIndex = &zero
+				}
+			}
+		}
+	}
 	rep.Fits = rep.TokensAfter < r.thr.ThresholdTokens
 	sortArchived(a.archived)
-	return &compactOutcome{out: out, archived: a.archived, report: rep}
+	return &compactOutcome{out: out, archived: a.archived, report: rep, system: system}
 }
 
 func tokensOfOutput(msgs []message, out []outMsg, tc tokenCounter) int {
@@ -393,6 +490,10 @@ func (o *compactOutcome) write(refs bool) []byte {
 	b := make([]byte, 0, size)
 	b = append(b, `{"done":true,"messages":`...)
 	b = writeMessages(b, o.out, refs)
+	if o.system != "" {
+		b = append(b, `,"system":`...)
+		b = append(b, o.system...)
+	}
 	b = append(b, `,"report":`...)
 	b = append(b, mustMarshal(o.report)...)
 	b = append(b, `,"archived":`...)
@@ -462,7 +563,7 @@ func opCompactFinish(q gjson.Result) ([]byte, error) {
 	if sv.Type != gjson.String || !strings.HasPrefix(sv.Str, "ccs1.") {
 		return nil, errorf(CodeInvalidState, "/state", "state must be the string compact.begin returned")
 	}
-	p := planCompaction(r.msgs, r.thr, r.cfg.Compression)
+	p := r.plan()
 	if r.stateFor(p) != sv.Str {
 		return nil, errorf(CodeInvalidState, "/state", "state does not match these messages and config: pass compact.finish the same messages, config and force as compact.begin")
 	}

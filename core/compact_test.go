@@ -17,6 +17,8 @@ import (
 func loadTraces(t testing.TB) map[string]json.RawMessage {
 	t.Helper()
 	paths, _ := filepath.Glob(filepath.Join(tracesDir, "*.json"))
+	anthropic, _ := filepath.Glob(filepath.Join(tracesDir, "anthropic-format", "*.json"))
+	paths = append(paths, anthropic...)
 	if len(paths) == 0 {
 		t.Skipf("shared traces not found at %s: these tests need ../shared/traces beside the repository", tracesDir)
 	}
@@ -30,7 +32,11 @@ func loadTraces(t testing.TB) map[string]json.RawMessage {
 		require.NoError(t, json.Unmarshal(data, &f), p)
 		var compact bytes.Buffer // requests are sent compact, so compare compact bytes
 		require.NoError(t, json.Compact(&compact, f.Messages))
-		out[strings.TrimSuffix(filepath.Base(p), ".json")] = compact.Bytes()
+		name := strings.TrimSuffix(filepath.Base(p), ".json")
+		if filepath.Base(filepath.Dir(p)) == "anthropic-format" {
+			name = "anthropic-" + name
+		}
+		out[name] = compact.Bytes()
 	}
 	return out
 }
@@ -263,6 +269,20 @@ func TestScenarioMeanings(t *testing.T) {
 	yield := rep("count-floor-yields-to-fit-32k")
 	require.True(t, yield.Fits)
 	require.Less(t, yield.MessagesBefore-yield.TailStart, 20, "the protect_last_n floor yields to fit")
+	// The Anthropic layout: the note goes on the top-level system, long tool_result
+	// blocks are pruned in place, orphan blocks and missing results are repaired.
+	anth := reports["anthropic-layout-with-system"]
+	require.True(t, anth.Report.SystemNoteAdded)
+	require.Contains(t, string(anth.System), "[Note: earlier turns")
+	require.Equal(t, 3, anth.Report.HeadEnd, "system counts as the first head message; the head runs to the end of its tool group")
+	require.Nil(t, reports["anthropic-layout-detected-from-blocks"].System)
+	require.Equal(t, []int{10, 12}, rep("anthropic-long-results-pruned-in-place").Pruned)
+	repaired := rep("anthropic-orphan-and-missing-results-repaired")
+	require.Equal(t, []int{16, 18}, repaired.Repaired)
+	require.Equal(t, []string{"x2", "y1"}, repaired.StubsAdded)
+	out := reports["anthropic-orphan-and-missing-results-repaired"].Messages
+	require.NotContains(t, string(out[len(out)-3]), "ghost", "the orphan tool_result block is taken out")
+	require.Contains(t, string(out[len(out)-1]), "Did it build?", "stubs go first in the next user turn")
 	small := reports["smaller-summarizer-window-bounds-the-request"].SummaryRequest
 	full := reports["worked-example-45-messages-summary-request"].SummaryRequest
 	require.Less(t, len(small.Messages[1].Content), len(full.Messages[1].Content))

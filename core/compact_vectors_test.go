@@ -133,6 +133,31 @@ func smallSession(turns int) []any {
 	return append(m, say("The parser is split into a lexer and a grammar now."), user("Now add tests for the lexer."))
 }
 
+// Anthropic Messages builders: content blocks, tool_use / tool_result.
+func text(t string) map[string]any { return map[string]any{"type": "text", "text": t} }
+func toolUse(id, name, path string) map[string]any {
+	return map[string]any{"type": "tool_use", "id": id, "name": name, "input": map[string]any{"file_path": path}}
+}
+func toolResult(id, out string) map[string]any {
+	return map[string]any{"type": "tool_result", "tool_use_id": id, "content": out}
+}
+func turn(role string, blocks ...any) map[string]any {
+	return map[string]any{"role": role, "content": blocks}
+}
+
+// anthropicSession is a short Claude-style session: a request, parallel Read
+// calls answered in one user turn, more reads, then a final exchange.
+func anthropicSession(turns, size int) []any {
+	m := []any{turn("user", text("Refactor the parser module.")),
+		turn("assistant", text("Reading both halves."), toolUse("r0", "Read", "src/lexer.py"), toolUse("r1", "Read", "src/grammar.py")),
+		turn("user", toolResult("r0", code("lexer", 900)), toolResult("r1", code("grammar", 900)))}
+	for i := 2; i < turns+2; i++ {
+		id := fmt.Sprintf("r%d", i)
+		m = append(m, turn("assistant", toolUse(id, "Read", fmt.Sprintf("src/part_%d.py", i))), turn("user", toolResult(id, code(fmt.Sprintf("part%d", i), size))))
+	}
+	return append(m, turn("assistant", text("The parser is split into a lexer and a grammar now.")), user("Now add tests for the lexer."))
+}
+
 type genCase struct {
 	name    string
 	request map[string]any
@@ -186,6 +211,14 @@ func compactBeginCases() []genCase {
 		{"newest-request-too-big-goes-into-summary", map[string]any{"messages": hugeRequest, "config": tinyWindow, "force": true, "summarizer": "builtin"}},
 		{"count-floor-kept-with-outputs-pruned-32k", map[string]any{"messages": manyOutputs, "config": k32, "summarizer": "builtin"}},
 		{"count-floor-yields-to-fit-32k", map[string]any{"messages": manyNotes, "config": k32, "summarizer": "builtin"}},
+		{"anthropic-layout-with-system", map[string]any{"messages": anthropicSession(6, 800), "system": "You are Claude Code.", "config": tinyWindow, "force": true, "summarizer": "builtin"}},
+		{"anthropic-layout-system-blocks-as-refs", map[string]any{"messages": anthropicSession(6, 800), "system": []any{text("You are Claude Code.")}, "config": tinyWindow, "force": true, "summarizer": "builtin", "output": "refs"}},
+		{"anthropic-layout-detected-from-blocks", map[string]any{"messages": anthropicSession(6, 800), "config": tinyWindow, "force": true, "summarizer": "builtin"}},
+		{"anthropic-long-results-pruned-in-place", map[string]any{"messages": anthropicSession(6, 2400), "format": "anthropic", "config": map[string]any{"model": map[string]any{"context_length": 8000}, "compression": map[string]any{"protect_last_n": 8}}, "force": true, "summarizer": "builtin"}},
+		{"anthropic-orphan-and-missing-results-repaired", map[string]any{"messages": cat(anthropicSession(6, 800)[:len(anthropicSession(6, 800))-2],
+			turn("assistant", toolUse("x1", "Read", "a.py"), toolUse("x2", "Read", "b.py")), turn("user", toolResult("x1", "ok"), toolResult("ghost", "stray")),
+			turn("assistant", toolUse("y1", "Bash", "make")), user("Did it build?")), "config": tinyWindow, "force": true, "summarizer": "builtin"}},
+		{"anthropic-summary-request", map[string]any{"messages": anthropicSession(6, 800), "system": "You are Claude Code.", "config": tinyWindow, "force": true}},
 		{"smaller-summarizer-window-bounds-the-request", map[string]any{"messages": worked, "force": true, "config": map[string]any{"compression": map[string]any{"summary_context_length": 8000}}}},
 	}
 }
@@ -201,6 +234,10 @@ func compactErrorCases() []genCase {
 		{"rejects-bad-summarizer", map[string]any{"messages": []any{}, "summarizer": "gpt"}},
 		{"rejects-bad-force", map[string]any{"messages": []any{}, "force": "yes"}},
 		{"rejects-bad-output", map[string]any{"messages": []any{}, "output": "ids"}},
+		{"rejects-unknown-format", map[string]any{"messages": []any{}, "format": "gemini"}},
+		{"rejects-top-level-system-in-openai-layout", map[string]any{"messages": []any{user("hi")}, "format": "openai", "system": "s"}},
+		{"rejects-non-string-system", map[string]any{"messages": []any{user("hi")}, "system": 42}},
+		{"rejects-system-role-in-anthropic-layout", map[string]any{"messages": []any{sys("s"), user("hi")}, "format": "anthropic"}},
 	}
 }
 

@@ -101,7 +101,7 @@ func extractiveSummary(msgs []message, p plan, why string) string {
 			if line := lines[k]; !seenErr[line] {
 				seenErr[line] = true
 				what := "a tool"
-				if c, ok := calls[m.resultFor]; ok {
+				if c, ok := calls[m.answers()[0]]; ok {
 					what = c.name
 				}
 				errs = append(errs, "- #"+strconv.Itoa(i)+" "+what+": "+line)

@@ -21,7 +21,12 @@ type message struct {
 	calls []toolCall
 	// resultFor is the tool_call_id a tool row answers ("" if absent).
 	resultFor string
-	tokens    int
+	// results are the tool_use ids an Anthropic user message's tool_result blocks
+	// answer.
+	results []string
+	// blocks is true when the content holds Anthropic tool_use or tool_result blocks.
+	blocks bool
+	tokens int
 }
 
 type toolCall struct {
@@ -153,7 +158,16 @@ func escapedArgString(raw, key string) (string, bool) {
 
 // isToolResult reports whether m carries a tool result, so that it belongs to the
 // group of the assistant message that made the call.
-func (m *message) isToolResult() bool { return m.role == "tool" }
+func (m *message) isToolResult() bool { return m.role == "tool" || len(m.results) > 0 }
+
+// answers returns the ids of the calls m answers: its tool_call_id (OpenAI) or its
+// tool_result blocks' ids (Anthropic).
+func (m *message) answers() []string {
+	if m.role == "tool" {
+		return []string{m.resultFor}
+	}
+	return m.results
+}
 
 // isSystem reports whether m is a system-level instruction.
 func (m *message) isSystem() bool { return m.role == "system" || m.role == "developer" }
@@ -179,7 +193,9 @@ func (m *message) isSummary() bool {
 
 // isRealUser reports whether m is a request typed by the user: role user and not a
 // compaction summary.
-func (m *message) isRealUser() bool { return m.role == "user" && !m.isSummary() }
+func (m *message) isRealUser() bool {
+	return m.role == "user" && len(m.results) == 0 && !m.isSummary()
+}
 
 // firstText returns the text of a string content or of its first text part.
 func firstText(content gjson.Result) string {
@@ -255,7 +271,11 @@ func parseMessages(v gjson.Result, tc tokenCounter) ([]message, error) {
 			return false
 		}
 		if tc.exact == nil {
-			m.tokens = tc.scaled(tc.roughParts(m.contentRaw, m.calls))
+			calls := m.calls
+			if m.blocks {
+				calls = nil // tool_use blocks are counted with the content
+			}
+			m.tokens = tc.scaled(tc.roughParts(m.contentRaw, calls))
 		} else {
 			m.tokens = tc.message(mv)
 		}
@@ -302,6 +322,9 @@ func parseMessage(mv gjson.Result, path string) (message, error) {
 	if !contains(knownRoles, m.role) {
 		return m, errorf(CodeInvalidMessages, path+"/role", "unknown role %q; allowed: %s", m.role, strings.Join(knownRoles, ", "))
 	}
+	if len(m.contentRaw) > 0 && m.contentRaw[0] == '[' {
+		readBlocks(&m)
+	}
 	if calls != "" && calls[0] != 'n' {
 		if calls[0] != '[' {
 			return m, errorf(CodeInvalidMessages, path+"/tool_calls", "tool_calls must be an array")
@@ -314,6 +337,41 @@ func parseMessage(mv gjson.Result, path string) (message, error) {
 		}
 	}
 	return m, err
+}
+
+// readBlocks reads the Anthropic tool_use blocks of m's content as its calls and
+// its tool_result blocks as the ids it answers.
+func readBlocks(m *message) {
+	forEachElement(m.contentRaw, func(block string) bool {
+		if block[0] != '{' {
+			return true
+		}
+		var typ, id, idKey string
+		var tc toolCall
+		forEachField(block, func(k, raw string) bool {
+			switch k {
+			case "type":
+				typ = decodeString(raw)
+			case "id", "tool_use_id":
+				id, idKey = decodeString(raw), k
+			case "name":
+				tc.nameRaw, tc.name = raw, decodeString(raw)
+			case "input":
+				tc.args = rawValue(raw)
+			}
+			return true
+		})
+		switch {
+		case typ == "tool_use" && idKey == "id":
+			tc.id, tc.raw = id, block
+			m.calls = append(m.calls, tc)
+			m.blocks = true
+		case typ == "tool_result" && idKey == "tool_use_id":
+			m.results = append(m.results, id)
+			m.blocks = true
+		}
+		return true
+	})
 }
 
 // decodeString returns the text of a raw JSON string, or "" for anything else.

@@ -93,6 +93,11 @@ func truncateRunes(s string, n int) string {
 // in characters. A raw string of at most pruneMinChars bytes is too short whatever
 // it holds, so most short outputs are decided without counting.
 func prunable(m *message) (int, bool) {
+	if len(m.results) > 0 {
+		chars := 0
+		forEachLongResult(m, func(_, _ string, n int) { chars += n })
+		return chars, chars > 0
+	}
 	raw := m.contentRaw
 	if !m.isToolResult() || len(raw) <= pruneMinChars+2 || strings.HasPrefix(raw, `"`+PrunedPrefix) {
 		return 0, false
@@ -114,17 +119,60 @@ func prunable(m *message) (int, bool) {
 // the output was (tool, key argument, size), so the agent knows what to re-run.
 // Every other field is kept as it was.
 func prunedMessage(m *message, calls callIndex, chars int) string {
-	what := "a tool call"
-	if c, ok := calls[m.resultFor]; ok {
-		what = describeCall(c)
+	var out string
+	var err error
+	if len(m.results) > 0 { // Anthropic: each long tool_result block gets a placeholder
+		var blocks []string
+		forEachElement(m.contentRaw, func(block string) bool {
+			blocks = append(blocks, block)
+			return true
+		})
+		forEachLongResult(m, func(block, id string, n int) {
+			k := indexOf(blocks, block)
+			blocks[k], _ = sjson.Set(block, "content", placeholder(calls, id, n))
+		})
+		out, err = sjson.SetRaw(m.raw, "content", "["+strings.Join(blocks, ",")+"]")
+	} else {
+		out, err = sjson.Set(m.raw, "content", placeholder(calls, m.resultFor, chars))
 	}
-	text := PrunedPrefix + " " + what + " returned " + formatCount(chars) +
-		" characters here; call the tool again if you need the output."
-	out, err := sjson.Set(m.raw, "content", text)
 	if err != nil { // unreachable: m.raw is a valid object
 		return m.raw
 	}
 	return out
+}
+
+// placeholder is the text that replaces a pruned output of the call id.
+func placeholder(calls callIndex, id string, chars int) string {
+	what := "a tool call"
+	if c, ok := calls[id]; ok {
+		what = describeCall(c)
+	}
+	return PrunedPrefix + " " + what + " returned " + formatCount(chars) +
+		" characters here; call the tool again if you need the output."
+}
+
+// forEachLongResult calls fn with each tool_result block of an Anthropic message
+// whose content is longer than pruneMinChars characters and not yet pruned.
+func forEachLongResult(m *message, fn func(block, id string, chars int)) {
+	forEachElement(m.contentRaw, func(block string) bool {
+		if block[0] != '{' || decodeString(rawField(block, "type")) != "tool_result" {
+			return true
+		}
+		c := rawField(block, "content")
+		var n int
+		switch {
+		case len(c) <= pruneMinChars+2 || strings.HasPrefix(c, `"`+PrunedPrefix):
+			return true
+		case c[0] == '"':
+			n = jsonStringChars(c)
+		default:
+			n = utf8.RuneCountInString(contentText(gjson.Parse(c)))
+		}
+		if n > pruneMinChars {
+			fn(block, decodeString(rawField(block, "tool_use_id")), n)
+		}
+		return true
+	})
 }
 
 // formatCount writes n with thousands separators: 12,345.
@@ -150,7 +198,7 @@ func opPrune(req gjson.Result) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := planCompaction(r.msgs, r.thr, r.cfg.Compression)
+	p := r.plan()
 	calls := indexCalls(r.msgs)
 	o := &compactOutcome{}
 	res := PruneResult{Pruned: []int{}, TokensBefore: r.tokensBefore()}

@@ -207,9 +207,13 @@ func renderTurns(msgs []message, from, to, skip, headC, tailC int) string {
 		}
 		m := &msgs[i]
 		b.WriteString("[#" + strconv.Itoa(i) + " " + m.role)
-		if m.isToolResult() {
-			b.WriteString(" result of ")
-			if c, ok := calls[m.resultFor]; ok {
+		for k, id := range m.answers() {
+			if k == 0 {
+				b.WriteString(" result of ")
+			} else {
+				b.WriteString(", ")
+			}
+			if c, ok := calls[id]; ok {
 				d, seen := described[c.id]
 				if !seen {
 					d = describeCall(c)

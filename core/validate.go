@@ -63,6 +63,23 @@ func validateMessages(v gjson.Result) (ValidateResult, error) {
 			add(ProblemInvalidMessage, e.Path, e.Message[len("ctxcompact: "):])
 			return true
 		}
+		if len(m.results) > 0 { // Anthropic: every result of the group, in this one message
+			for _, id := range m.results {
+				k := -1
+				for j, c := range pending {
+					if c.id == id {
+						k = j
+					}
+				}
+				if k < 0 {
+					add(ProblemOrphanToolResult, path+"/content", "tool_result "+strconv.Quote(id)+" does not answer a tool_use of the assistant message before it")
+					continue
+				}
+				pending = append(pending[:k], pending[k+1:]...)
+			}
+			closeGroup()
+			return true
+		}
 		if m.isToolResult() {
 			if !mv.Get("tool_call_id").Exists() || m.resultFor == "" {
 				add(ProblemMissingToolCallID, path+"/tool_call_id", "a tool message needs the tool_call_id of the call it answers")
@@ -90,6 +107,9 @@ func validateMessages(v gjson.Result) (ValidateResult, error) {
 		}
 		for k, c := range m.calls {
 			cp := pointer(path+"/tool_calls", k)
+			if m.blocks {
+				cp = path + "/content" // a tool_use block
+			}
 			switch {
 			case c.id == "":
 				add(ProblemEmptyToolCallID, cp+"/id", "a tool call needs a non-empty id")
@@ -99,10 +119,16 @@ func validateMessages(v gjson.Result) (ValidateResult, error) {
 				seen[c.id] = true
 				pending = append(pending, pendingCall{c.id, cp})
 			}
-			if c.name == "" {
+			switch {
+			case m.blocks && c.name == "":
+				add(ProblemMissingToolName, cp, "a tool_use block needs a name")
+			case m.blocks && !c.args.IsObject():
+				add(ProblemInvalidToolArguments, cp, "a tool_use block's input must be an object")
+			case m.blocks:
+			case c.name == "":
 				add(ProblemMissingToolName, cp+"/function/name", "a tool call needs a function name")
 			}
-			if c.args.Type != gjson.String || !gjson.Valid(c.argsText()) {
+			if !m.blocks && (c.args.Type != gjson.String || !gjson.Valid(c.argsText())) {
 				add(ProblemInvalidToolArguments, cp+"/function/arguments", "function.arguments must be a string holding JSON")
 			}
 		}
