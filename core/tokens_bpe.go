@@ -2,9 +2,6 @@ package core
 
 import (
 	_ "embed"
-	"unicode/utf8"
-
-	"github.com/dlclark/regexp2/v2"
 )
 
 // Byte-pair encoding for the exact encodings, over rank tables embedded as data
@@ -23,7 +20,8 @@ var cl100kTable string
 
 // The pre-tokenizer patterns of tiktoken's encodings, as tiktoken (openai_public.py)
 // and github.com/tiktoken-go/tokenizer write them. The text is split into pieces
-// with the pattern; each piece is encoded on its own.
+// with the pattern (by the hand-written splitters of tokens_split.go, which the tests
+// compare with regexp2's interpreter); each piece is encoded on its own.
 const (
 	o200kPattern  = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 	cl100kPattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
@@ -36,7 +34,7 @@ const vocabMagic = "ctxcvocab1\n"
 // safe for concurrent use.
 type bpe struct {
 	ranks map[string]uint32
-	split *regexp2.Regexp
+	split splitter
 }
 
 // newBPE builds the encoder from a rank table and a split pattern. The keys of the
@@ -73,34 +71,21 @@ func newBPE(table, pattern string) *bpe {
 	if pos != len(table) || len(ranks) != n {
 		panic("ctxcompact: rank table: trailing bytes or duplicate tokens")
 	}
-	// Compile, not MustCompile: MustCompile would pick up a matcher generated for the
-	// same pattern by any other package in the binary (tiktoken-go registers one),
-	// so the engine, and its speed, would depend on what else is linked.
-	split, err := regexp2.Compile(pattern, regexp2.None)
-	if err != nil {
-		panic("ctxcompact: split pattern: " + err.Error())
-	}
-	return &bpe{ranks: ranks, split: split}
+	return &bpe{ranks: ranks, split: splitterFor(pattern)}
 }
 
 // count returns the number of tokens of s, special-token text included as ordinary
 // text (tiktoken's encode_ordinary). The pieces are the pattern's matches on the
-// runes of s, so an invalid UTF-8 byte counts as U+FFFD, as in the library.
-//
-// FindNextMatch allocates a Match per piece; FindAllRunesIndex would not, but its
-// capture-free fast path finds other pieces (" \n \n" is one piece there, two
-// here and in tiktoken), which TestBPEMatchesLibraryOnTrickyTexts catches.
+// runes of s, so an invalid UTF-8 byte counts as U+FFFD, as in the library. The
+// error is the splitter's: core's splitters never fail, the tests' regexp splitters
+// can.
 func (b *bpe) count(s string) (int, error) {
 	n := 0
 	var buf []byte
-	m, err := b.split.FindStringMatch(s)
-	for ; m != nil && err == nil; m, err = b.split.FindNextMatch(m) {
-		buf = buf[:0]
-		for _, r := range m.Runes() {
-			buf = utf8.AppendRune(buf, r)
-		}
+	err := b.split(s, func(piece string) {
+		buf = append(buf[:0], piece...)
 		n += b.pieceTokens(buf)
-	}
+	})
 	return n, err
 }
 
