@@ -132,7 +132,7 @@ func opTokensCalibrate(req gjson.Result) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := requestCounter(req, false)
+	c, err := requestCounter(paramsOf(req), false)
 	if err != nil {
 		return nil, err
 	}

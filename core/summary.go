@@ -233,8 +233,8 @@ func renderTurns(msgs []message, from, to, skip, headC, tailC int) string {
 			b.WriteString("→ call " + c.name + " ")
 			if c.args.Type == gjson.String {
 				b.WriteString(excerptJSONString(c.args.Raw, headC/2, tailC/2))
-			} else {
-				b.WriteString(truncateMiddle(c.args.Raw, headC/2, tailC/2))
+			} else { // an Anthropic input object, in the same bytes whatever encoder sent it
+				b.WriteString(truncateMiddle(string(canonicalJSON(nil, gjson.Parse(c.args.Raw))), headC/2, tailC/2))
 			}
 			b.WriteByte('\n')
 		}

@@ -108,7 +108,7 @@ func tokenMessages(v gjson.Result, path string) ([]gjson.Result, error) {
 // else config.tokens.encoding, else rough ("auto" from config.model.name);
 // calibrated by config.tokens.calibration when calibrated is true. The whole config
 // is validated as every op does.
-func requestCounter(req gjson.Result, calibrated bool) (tokenCounter, error) {
+func requestCounter(req params, calibrated bool) (tokenCounter, error) {
 	cfg, err := parseConfig(req.Get("config"), "/config")
 	if err != nil {
 		return tokenCounter{}, err
@@ -139,7 +139,8 @@ type tokensCountResult struct {
 
 // opTokensCount: {messages, encoding?, config?, report_cache_hits?} ->
 // {encoding, calibration, total, per_message[], cache_hits (when asked)}.
-func opTokensCount(req gjson.Result) ([]byte, error) {
+func opTokensCount(q gjson.Result) ([]byte, error) {
+	req := paramsOf(q) // one pass over the request, not one per field
 	msgs, err := tokenMessages(req.Get("messages"), "/messages")
 	if err != nil {
 		return nil, err

@@ -243,7 +243,7 @@ export interface TokenCountResult {
   per_message: number[];
 }
 
-export type ArchiveReason = "summarized" | "pruned" | "merged" | "orphan_removed" | "system_note";
+export type ArchiveReason = "summarized" | "pruned" | "merged" | "orphan_removed" | "system_note" | "repaired";
 
 /** An input message that is not returned unchanged, with its original object. */
 export interface ArchivedEntry {
@@ -270,6 +270,8 @@ export interface SanitizeResult {
   removed: number[];
   /** tool_call ids that got a stub result. */
   stubbed: string[];
+  /** Input indices of Anthropic messages whose tool_result blocks were fixed. */
+  repaired: number[];
   archived: ArchivedEntry[];
 }
 
@@ -326,10 +328,12 @@ export interface CompactReport {
   active_request_in_summary: boolean;
   /** First output index that differs from the input (where the prompt cache breaks); null when nothing changed. */
   first_changed_index: number | null;
-  /** The compaction note was appended to the system prompt (that message is changed, not archived). */
+  /** The compaction note was appended to the system prompt (its original is archived, reason "system_note"; in the Anthropic layout it is the returned `system`). */
   system_note_added: boolean;
   orphans_removed: number[];
   stubs_added: string[];
+  /** Input indices of Anthropic messages whose tool_result blocks were fixed (reason "repaired"). */
+  repaired: number[];
 }
 
 export interface CompactResult {
@@ -338,6 +342,8 @@ export interface CompactResult {
   report: CompactReport;
   /** Every input message not returned unchanged, with its input index. */
   archived: ArchivedEntry[];
+  /** Anthropic layout: the top-level system prompt to send with `messages` (with the compaction note when one was added). */
+  system?: string | ContentPart[];
 }
 
 export interface CacheApplyResult {
@@ -480,6 +486,10 @@ export interface CompactOptions {
   config?: Config;
   /** API-reported prompt tokens of the last response (preferred over the estimate). */
   promptTokens?: number;
+  /** Message layout; absent: Anthropic when `system` is given or tool_use/tool_result blocks appear. */
+  format?: "openai" | "anthropic";
+  /** Anthropic layout: the top-level system prompt (it counts as the first head message and gets the compaction note). */
+  system?: string | ContentPart[];
 }
 
 export interface ShouldCompressOptions {

@@ -315,7 +315,8 @@ export class Compactor {
     await this.ready();
     // Serialized and encoded once; begin and finish both send these exact bytes.
     const tail = [`${this.#configField(options.config)}${field("force", options.force)}` +
-      `${field("prompt_tokens", options.promptTokens)},"output":"refs","messages":`, utf8(JSON.stringify(messages)), "}"];
+      `${field("prompt_tokens", options.promptTokens)}${field("format", options.format)}${field("system", options.system)}` +
+      `,"output":"refs","messages":`, utf8(JSON.stringify(messages)), "}"];
     const begun = unwrap(this.#callParts([`{"op":"compact.begin","summarizer":"${summarize ? "host" : "builtin"}"`, ...tail]));
     if (begun.done) return toResult(materialize(begun, messages));
 
@@ -344,7 +345,9 @@ export class Compactor {
 }
 
 function toResult(r) {
-  return { messages: r.messages, report: r.report, archived: r.archived ?? [] };
+  const out = { messages: r.messages, report: r.report, archived: r.archived ?? [] };
+  if (r.system !== undefined) out.system = r.system;
+  return out;
 }
 
 /**

@@ -3,6 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { CompactError, Compactor, _instanceOf } from "../index.js";
+import path from "node:path";
 import { loadTrace, session, sleep, traceFiles, tracesSkip } from "./helpers.mjs";
 
 const c = await Compactor.create();
@@ -18,7 +19,7 @@ function assertNothingLost(input, res) {
   const archived = new Set(res.archived.map((a) => a.index));
   for (const a of res.archived) assert.equal(a.message, input[a.index], `archived ${a.index} is the caller's object`);
   for (let i = 0; i < input.length; i++) {
-    if (i === 0 && res.report.system_note_added) {
+    if (i === 0 && res.report.system_note_added && input[0].role === "system") {
       // The system prompt keeps its text with the compaction note appended; the
       // original is archived.
       assert.ok(res.archived.some((a) => a.index === 0 && a.reason === "system_note"));
@@ -239,4 +240,18 @@ test("real traces compact to valid conversations (builtin and host summarizers)"
     if (res.report.compacted) compacted++;
   }
   assert.ok(compacted > files.length / 2, `${compacted} of ${files.length} traces compacted at 32K`);
+});
+
+test("the Anthropic layout: top-level system gets the note, blocks stay paired", { skip: tracesSkip() }, async () => {
+  const file = path.join(path.dirname(traceFiles()[0]), "anthropic-format", "claude-code-spotter-ae4a77f8-precompact.json");
+  const msgs = loadTrace(file);
+  const system = "You are Claude Code.";
+  const res = await c.compact(msgs, { system, config: small, summarize: async () => "## Goal\nTrace spans end to end." });
+  assert.equal(res.report.compacted, true);
+  assert.equal(res.report.system_note_added, true);
+  assert.ok(res.system.startsWith(system) && res.system.includes("[Note: earlier turns"));
+  assert.ok(res.messages.length < msgs.length);
+  assert.deepEqual(c.validate(res.messages), { ok: true, problems: [] });
+  assertNothingLost(msgs, res);
+  assert.ok(JSON.stringify(res.messages).includes("Trace spans end to end."));
 });

@@ -497,3 +497,22 @@ def test_cache_and_calibration_wrappers():
     with pytest.raises(CompactError) as ei:
         c.calibrate(msgs, est * 100)
     assert ei.value.path == "/prompt_tokens"
+
+
+def test_anthropic_layout_system_gets_the_note(compactor):
+    from conftest import TRACES, load_trace
+
+    path = TRACES / "anthropic-format" / "claude-code-spotter-ae4a77f8-precompact.json"
+    if not path.is_file():
+        pytest.skip(f"shared traces not found at {TRACES} (the ../shared folder beside the checkout)")
+    msgs = load_trace(path)
+    res = compactor.compact(msgs, summarize=lambda r: "## Goal\nTrace spans end to end.", config=SMALL,
+                            system=[{"type": "text", "text": "You are Claude Code."}])
+    assert res.report["compacted"] and res.report["system_note_added"]
+    assert res.system[0] == {"type": "text", "text": "You are Claude Code."}
+    assert "[Note: earlier turns" in res.system[-1]["text"]
+    assert compactor.validate(res.messages) == {"ok": True, "problems": []}
+    assert "Trace spans end to end." in json.dumps(res.messages)
+    kept = {id(m) for m in res.messages}
+    archived = {a["index"] for a in res.archived}
+    assert all(id(m) in kept or i in archived for i, m in enumerate(msgs))

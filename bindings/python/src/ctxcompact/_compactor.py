@@ -344,7 +344,13 @@ class Compactor:
     # -- compaction ------------------------------------------------------------------------
 
     def _compact_parts(
-        self, config: Optional[Config], force: bool, prompt_tokens: Optional[int], host: bool
+        self,
+        config: Optional[Config],
+        force: bool,
+        prompt_tokens: Optional[int],
+        host: bool,
+        system: Any = None,
+        format: Optional[str] = None,
     ) -> List[Tuple[bytes, bytes]]:
         parts = [
             (b"output", b'"refs"'),
@@ -355,6 +361,10 @@ class Compactor:
             parts.append((b"force", b"true"))
         if prompt_tokens is not None:
             parts.append((b"prompt_tokens", dumps(int(prompt_tokens))))
+        if system is not None:
+            parts.append((b"system", dumps(system)))
+        if format is not None:
+            parts.append((b"format", dumps(format)))
         return parts
 
     def _begin_env(
@@ -364,9 +374,11 @@ class Compactor:
         force: bool,
         prompt_tokens: Optional[int],
         host: bool,
+        system: Any = None,
+        format: Optional[str] = None,
     ) -> Tuple[List[Message], bytes, List[Tuple[bytes, bytes]], bytes]:
         msgs, mj = _messages_json(messages)
-        parts = self._compact_parts(config, force, prompt_tokens, host)
+        parts = self._compact_parts(config, force, prompt_tokens, host, system, format)
         return msgs, mj, parts, _envelope(b"compact.begin", parts + [(b"messages", mj)])
 
     @staticmethod
@@ -404,6 +416,8 @@ class Compactor:
         prompt_tokens: Optional[int] = None,
         *,
         config: Optional[Config] = None,
+        system: Any = None,
+        format: Optional[str] = None,
     ) -> CompactResult:
         """Compact messages if they are over the threshold (or ``force``).
 
@@ -412,9 +426,11 @@ class Compactor:
         the core's deterministic extractive summarizer is used. If it raises or
         returns an empty string, the deterministic summary is used instead and
         ``report["fallback_used"]`` is true. ``prompt_tokens`` is the API-reported
-        prompt size of the last response, preferred over the estimate.
+        prompt size of the last response, preferred over the estimate. For the
+        Anthropic Messages layout pass the top-level ``system`` (and ``format=
+        "anthropic"``, else detected): the result's ``system`` carries the note.
         """
-        msgs, mj, parts, env = self._begin_env(messages, config, force, prompt_tokens, summarize is not None)
+        msgs, mj, parts, env = self._begin_env(messages, config, force, prompt_tokens, summarize is not None, system, format)
         r = parse_response(self._p().call(env))
         if r.get("done"):
             return _result(msgs, r)
@@ -430,13 +446,15 @@ class Compactor:
         prompt_tokens: Optional[int] = None,
         *,
         config: Optional[Config] = None,
+        system: Any = None,
+        format: Optional[str] = None,
     ) -> CompactResult:
         """``compact`` for an async summarizer (``async def summarize(request) ->
         str``; a plain function works too). The wasm work of a request of
         ``OFFLOAD_BYTES`` (256 KiB) or more runs in the event loop's default executor
         so the loop stays responsive; smaller ones run inline. No instance is held
         while the summarizer is awaited."""
-        msgs, mj, parts, env = self._begin_env(messages, config, force, prompt_tokens, summarize is not None)
+        msgs, mj, parts, env = self._begin_env(messages, config, force, prompt_tokens, summarize is not None, system, format)
         r = await self._arun_env(env)
         if r.get("done"):
             return _result(msgs, r)
@@ -467,6 +485,7 @@ def _result(msgs: List[Message], r: Dict[str, Any]) -> CompactResult:
         messages=r["messages"],
         report=cast(CompactReport, r.get("report") or {}),
         archived=cast(List[ArchivedMessage], r.get("archived") or []),
+        system=r.get("system"),
     )
 
 

@@ -114,6 +114,7 @@ class CompactReport(TypedDict, total=False):
     system_note_added: bool
     orphans_removed: List[int]
     stubs_added: List[str]
+    repaired: List[int]
 
 
 class ArchivedMessage(TypedDict):
@@ -121,7 +122,7 @@ class ArchivedMessage(TypedDict):
     caller's own object (the binding fills it in from the input by ``index``)."""
 
     index: int
-    reason: Literal["summarized", "pruned", "merged", "orphan_removed", "system_note"]
+    reason: Literal["summarized", "pruned", "merged", "orphan_removed", "system_note", "repaired"]
     message: Message
 
 
@@ -136,14 +137,21 @@ class CompactResult:
     (A plain class with slots rather than a dataclass: importing dataclasses costs
     ~8 ms of start-up.)"""
 
-    __slots__ = ("messages", "report", "archived")
+    __slots__ = ("messages", "report", "archived", "system")
 
     def __init__(
-        self, messages: List[Message], report: CompactReport, archived: Optional[List[ArchivedMessage]] = None
+        self,
+        messages: List[Message],
+        report: CompactReport,
+        archived: Optional[List[ArchivedMessage]] = None,
+        system: Any = None,
     ) -> None:
         self.messages = messages
         self.report = report
         self.archived: List[ArchivedMessage] = archived if archived is not None else []
+        #: Anthropic layout: the top-level system prompt to send with ``messages``
+        #: (with the compaction note when one was added); None otherwise.
+        self.system = system
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, CompactResult):
@@ -207,6 +215,7 @@ class SanitizeResult(TypedDict):
     messages: List[Message]
     removed: List[int]
     stubbed: List[str]
+    repaired: List[int]
     archived: List[ArchivedMessage]
 
 
