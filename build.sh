@@ -33,17 +33,18 @@ cmd_wasm() {
 }
 
 cmd_check() {
-	local tmp
+	local tmp rebuilt
 	tmp=$(mktemp -d)
-	trap 'rm -rf "$tmp"' RETURN
 	build_wasm "$tmp/ctxcompact.wasm"
-	if ! cmp -s "$tmp/ctxcompact.wasm" "$WASM"; then
+	rebuilt=$(sha256sum "$tmp/ctxcompact.wasm" | cut -d' ' -f1)
+	rm -rf "$tmp"
+	if [[ "$rebuilt" != "$(sha256sum "$WASM" | cut -d' ' -f1)" ]]; then
 		echo "build.sh check: $WASM is stale: rebuild with ./build.sh wasm and commit it" >&2
 		echo "  committed sha256 $(sha256sum "$WASM" | cut -d' ' -f1)" >&2
-		echo "  rebuilt   sha256 $(sha256sum "$tmp/ctxcompact.wasm" | cut -d' ' -f1)" >&2
+		echo "  rebuilt   sha256 $rebuilt" >&2
 		exit 1
 	fi
-	echo "build.sh check: $WASM is up to date ($(sha256sum "$WASM" | cut -d' ' -f1))"
+	echo "build.sh check: $WASM is up to date ($rebuilt)"
 	go run ./wasm/internal/genabi -check
 }
 
