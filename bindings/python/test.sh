@@ -34,7 +34,7 @@ fi
 
 python=${PYTHON:-python3}
 venv=${CTXCOMPACT_PY_VENV:-$here/build/venv}
-deps=(wasmtime pytest build hatchling mypy)
+deps=(wasmtime==50.0.1 pytest==9.2.0 build==1.6.1 hatchling==1.33.0 mypy==2.4.1) # pinned: CI must not change under us
 if ! "$venv/bin/python" -c 'import wasmtime, pytest, build, hatchling, mypy' >/dev/null 2>&1; then
 	echo "test.sh: creating $venv"
 	rm -rf "$venv"
