@@ -70,9 +70,8 @@ func (e *exactEncoding) count(s string) int {
 	}
 	n, err := e.encoder().count(s)
 	if err != nil {
-		// count fails only on a regexp engine error (a timeout), which the
-		// splitter, with no timeout set, does not produce; fall back to the rough
-		// estimate rather than 0.
+		// core's hand-written splitters never fail (only the tests' regexp ones
+		// can); should one ever, the rough estimate is better than 0.
 		return (len(s) + roughCharsPerToken - 1) / roughCharsPerToken
 	}
 	return n
