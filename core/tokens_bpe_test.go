@@ -242,25 +242,10 @@ func TestBPEMatchesLibraryOnSharedTraces(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		msgs := gjson.GetBytes(data, "messages")
-		if !msgs.IsArray() {
+		strs := traceTexts(data)
+		if strs == nil {
 			continue
 		}
-		var strs []string
-		var walk func(v gjson.Result)
-		walk = func(v gjson.Result) {
-			switch {
-			case v.Type == gjson.String:
-				strs = append(strs, v.Str)
-			case v.IsObject() || v.IsArray():
-				v.ForEach(func(_, e gjson.Result) bool { walk(e); return true })
-			}
-		}
-		msgs.ForEach(func(_, m gjson.Result) bool {
-			walk(m)
-			strs = append(strs, m.Raw)
-			return true
-		})
 		for _, enc := range []string{EncodingO200k, EncodingCl100k} {
 			failed := 0
 			for i, s := range strs {
@@ -380,4 +365,29 @@ func FuzzBPEMatchesLibrary(f *testing.F) {
 			diffSplit(t, enc, "fuzz", s)
 		}
 	})
+}
+
+// traceTexts returns every string of a trace file's messages, and each message's raw
+// JSON: the texts the encoders are compared on. nil when the file has no messages.
+func traceTexts(data []byte) []string {
+	msgs := gjson.GetBytes(data, "messages")
+	if !msgs.IsArray() {
+		return nil
+	}
+	var strs []string
+	var walk func(v gjson.Result)
+	walk = func(v gjson.Result) {
+		switch {
+		case v.Type == gjson.String:
+			strs = append(strs, v.Str)
+		case v.IsObject() || v.IsArray():
+			v.ForEach(func(_, e gjson.Result) bool { walk(e); return true })
+		}
+	}
+	msgs.ForEach(func(_, m gjson.Result) bool {
+		walk(m)
+		strs = append(strs, m.Raw)
+		return true
+	})
+	return strs
 }

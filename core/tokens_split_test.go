@@ -12,7 +12,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/dlclark/regexp2/v2"
-	"github.com/tidwall/gjson"
 )
 
 // core splits text with hand-written splitters (tokens_split.go). The reference
@@ -176,25 +175,10 @@ func TestSplitterMatchesRegexp2OnSharedTraces(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		msgs := gjson.GetBytes(data, "messages")
-		if !msgs.IsArray() {
+		strs := traceTexts(data)
+		if strs == nil {
 			continue
 		}
-		var strs []string
-		var walk func(v gjson.Result)
-		walk = func(v gjson.Result) {
-			switch {
-			case v.Type == gjson.String:
-				strs = append(strs, v.Str)
-			case v.IsObject() || v.IsArray():
-				v.ForEach(func(_, e gjson.Result) bool { walk(e); return true })
-			}
-		}
-		msgs.ForEach(func(_, m gjson.Result) bool {
-			walk(m)
-			strs = append(strs, m.Raw)
-			return true
-		})
 		for _, enc := range bothEncodings {
 			split := splitterFor(exactEncodings[enc].pattern)
 			for i, s := range strs {
