@@ -2,31 +2,36 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/tidwall/sjson"
+
+	"github.com/ctxcompact/ctxcompact/core"
 )
 
 func init() {
 	commands["compact"] = command{
-		summary: "compact a conversation file with the built-in summarizer: compact FILE [--context-length N] [--model NAME] [--config FILE] [--wasm]",
+		summary: "compact a conversation file: compact FILE [--context-length N] [--model NAME] [--config FILE] [--wasm] [--summarizer-url URL]",
 		run:     runCompact,
 	}
 }
 
 // runCompact compacts FILE even when it is under the threshold, with the built-in
-// deterministic summarizer (no network), and prints one JSON object
+// deterministic summarizer (no network) or, with --summarizer-url, an
+// OpenAI-compatible endpoint, and prints one JSON object
 // {"messages": [...], "report": {...}, "archived": [...]} to stdout and a short
 // human report to stderr. This output is a stable interface.
 func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("compact", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: ctxcompact compact FILE [--context-length N] [--model NAME] [--config FILE] [--wasm]")
+		fmt.Fprintln(stderr, "usage: ctxcompact compact FILE [--context-length N] [--model NAME] [--config FILE] [--wasm] [--summarizer-url URL [--summarizer-model NAME]]")
 		fmt.Fprintln(stderr, "FILE holds {\"messages\": [...]} or a bare array; - reads stdin.")
 		fs.PrintDefaults()
 	}
@@ -34,6 +39,9 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	model := fs.String("model", "", "model name, for per-model thresholds and the auto encoding")
 	configFile := fs.String("config", "", "a JSON file with the config object (compression, model, tokens, prompt_caching)")
 	useWasm := fs.Bool("wasm", false, "run the embedded WebAssembly module on wazero instead of the native core (same output)")
+	endpoint := fs.String("summarizer-url", "", "an OpenAI-compatible API base URL (e.g. https://api.openai.com/v1) to write the summary; key from CTXCOMPACT_API_KEY or OPENAI_API_KEY (default: the built-in summarizer, no network)")
+	endpointModel := fs.String("summarizer-model", "gpt-4.1-mini", "the model to ask at --summarizer-url")
+	timeout := fs.Duration("summarizer-timeout", 120*time.Second, "how long to wait for --summarizer-url")
 	file, err := fileArg(fs, args)
 	if err != nil {
 		return err
@@ -66,15 +74,40 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		}
 	}
 
+	summarizer := "builtin"
+	if *endpoint != "" {
+		summarizer = "host"
+	}
 	params := make([]byte, 0, len(conv.messages)+len(cfg)+64)
-	params = append(params, `{"force":true,"summarizer":"builtin","config":`...)
+	params = append(params, `{"force":true,"summarizer":"`+summarizer+`","config":`...)
 	params = append(params, bytes.TrimSpace(cfg)...)
 	params = append(params, `,"messages":`...)
 	params = append(params, conv.messages...)
 	params = append(params, '}')
-	res, err := opResult(callerFor(*useWasm), "compact.begin", params)
+	call := callerFor(*useWasm)
+	res, err := opResult(call, "compact.begin", params)
 	if err != nil {
 		return err
+	}
+	if !res.Get("done").Bool() { // ask the endpoint, then finish (its failure: the fallback summary)
+		var req core.SummaryRequest
+		if err := json.Unmarshal([]byte(res.Get("summary_request").Raw), &req); err != nil {
+			return fmt.Errorf("ctxcompact compact: %w", err)
+		}
+		fmt.Fprintf(stderr, "ctxcompact: asking %s (%s) to summarize messages %d–%d\n", *endpoint, *endpointModel, req.Middle.From, req.Middle.To-1)
+		outcome := map[string]any{"state": res.Get("state").Str}
+		summary, serr := newEndpointSummarizer(*endpoint, *endpointModel, *timeout).summarize(context.Background(), req)
+		if serr != nil {
+			outcome["error"] = serr.Error()
+		} else {
+			outcome["summary"] = summary
+		}
+		extra, _ := json.Marshal(outcome)
+		finish := append(append([]byte{}, extra[:len(extra)-1]...), ',')
+		finish = append(finish, params[1:]...)
+		if res, err = opResult(call, "compact.finish", finish); err != nil {
+			return err
+		}
 	}
 
 	out := make([]byte, 0, len(res.Raw)+64)

@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,4 +99,59 @@ func TestCompactCommandFlagsAndErrors(t *testing.T) {
 		require.Empty(t, out)
 		require.True(t, strings.Contains(errOut, c.want), "%v: stderr %q lacks %q", c.args, errOut, c.want)
 	}
+}
+
+// TestCompactWithEndpoint: --summarizer-url asks an OpenAI-compatible endpoint (a
+// local test server here) for the summary; its failure gives the fallback summary.
+func TestCompactWithEndpoint(t *testing.T) {
+	var got struct {
+		Model     string `json:"model"`
+		MaxTokens int    `json:"max_tokens"`
+		Messages  []struct {
+			Role, Content string
+		} `json:"messages"`
+	}
+	var auth string
+	fail := false
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		require.Equal(t, "/v1/chat/completions", r.URL.Path)
+		auth = r.Header.Get("Authorization")
+		require.NoError(t, json.NewDecoder(r.Body).Decode(&got))
+		if fail {
+			http.Error(w, "overloaded", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, `{"choices":[{"message":{"role":"assistant","content":"## Goal\nEndpoint summary."}}]}`)
+	}))
+	defer srv.Close()
+	t.Setenv("CTXCOMPACT_API_KEY", "test-key")
+
+	var msgs []map[string]any
+	msgs = append(msgs, map[string]any{"role": "system", "content": "s"}, map[string]any{"role": "user", "content": "Refactor."}, map[string]any{"role": "assistant", "content": "OK."})
+	for i := 0; i < 30; i++ {
+		msgs = append(msgs, map[string]any{"role": "user", "content": fmt.Sprintf("step %d %s", i, strings.Repeat("x", 400))},
+			map[string]any{"role": "assistant", "content": fmt.Sprintf("done %d", i)})
+	}
+	data, _ := json.Marshal(msgs)
+	file := cliTempFile(t, "conv.json", string(data))
+	args := []string{"compact", file, "--context-length", "4000", "--summarizer-url", srv.URL + "/v1", "--summarizer-model", "m1"}
+
+	code, out, errOut := cliRun(t, "", args...)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "m1", got.Model)
+	require.Equal(t, "Bearer test-key", auth)
+	require.Positive(t, got.MaxTokens)
+	require.Equal(t, []string{"system", "user"}, []string{got.Messages[0].Role, got.Messages[1].Role})
+	require.Contains(t, out, "Endpoint summary.")
+	var res struct{ Report core.Report }
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.Equal(t, "host", res.Report.Summarizer)
+	require.False(t, res.Report.FallbackUsed)
+
+	fail = true
+	code, out, errOut = cliRun(t, "", args...)
+	require.Equal(t, 0, code, errOut)
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.True(t, res.Report.FallbackUsed, "a failing endpoint falls back, never loses the middle")
+	require.Contains(t, res.Report.FallbackReason, "HTTP 503")
 }
