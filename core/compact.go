@@ -3,6 +3,7 @@ package core
 import (
 	"encoding/json"
 	"hash/fnv"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -381,7 +382,7 @@ func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome
 	for i := range p.pruned {
 		rep.Pruned = append(rep.Pruned, i)
 	}
-	sortInts(rep.Pruned)
+	sort.Ints(rep.Pruned)
 
 	out, removed, repaired, san := sanitizeToolPairs(a.out)
 	archivedAlready := map[int]bool{}
@@ -404,8 +405,8 @@ func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome
 			}
 		}
 	}
-	sortInts(rep.OrphansRemoved)
-	sortInts(rep.Repaired)
+	sort.Ints(rep.OrphansRemoved)
+	sort.Ints(rep.Repaired)
 	rep.StubsAdded = san.Stubbed
 	rep.MessagesAfter = len(out)
 	for k := range out {
@@ -460,20 +461,12 @@ func mustMarshal(v any) []byte {
 	return b
 }
 
-func sortInts(a []int) {
-	for i := 1; i < len(a); i++ {
-		for j := i; j > 0 && a[j] < a[j-1]; j-- {
-			a[j], a[j-1] = a[j-1], a[j]
-		}
-	}
-}
 
+// sortArchived orders archived entries by input index, then reason.
 func sortArchived(a []archivedMsg) {
-	for i := 1; i < len(a); i++ {
-		for j := i; j > 0 && (a[j].index < a[j-1].index || a[j].index == a[j-1].index && a[j].reason < a[j-1].reason); j-- {
-			a[j], a[j-1] = a[j-1], a[j]
-		}
-	}
+	sort.Slice(a, func(i, j int) bool {
+		return a[i].index < a[j].index || a[i].index == a[j].index && a[i].reason < a[j].reason
+	})
 }
 
 // write renders a finished outcome as the op result.
