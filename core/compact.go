@@ -461,7 +461,6 @@ func mustMarshal(v any) []byte {
 	return b
 }
 
-
 // sortArchived orders archived entries by input index, then reason.
 func sortArchived(a []archivedMsg) {
 	sort.Slice(a, func(i, j int) bool {
