@@ -49,6 +49,12 @@ cmd_check() {
 }
 
 cmd_test_go() {
+	local unformatted
+	unformatted=$(gofmt -l core cmd host wasm internal bench)
+	if [[ -n "$unformatted" ]]; then
+		echo "build.sh: not gofmt-formatted: $unformatted" >&2
+		exit 1
+	fi
 	go vet ./...
 	go test -count=1 ./...
 	# Fuzz each target briefly; `go test -fuzz` takes one target at a time.
