@@ -9,6 +9,11 @@ import (
 	"github.com/tidwall/gjson"
 )
 
+// MaxNestingDepth bounds how deeply arrays and objects may nest in a request, so a
+// hostile request cannot make a recursive walk exhaust the stack (no real message
+// comes near it).
+const MaxNestingDepth = 1000
+
 // MaxRequestBytes bounds one request envelope. Larger requests get
 // CodeInputTooLarge instead of exhausting a wasm instance's memory.
 const MaxRequestBytes = 256 << 20
@@ -59,6 +64,9 @@ func Call(envelope []byte) []byte {
 	if !gjson.ValidBytes(envelope) {
 		return errorEnvelope(errorf(CodeInvalidJSON, "", "request is not valid JSON"))
 	}
+	if tooDeep(envelope) {
+		return errorEnvelope(errorf(CodeInputTooLarge, "", "request nests arrays and objects more than %d levels deep", MaxNestingDepth))
+	}
 	req := gjson.ParseBytes(envelope)
 	if !req.IsObject() {
 		return errorEnvelope(errorf(CodeInvalidRequest, "", "request must be a JSON object with an \"op\" field"))
@@ -78,6 +86,9 @@ func Dispatch(op string, request []byte) []byte {
 	}
 	if !gjson.ValidBytes(request) {
 		return errorEnvelope(errorf(CodeInvalidJSON, "", "request is not valid JSON"))
+	}
+	if tooDeep(request) {
+		return errorEnvelope(errorf(CodeInputTooLarge, "", "request nests arrays and objects more than %d levels deep", MaxNestingDepth))
 	}
 	req := gjson.ParseBytes(request)
 	if !req.IsObject() {
@@ -138,4 +149,36 @@ type InfoResult struct {
 
 func opInfo(gjson.Result) ([]byte, error) {
 	return marshal(InfoResult{Name: "ctxcompact", Version: Version, Ops: Ops(), ErrorCodes: ErrorCodes, Encodings: Encodings()})
+}
+
+// tooDeep reports whether valid JSON nests deeper than MaxNestingDepth. Strings are
+// jumped over quote to quote, so the pass costs little next to validation.
+func tooDeep(data []byte) bool {
+	depth := 0
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
+		case '"':
+			for i++; i < len(data); i++ {
+				q := bytes.IndexByte(data[i:], '"')
+				if q < 0 {
+					return false
+				}
+				i += q
+				bs := 0
+				for j := i - 1; data[j] == '\\'; j-- {
+					bs++
+				}
+				if bs%2 == 0 {
+					break
+				}
+			}
+		case '[', '{':
+			if depth++; depth > MaxNestingDepth {
+				return true
+			}
+		case ']', '}':
+			depth--
+		}
+	}
+	return false
 }

@@ -4,8 +4,10 @@ import (
 	"github.com/ctxcompact/ctxcompact/internal/vectors"
 
 	"encoding/json"
+	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 )
 
@@ -176,4 +178,30 @@ func FuzzEscapedArgs(f *testing.F) {
 			t.Fatalf("found a key that is not there in %s", raw)
 		}
 	})
+}
+
+// TestDeepNestingIsRejected: a request nested past MaxNestingDepth is refused before
+// any recursive walk (a 2-million-level content array once made compaction run for
+// minutes); one level less is accepted. JSON this deep cannot be a shared vector:
+// Python's json module refuses to parse it.
+func TestDeepNestingIsRejected(t *testing.T) {
+	nest := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+	// The envelope is level 1, messages 2, the message 3, its content 4, then n more.
+	env := func(content int) []byte {
+		return []byte(`{"op":"compact.begin","force":true,"messages":[{"role":"user","content":[` + nest(content) + `]}]}`)
+	}
+	errorOf := func(req []byte) *Error {
+		var resp struct {
+			Error *Error `json:"error"`
+		}
+		require.NoError(t, json.Unmarshal(Call(req), &resp))
+		return resp.Error
+	}
+	require.Nil(t, errorOf(env(MaxNestingDepth-4)), "exactly MaxNestingDepth levels is fine")
+	e := errorOf(env(MaxNestingDepth - 3))
+	require.NotNil(t, e)
+	require.Equal(t, CodeInputTooLarge, e.Code)
+	require.Equal(t, CodeInputTooLarge, errorOf(env(2_000_000)).Code)
+	// Brackets inside strings do not count.
+	require.Nil(t, errorOf([]byte(`{"op":"validate","messages":[{"role":"user","content":"`+nest(5000)+`"}]}`)))
 }
