@@ -17,7 +17,8 @@ type message struct {
 	role string
 	// contentRaw is the raw JSON of "content" ("" when absent); see content.
 	contentRaw string
-	// calls are the tool calls an assistant message makes (OpenAI tool_calls).
+	// calls are the tool calls an assistant message makes: OpenAI tool_calls or
+	// Anthropic tool_use blocks.
 	calls []toolCall
 	// resultFor is the tool_call_id a tool row answers ("" if absent).
 	resultFor string
@@ -32,8 +33,8 @@ type message struct {
 type toolCall struct {
 	id, name string
 	nameRaw  string       // the raw JSON of function.name
-	args     gjson.Result // function.arguments, undecoded (see argsText)
-	raw      string       // the whole call object
+	args     gjson.Result // function.arguments (a string) or a tool_use input (an object), undecoded; see argsText
+	raw      string       // the whole call object or tool_use block
 }
 
 // rawToolCalls reads a raw tool_calls array. Elements that are not objects are
