@@ -223,16 +223,7 @@ func TestBPEMatchesLibraryOnSharedTraces(t *testing.T) {
 	if _, err := os.Stat(dir); err != nil {
 		t.Skipf("shared traces not found at %s (%v): differential test on real data skipped", dir, err)
 	}
-	var paths []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".json") {
-			paths = append(paths, p)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	paths := traceFilesUnder(t, dir)
 	if len(paths) == 0 {
 		t.Fatalf("no traces in %s", dir)
 	}
@@ -390,4 +381,21 @@ func traceTexts(data []byte) []string {
 		return true
 	})
 	return strs
+}
+
+// traceFilesUnder returns every .json file below dir (the shared traces, in all
+// their subfolders).
+func traceFilesUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	var paths []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".json") {
+			paths = append(paths, p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return paths
 }

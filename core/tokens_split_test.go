@@ -2,7 +2,6 @@ package core
 
 import (
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -159,16 +158,7 @@ func TestSplitterMatchesRegexp2OnSharedTraces(t *testing.T) {
 	if _, err := os.Stat(dir); err != nil {
 		t.Skipf("shared traces not found at %s (%v): differential splitter test on real data skipped", dir, err)
 	}
-	var paths []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".json") {
-			paths = append(paths, p)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	paths := traceFilesUnder(t, dir)
 	texts, bytes, pieces := 0, 0, 0
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
