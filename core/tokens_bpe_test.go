@@ -271,13 +271,7 @@ func TestBPEMatchesLibraryOnRandomTexts(t *testing.T) {
 	alphabet := []string{"a", "Z", "e", "s", "S", "t", "'", "'s", "'LL", "ſ", "é", "\u0301", "Ǆ", "ǅ", "ʰ",
 		"0", "7", "٣", "½", " ", "  ", "\t", "\n", "\r", "\r\n", "\u00a0", "\u3000", ".", ",", "/", "//", "-",
 		"=", "\"", "{", "}", "(", "的", "あ", "カ", "한", "🙂", "👨‍👩‍👧", "🇯🇵", "\xff", "th", "ing", " the", "\x00"}
-	x := uint64(0x9E3779B97F4A7C15)
-	rnd := func(n int) int {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		return int(x % uint64(n))
-	}
+	rnd := xorshift(0x9E3779B97F4A7C15)
 	var sb strings.Builder
 	for i := 0; i < 3000; i++ {
 		sb.Reset()
@@ -398,4 +392,15 @@ func traceFilesUnder(t *testing.T, dir string) []string {
 		t.Fatal(err)
 	}
 	return paths
+}
+
+// xorshift returns a deterministic pseudo-random source: rnd(n) is in [0, n).
+func xorshift(seed uint64) func(n int) int {
+	x := seed
+	return func(n int) int {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		return int(x % uint64(n))
+	}
 }

@@ -195,13 +195,7 @@ func TestSplitterMatchesRegexp2OnRandomTexts(t *testing.T) {
 	alphabet := []string{"a", "Z", "e", "l", "L", "r", "v", "s", "S", "t", "d", "M", "'", "'", "'s", "'LL", "ſ", "é", "\u0301",
 		"Ǆ", "ǅ", "ʰ", "中", "0", "7", "٣", "½", " ", " ", "  ", "\t", "\n", "\r", "\r\n", "\u00a0", "\u3000", "\u2028", "\u0085",
 		".", ",", "/", "//", "-", "=", "\"", "{", "🙂", "\xff", "\x7f", "\x00", "_", "#"}
-	x := uint64(0x2545F4914F6CDD1D)
-	rnd := func(n int) int {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		return int(x % uint64(n))
-	}
+	rnd := xorshift(0x2545F4914F6CDD1D)
 	var sb strings.Builder
 	for i := 0; i < 20000; i++ {
 		sb.Reset()
