@@ -437,12 +437,19 @@ func optString(req gjson.Result, key string) (string, bool, error) {
 	return v.Str, true, nil
 }
 
-func opCacheApply(req gjson.Result) ([]byte, error) {
+// cacheConfigTTL reads the config and the TTL (the ttl param, else the config's)
+// that both cache.apply and cache.policy start from.
+func cacheConfigTTL(req gjson.Result) (Config, string, error) {
 	cfg, err := parseConfig(req.Get("config"), "/config")
 	if err != nil {
-		return nil, err
+		return cfg, "", err
 	}
 	ttl, err := cacheTTLParam(req, cfg)
+	return cfg, ttl, err
+}
+
+func opCacheApply(req gjson.Result) ([]byte, error) {
+	_, ttl, err := cacheConfigTTL(req)
 	if err != nil {
 		return nil, err
 	}
@@ -527,11 +534,7 @@ func ResolveCachePolicy(model, provider, ttl string) CachePolicy {
 }
 
 func opCachePolicy(req gjson.Result) ([]byte, error) {
-	cfg, err := parseConfig(req.Get("config"), "/config")
-	if err != nil {
-		return nil, err
-	}
-	ttl, err := cacheTTLParam(req, cfg)
+	cfg, ttl, err := cacheConfigTTL(req)
 	if err != nil {
 		return nil, err
 	}
