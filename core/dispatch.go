@@ -61,10 +61,9 @@ func Call(envelope []byte) []byte {
 	if len(envelope) > MaxRequestBytes {
 		return errorEnvelope(errorf(CodeInputTooLarge, "", "request is %d bytes; the limit is %d", len(envelope), MaxRequestBytes))
 	}
-	if !gjson.ValidBytes(envelope) {
+	if valid, depth := checkJSON(envelope); !valid {
 		return errorEnvelope(errorf(CodeInvalidJSON, "", "request is not valid JSON"))
-	}
-	if tooDeep(envelope) {
+	} else if depth > MaxNestingDepth {
 		return errorEnvelope(errorf(CodeInputTooLarge, "", "request nests arrays and objects more than %d levels deep", MaxNestingDepth))
 	}
 	req := gjson.ParseBytes(envelope)
@@ -84,10 +83,9 @@ func Dispatch(op string, request []byte) []byte {
 	if len(request) > MaxRequestBytes {
 		return errorEnvelope(errorf(CodeInputTooLarge, "", "request is %d bytes; the limit is %d", len(request), MaxRequestBytes))
 	}
-	if !gjson.ValidBytes(request) {
+	if valid, depth := checkJSON(request); !valid {
 		return errorEnvelope(errorf(CodeInvalidJSON, "", "request is not valid JSON"))
-	}
-	if tooDeep(request) {
+	} else if depth > MaxNestingDepth {
 		return errorEnvelope(errorf(CodeInputTooLarge, "", "request nests arrays and objects more than %d levels deep", MaxNestingDepth))
 	}
 	req := gjson.ParseBytes(request)
@@ -151,34 +149,3 @@ func opInfo(gjson.Result) ([]byte, error) {
 	return marshal(InfoResult{Name: "ctxcompact", Version: Version, Ops: Ops(), ErrorCodes: ErrorCodes, Encodings: Encodings()})
 }
 
-// tooDeep reports whether valid JSON nests deeper than MaxNestingDepth. Strings are
-// jumped over quote to quote, so the pass costs little next to validation.
-func tooDeep(data []byte) bool {
-	depth := 0
-	for i := 0; i < len(data); i++ {
-		switch data[i] {
-		case '"':
-			for i++; i < len(data); i++ {
-				q := bytes.IndexByte(data[i:], '"')
-				if q < 0 {
-					return false
-				}
-				i += q
-				bs := 0
-				for j := i - 1; data[j] == '\\'; j-- {
-					bs++
-				}
-				if bs%2 == 0 {
-					break
-				}
-			}
-		case '[', '{':
-			if depth++; depth > MaxNestingDepth {
-				return true
-			}
-		case ']', '}':
-			depth--
-		}
-	}
-	return false
-}

@@ -205,3 +205,52 @@ func TestDeepNestingIsRejected(t *testing.T) {
 	// Brackets inside strings do not count.
 	require.Nil(t, errorOf([]byte(`{"op":"validate","messages":[{"role":"user","content":"`+nest(5000)+`"}]}`)))
 }
+
+// FuzzCheckJSON: the one-pass validator agrees with gjson.ValidBytes on every input,
+// and on valid JSON its depth is the deepest nesting of arrays and objects.
+func FuzzCheckJSON(f *testing.F) {
+	for _, s := range []string{`{"a":[1,2.5e-3,{"b":null}],"c":"x\"\u00e9\\"}`, `[]`, `{}`, ` [ ] `, `[1,]`, `{"a":1,}`, `{"a" 1}`,
+		`-0.1E+5`, `01`, `1.`, `-`, `"\u12"`, "\"a\tb\"", `"\x"`, `[[[]]`, `[}`, `{]`, `tru`, `nulll`, `"é\ud83d"`, ``, `   `, `{"a":{"b":[{}]}} x`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		valid, depth := checkJSON(data)
+		if want := gjson.ValidBytes(data); valid != want {
+			t.Fatalf("checkJSON(%q) = %v, gjson says %v", data, valid, want)
+		}
+		if !valid {
+			return
+		}
+		deepest, level := 0, 0
+		for i := 0; i < len(data); i++ {
+			switch data[i] {
+			case '"':
+				i = skipString(string(data), i) - 1
+			case '[', '{':
+				level++
+				deepest = max(deepest, level)
+			case ']', '}':
+				level--
+			}
+		}
+		if depth != deepest {
+			t.Fatalf("checkJSON(%q) depth %d, want %d", data, depth, deepest)
+		}
+	})
+}
+
+// FuzzDecodeString: decoding a raw JSON string gives gjson's text for it.
+func FuzzDecodeString(f *testing.F) {
+	for _, s := range []string{`"plain"`, `"a\nb\t\"c\"\\d\/"`, `"\u00e9\ud83d\ude00"`, `"\ud83d"`, `"\ude00x"`, `"\ud83d\u0041"`, `"\u0000"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		raw = strings.TrimSpace(raw) // a literal, as the walkers cut them
+		if !gjson.Valid(raw) || raw[0] != '"' {
+			return
+		}
+		if got, want := decodeString(raw), gjson.Parse(raw).Str; got != want {
+			t.Fatalf("decodeString(%s) = %q, gjson says %q", raw, got, want)
+		}
+	})
+}

@@ -68,7 +68,12 @@ func rawToolCalls(arr string) []toolCall {
 
 // content returns the decoded content value. It decodes on every call: hot paths
 // read contentRaw instead.
-func (m *message) content() gjson.Result { return gjson.Parse(m.contentRaw) }
+func (m *message) content() gjson.Result {
+	if len(m.contentRaw) > 0 && m.contentRaw[0] == '"' {
+		return gjson.Result{Type: gjson.String, Raw: m.contentRaw, Str: decodeString(m.contentRaw)}
+	}
+	return gjson.Parse(m.contentRaw)
+}
 
 // text returns all text of the content, decoded.
 func (m *message) text() string { return contentText(m.content()) }
@@ -262,14 +267,20 @@ func parseMessages(v gjson.Result, tc tokenCounter) ([]message, error) {
 		return nil, errorf(CodeInvalidMessages, "/messages", "messages must be an array of chat messages")
 	}
 	msgs := make([]message, 0, 64)
-	var err error
-	forEachElement(v.Raw, func(raw string) bool {
-		i := len(msgs)
-		var m message
-		mv := rawValue(raw)
-		m, err = parseMessage(mv, pointer("/messages", i))
+	arr := v.Raw
+	for i := skipSpace(arr, 0) + 1; ; { // past the '['
+		i = skipSpace(arr, i)
+		if i >= len(arr) || arr[i] == ']' {
+			return msgs, nil
+		}
+		if arr[i] == ',' {
+			i++
+			continue
+		}
+		k := len(msgs)
+		m, end, err := readMessage(arr, i, func() string { return pointer("/messages", k) })
 		if err != nil {
-			return false
+			return nil, err
 		}
 		if tc.exact == nil {
 			calls := m.calls
@@ -278,31 +289,41 @@ func parseMessages(v gjson.Result, tc tokenCounter) ([]message, error) {
 			}
 			m.tokens = tc.scaled(tc.roughParts(m.contentRaw, calls))
 		} else {
-			m.tokens = tc.message(mv)
+			m.tokens = tc.message(rawValue(m.raw))
 		}
 		msgs = append(msgs, m)
-		return true
-	})
-	return msgs, err
+		i = end
+	}
 }
 
+// parseMessage reads one message object; path is its JSON pointer, for errors.
 func parseMessage(mv gjson.Result, path string) (message, error) {
-	m := message{raw: mv.Raw}
-	if !mv.IsObject() {
-		return m, errorf(CodeInvalidMessages, path, "a message must be a JSON object")
+	m, _, err := readMessage(mv.Raw, skipSpace(mv.Raw, 0), func() string { return path })
+	if err == nil && m.raw != strings.TrimSpace(mv.Raw) {
+		m.raw = mv.Raw
 	}
-	var err error
+	return m, err
+}
+
+// readMessage reads the message object that starts at s[i] in one walk over its
+// fields, and returns the index just past it. path builds the message's JSON pointer
+// only when there is an error to report.
+func readMessage(s string, i int, path func() string) (m message, end int, err error) {
+	if i >= len(s) || s[i] != '{' {
+		m.raw = s[i:skipValue(s, i)]
+		return m, 0, errorf(CodeInvalidMessages, path(), "a message must be a JSON object")
+	}
 	var calls string
-	forEachField(mv.Raw, func(k, raw string) bool {
+	end = walkObject(s, i, func(k, raw string) bool {
 		switch k {
 		case "role":
 			if raw[0] != '"' {
-				err = errorf(CodeInvalidMessages, path+"/role", "role must be a string")
+				err = errorf(CodeInvalidMessages, path()+"/role", "role must be a string")
 			}
 			m.role = decodeString(raw)
 		case "content":
 			if raw[0] != '"' && raw[0] != 'n' && raw[0] != '[' {
-				err = errorf(CodeInvalidMessages, path+"/content", "content must be a string, null or an array of parts")
+				err = errorf(CodeInvalidMessages, path()+"/content", "content must be a string, null or an array of parts")
 			}
 			m.contentRaw = raw
 		case "tool_calls":
@@ -315,29 +336,33 @@ func parseMessage(mv gjson.Result, path string) (message, error) {
 		return err == nil
 	})
 	if err != nil {
-		return m, err
+		return m, 0, err
 	}
+	if end < 0 { // unreachable on validated input; refuse rather than misread
+		return m, 0, errorf(CodeInvalidMessages, path(), "a message must be a JSON object")
+	}
+	m.raw = s[i:end]
 	if m.role == "" {
-		return m, errorf(CodeInvalidMessages, path+"/role", "role is required (one of %s)", strings.Join(knownRoles, ", "))
+		return m, 0, errorf(CodeInvalidMessages, path()+"/role", "role is required (one of %s)", strings.Join(knownRoles, ", "))
 	}
 	if !contains(knownRoles, m.role) {
-		return m, errorf(CodeInvalidMessages, path+"/role", "unknown role %q; allowed: %s", m.role, strings.Join(knownRoles, ", "))
+		return m, 0, errorf(CodeInvalidMessages, path()+"/role", "unknown role %q; allowed: %s", m.role, strings.Join(knownRoles, ", "))
 	}
 	if len(m.contentRaw) > 0 && m.contentRaw[0] == '[' {
 		readBlocks(&m)
 	}
 	if calls != "" && calls[0] != 'n' {
 		if calls[0] != '[' {
-			return m, errorf(CodeInvalidMessages, path+"/tool_calls", "tool_calls must be an array")
+			return m, 0, errorf(CodeInvalidMessages, path()+"/tool_calls", "tool_calls must be an array")
 		}
 		m.calls = rawToolCalls(calls)
 		for k, c := range m.calls {
 			if c.raw[0] != '{' {
-				return m, errorf(CodeInvalidMessages, pointer(path+"/tool_calls", k), "a tool call must be an object")
+				return m, 0, errorf(CodeInvalidMessages, pointer(path()+"/tool_calls", k), "a tool call must be an object")
 			}
 		}
 	}
-	return m, err
+	return m, end, nil
 }
 
 // readBlocks reads the Anthropic tool_use blocks of m's content as its calls and
@@ -373,15 +398,4 @@ func readBlocks(m *message) {
 		}
 		return true
 	})
-}
-
-// decodeString returns the text of a raw JSON string, or "" for anything else.
-func decodeString(raw string) string {
-	if len(raw) < 2 || raw[0] != '"' {
-		return ""
-	}
-	if !hasByte(raw, '\\') {
-		return raw[1 : len(raw)-1]
-	}
-	return gjson.Parse(raw).Str
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
@@ -15,42 +16,51 @@ import (
 // forEachField calls fn with each key and raw value of the JSON object obj, in order,
 // until fn returns false. Keys with escapes are decoded.
 func forEachField(obj string, fn func(key, raw string) bool) {
-	i := skipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return
+	walkObject(obj, skipSpace(obj, 0), fn)
+}
+
+// walkObject is forEachField over the object that starts at s[i]. It returns the
+// index just past the object's closing brace, or -1 if the object is not valid JSON
+// or fn stopped the walk.
+func walkObject(s string, i int, fn func(key, raw string) bool) int {
+	if i >= len(s) || s[i] != '{' {
+		return -1
 	}
 	i++
 	for {
-		i = skipSpace(obj, i)
-		if i >= len(obj) || obj[i] == '}' {
-			return
+		i = skipSpace(s, i)
+		if i >= len(s) {
+			return -1
 		}
-		if obj[i] == ',' {
+		switch s[i] {
+		case '}':
+			return i + 1
+		case ',':
 			i++
 			continue
+		case '"':
+		default:
+			return -1 // not valid JSON: stop rather than misread
 		}
-		if obj[i] != '"' {
-			return // not valid JSON: stop rather than misread
+		kEnd := skipString(s, i)
+		if kEnd-1 <= i || s[kEnd-1] != '"' {
+			return -1
 		}
-		kEnd := skipString(obj, i)
-		if kEnd-1 <= i || obj[kEnd-1] != '"' {
-			return
-		}
-		key := obj[i+1 : kEnd-1]
+		key := s[i+1 : kEnd-1]
 		if hasByte(key, '\\') {
-			key = gjson.Parse(obj[i:kEnd]).Str
+			key = decodeString(s[i:kEnd])
 		}
-		i = skipSpace(obj, kEnd)
-		if i >= len(obj) || obj[i] != ':' {
-			return
+		i = skipSpace(s, kEnd)
+		if i >= len(s) || s[i] != ':' {
+			return -1
 		}
-		i = skipSpace(obj, i+1)
-		vEnd := skipValue(obj, i)
+		i = skipSpace(s, i+1)
+		vEnd := skipValue(s, i)
 		if vEnd <= i {
-			return
+			return -1
 		}
-		if !fn(key, obj[i:vEnd]) {
-			return
+		if !fn(key, s[i:vEnd]) {
+			return -1
 		}
 		i = vEnd
 	}
@@ -249,25 +259,57 @@ func excerptJSONString(raw string, headC, tailC int) string {
 	return decodeString(raw[:head]+`"`) + "\n…[" + formatCount(n-headC-tailC) + " characters omitted]…\n" + decodeString(`"`+raw[tail:])
 }
 
-// plainRun returns the index of the first byte in s[i:end] that is a backslash or
-// not ASCII (end if none), eight bytes at a time: most text is plain ASCII.
-func plainRun(s string, i, end int) int {
-	const (
-		lo8 = 0x0101010101010101
-		hi8 = 0x8080808080808080
-		bs8 = 0x5c5c5c5c5c5c5c5c // '\\' in every byte
-	)
-	for i+8 <= end {
-		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		x := w ^ bs8 // a zero byte where w has a backslash
-		if (w|((x-lo8)&^x))&hi8 != 0 {
+// decodeString returns the text of a raw JSON string literal, or "" for anything
+// else. It agrees with gjson on valid JSON (a lone surrogate becomes U+FFFD) but
+// copies the runs between escapes whole instead of byte by byte, and keeps control
+// characters that invalid JSON (doubly escaped tool arguments) may carry.
+func decodeString(raw string) string {
+	if len(raw) < 2 || raw[0] != '"' {
+		return ""
+	}
+	body := raw[1 : len(raw)-1]
+	k := strings.IndexByte(body, '\\')
+	if k < 0 {
+		return body
+	}
+	buf := make([]byte, 0, len(body))
+	for k >= 0 {
+		buf = append(buf, body[:k]...)
+		body = body[k:] // at a backslash
+		if len(body) < 2 {
+			body = ""
 			break
 		}
-		i += 8
+		n := 2
+		switch body[1] {
+		case 'n':
+			buf = append(buf, '\n')
+		case 't':
+			buf = append(buf, '\t')
+		case 'r':
+			buf = append(buf, '\r')
+		case 'b':
+			buf = append(buf, '\b')
+		case 'f':
+			buf = append(buf, '\f')
+		case '"', '\\', '/':
+			buf = append(buf, body[1])
+		case 'u':
+			if len(body) < 6 {
+				return string(buf)
+			}
+			r, n6 := rune(hexValue(body[2:6])), 6
+			if r >= 0xD800 && r < 0xDC00 && len(body) >= 12 && body[6] == '\\' && body[7] == 'u' {
+				if lo := rune(hexValue(body[8:12])); lo >= 0xDC00 && lo < 0xE000 {
+					r, n6 = utf16.DecodeRune(r, lo), 12
+				}
+			}
+			buf, n = utf8.AppendRune(buf, r), n6
+		default:
+			return string(buf) // not an escape: stop, as gjson does
+		}
+		body = body[n:]
+		k = strings.IndexByte(body, '\\')
 	}
-	for i < end && s[i] < utf8.RuneSelf && s[i] != '\\' {
-		i++
-	}
-	return i
+	return string(append(buf, body...))
 }

@@ -111,7 +111,7 @@ func (c tokenCounter) roughParts(content string, calls []toolCall) int {
 	case content[0] == '"':
 		n += c.text(rawValue(content))
 	case content[0] == '[':
-		n += c.content(gjson.Parse(content))
+		n += c.content(rawValue(content))
 	}
 	for _, call := range calls {
 		n += toolCallOverheadTokens + c.value(rawValue(call.nameRaw)) + c.value(call.args)
@@ -128,8 +128,8 @@ func (c tokenCounter) content(v gjson.Result) int {
 		return c.text(v)
 	case v.IsArray():
 		n := 0
-		v.ForEach(func(_, part gjson.Result) bool {
-			n += c.part(part)
+		forEachElement(v.Raw, func(raw string) bool {
+			n += c.part(c.wrap(raw))
 			return true
 		})
 		return n
@@ -137,23 +137,60 @@ func (c tokenCounter) content(v gjson.Result) int {
 	return 0
 }
 
+// wrap makes a gjson.Result of a raw value for this counter: rough counts read only
+// raw bytes, so strings are left undecoded; exact counts need the text.
+func (c tokenCounter) wrap(raw string) gjson.Result {
+	if c.exact != nil {
+		return gjson.Parse(raw)
+	}
+	return rawValue(raw)
+}
+
 func (c tokenCounter) part(p gjson.Result) int {
 	if p.Type == gjson.String {
 		return c.text(p)
 	}
-	switch p.Get("type").Str {
+	if !p.IsObject() {
+		return c.value(p)
+	}
+	var typ, text, thinking, data, name, input, content string
+	forEachField(p.Raw, func(k, raw string) bool {
+		var dst *string
+		switch k {
+		case "type":
+			dst = &typ
+		case "text":
+			dst = &text
+		case "thinking":
+			dst = &thinking
+		case "data":
+			dst = &data
+		case "name":
+			dst = &name
+		case "input":
+			dst = &input
+		case "content":
+			dst = &content
+		}
+		if dst != nil && *dst == "" { // the first of duplicate keys, as gjson's Get
+			*dst = raw
+		}
+		return true
+	})
+	typ = decodeString(typ)
+	switch typ {
 	case "text", "input_text", "output_text":
-		return c.text(p.Get("text"))
+		return c.text(c.wrap(text))
 	case "image_url", "image", "input_image":
 		return imageTokens
 	case "thinking":
-		return c.text(p.Get("thinking"))
+		return c.text(c.wrap(thinking))
 	case "redacted_thinking":
-		return c.value(p.Get("data"))
+		return c.value(c.wrap(data))
 	case "tool_use":
-		return c.callOverhead() + c.text(p.Get("name")) + c.value(p.Get("input"))
+		return c.callOverhead() + c.text(c.wrap(name)) + c.value(c.wrap(input))
 	case "tool_result":
-		return c.content(p.Get("content"))
+		return c.content(c.wrap(content))
 	}
 	return c.value(p)
 }
