@@ -148,4 +148,3 @@ type InfoResult struct {
 func opInfo(gjson.Result) ([]byte, error) {
 	return marshal(InfoResult{Name: "ctxcompact", Version: Version, Ops: Ops(), ErrorCodes: ErrorCodes, Encodings: Encodings()})
 }
-
