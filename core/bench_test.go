@@ -59,3 +59,36 @@ func BenchmarkCompactTraces(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkCompactPhases splits the builtin compaction of every shared trace into
+// its phases, so a profile of one runtime (the wasm module has no profiler) can be
+// compared with another's: go test -bench CompactPhases -exec 'wazero run -mount /:/'
+// with GOOS=wasip1 GOARCH=wasm runs the same code inside the module's runtime.
+func BenchmarkCompactPhases(b *testing.B) {
+	reqs, total := traceRequests(b, 32_000, `,"summarizer":"builtin"`)
+	parsed := make([]*compactRequest, len(reqs))
+	plans := make([]plan, len(reqs))
+	for k, r := range reqs {
+		var err error
+		if parsed[k], err = parseCompactRequest(gjson.ParseBytes(r)); err != nil {
+			b.Fatal(err)
+		}
+		plans[k] = parsed[k].plan()
+	}
+	phase := func(name string, fn func(k int)) {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(total)
+			for b.Loop() {
+				for k := range reqs {
+					fn(k)
+				}
+			}
+		})
+	}
+	phase("validate", func(k int) { checkJSON(reqs[k]) })
+	phase("parse", func(k int) { parseCompactRequest(gjson.Parse(bytesString(reqs[k]))) })
+	phase("plan", func(k int) { parsed[k].plan() })
+	phase("summary", func(k int) { extractiveSummary(parsed[k].msgs, plans[k], "benchmark") })
+	phase("finish", func(k int) { parsed[k].finish(plans[k], "a summary", "").write(false) })
+	phase("all", func(k int) { Call(reqs[k]) })
+}

@@ -22,6 +22,9 @@ type plan struct {
 	summaryTarget int
 	// estimate is the expected size after compaction, with the summary at its target.
 	estimate int
+	// calls indexes every tool call of the messages by id (placeholders and the
+	// extractive summary name the call an output answers).
+	calls callIndex
 }
 
 // planCompaction places the head and tail boundaries (DESIGN §8 phases 1 and 2).
@@ -125,10 +128,10 @@ func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig, f
 		p.tailStart = next
 		p.estimate = estimate()
 	}
-	calls := indexCalls(msgs)
+	p.calls = indexCalls(msgs)
 	for i := p.tailStart; i < p.budgetStart; i++ {
 		if chars, ok := prunable(&msgs[i]); ok {
-			p.pruned[i] = prunedMessage(&msgs[i], calls, chars)
+			p.pruned[i] = prunedMessage(&msgs[i], p.calls, chars)
 		}
 	}
 	return p

@@ -479,7 +479,8 @@ func (o *compactOutcome) write(refs bool) []byte {
 			size += len(a.raw) + 40
 		}
 	}
-	b := make([]byte, 0, size)
+	report := mustMarshal(o.report)
+	b := make([]byte, 0, size+len(report)+len(o.system)+16*len(o.archived))
 	b = append(b, `{"done":true,"messages":`...)
 	b = writeMessages(b, o.out, refs)
 	if o.system != "" {
@@ -487,7 +488,7 @@ func (o *compactOutcome) write(refs bool) []byte {
 		b = append(b, o.system...)
 	}
 	b = append(b, `,"report":`...)
-	b = append(b, mustMarshal(o.report)...)
+	b = append(b, report...)
 	b = append(b, `,"archived":`...)
 	b = writeArchived(b, o.archived, refs)
 	return append(b, '}')

@@ -56,7 +56,8 @@ func Ops() []string {
 
 // Call runs one request envelope {"op": ..., ...} and returns the response envelope:
 // {"result": ...} or {"error": {"code", "message", "path"}}. It never panics.
-// The wasm guest and the CLI both call it; its bytes are the contract.
+// The wasm guest and the CLI both call it; its bytes are the contract. The
+// envelope is read in place: it must not change until Call returns.
 func Call(envelope []byte) []byte {
 	if len(envelope) > MaxRequestBytes {
 		return errorEnvelope(errorf(CodeInputTooLarge, "", "request is %d bytes; the limit is %d", len(envelope), MaxRequestBytes))
@@ -66,7 +67,7 @@ func Call(envelope []byte) []byte {
 	} else if depth > MaxNestingDepth {
 		return errorEnvelope(errorf(CodeInputTooLarge, "", "request nests arrays and objects more than %d levels deep", MaxNestingDepth))
 	}
-	req := gjson.ParseBytes(envelope)
+	req := gjson.Parse(bytesString(envelope)) // no copy: nothing returned or kept aliases the request
 	if !req.IsObject() {
 		return errorEnvelope(errorf(CodeInvalidRequest, "", "request must be a JSON object with an \"op\" field"))
 	}
@@ -78,7 +79,8 @@ func Call(envelope []byte) []byte {
 }
 
 // Dispatch runs op on request, a JSON object of the op's parameters (an "op" field in
-// it is ignored). It is Call with the op given separately.
+// it is ignored). It is Call with the op given separately. The request is read in place,
+// as Call reads its envelope.
 func Dispatch(op string, request []byte) []byte {
 	if len(request) > MaxRequestBytes {
 		return errorEnvelope(errorf(CodeInputTooLarge, "", "request is %d bytes; the limit is %d", len(request), MaxRequestBytes))
@@ -88,7 +90,7 @@ func Dispatch(op string, request []byte) []byte {
 	} else if depth > MaxNestingDepth {
 		return errorEnvelope(errorf(CodeInputTooLarge, "", "request nests arrays and objects more than %d levels deep", MaxNestingDepth))
 	}
-	req := gjson.ParseBytes(request)
+	req := gjson.Parse(bytesString(request))
 	if !req.IsObject() {
 		return errorEnvelope(errorf(CodeInvalidRequest, "", "request must be a JSON object"))
 	}

@@ -62,6 +62,10 @@ func errorf(code ErrorCode, path string, format string, args ...any) *Error {
 	return &Error{Code: code, Message: "ctxcompact: " + msg, Path: path}
 }
 
+// pointerEscaper escapes a JSON-pointer segment; built once, it is safe for
+// concurrent use.
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
 // pointer joins JSON-pointer segments, escaping "~" and "/" as RFC 6901 says.
 func pointer(base string, segs ...any) string {
 	var b strings.Builder
@@ -72,7 +76,7 @@ func pointer(base string, segs ...any) string {
 		case int:
 			b.WriteString(strconv.Itoa(v))
 		case string:
-			b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(v))
+			b.WriteString(pointerEscaper.Replace(v))
 		}
 	}
 	return b.String()

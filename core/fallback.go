@@ -3,6 +3,8 @@ package core
 import (
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Bounds of the extractive summary's sections.
@@ -41,7 +43,10 @@ var pathArgNames = []string{"path", "file_path", "filepath", "filename", "file",
 func extractiveSummary(msgs []message, p plan, why string) string {
 	from, to := p.headEnd, p.tailStart
 	prev, prevIdx := previousSummary(msgs, from, to)
-	calls := indexCalls(msgs)
+	calls := p.calls
+	if calls == nil {
+		calls = indexCalls(msgs)
+	}
 	budget := p.summaryTarget * roughCharsPerToken
 
 	var goal string
@@ -185,19 +190,19 @@ func orNone(s string) string {
 // path-looking words of a shell command.
 func callPaths(c toolCall) []string {
 	var out []string
-	c.argsField(pathAndCommandArgs, func(k, v string) {
-		if k != "command" && k != "cmd" {
-			if v != "" {
-				out = append(out, v)
+	for _, a := range c.stringArgs(pathAndCommandArgs) {
+		if a.key != "command" && a.key != "cmd" {
+			if !a.empty() {
+				out = append(out, a.value())
 			}
-			return
+			continue
 		}
-		for _, w := range strings.Fields(v) {
+		for w, rest := nextWord(a.value()); w != ""; w, rest = nextWord(rest) {
 			if looksLikePath(w) {
 				out = append(out, w)
 			}
 		}
-	})
+	}
 	return out
 }
 
@@ -206,20 +211,66 @@ var pathAndCommandArgs = append(append([]string{}, pathArgNames...), "command", 
 // looksLikePath accepts words like src/app.py, ./x, /etc/hosts or main.go, and
 // rejects URLs, flags, shell syntax and code such as obj.attr or a[1:2].
 func looksLikePath(w string) bool {
-	w = strings.Trim(w, "\"'`;,()")
-	if len(w) < 3 || len(w) > 200 || strings.HasPrefix(w, "-") || strings.Contains(w, "://") {
+	w = trimQuoting(w)
+	if len(w) < 3 || len(w) > 200 || w[0] == '-' {
 		return false
 	}
-	for _, r := range w {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._/~@+-", r)) {
+	slash, onlyDotsAndSlashes := false, true
+	for i := 0; i < len(w); i++ { // ':' (of a URL) and non-ASCII are refused here
+		switch c := w[i]; {
+		case c == '/':
+			slash = true
+		case c == '.':
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			c == '_' || c == '~' || c == '@' || c == '+' || c == '-':
+			onlyDotsAndSlashes = false
+		default:
 			return false
 		}
 	}
-	if strings.Contains(w, "/") {
-		return strings.Trim(w, "./") != ""
+	if slash {
+		return !onlyDotsAndSlashes
 	}
 	dot := strings.LastIndexByte(w, '.')
 	return dot > 0 && contains(fileExtensions, strings.ToLower(w[dot+1:]))
+}
+
+// trimQuoting is strings.Trim(w, "\"'`;,()") without building a set per call.
+func trimQuoting(w string) string {
+	quoting := func(c byte) bool {
+		return c == '"' || c == '\'' || c == '`' || c == ';' || c == ',' || c == '(' || c == ')'
+	}
+	for len(w) > 0 && quoting(w[0]) {
+		w = w[1:]
+	}
+	for len(w) > 0 && quoting(w[len(w)-1]) {
+		w = w[:len(w)-1]
+	}
+	return w
+}
+
+// nextWord returns the first word of s, as strings.Fields splits it, and the text
+// after it; word is "" when s has no more words.
+func nextWord(s string) (word, rest string) {
+	start := -1
+	for i := 0; i < len(s); {
+		c, size := rune(s[i]), 1
+		if c >= utf8.RuneSelf {
+			c, size = utf8.DecodeRuneInString(s[i:])
+		}
+		if c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f' || c >= utf8.RuneSelf && unicode.IsSpace(c) {
+			if start >= 0 {
+				return s[start:i], s[i:]
+			}
+		} else if start < 0 {
+			start = i
+		}
+		i += size
+	}
+	if start >= 0 {
+		return s[start:], ""
+	}
+	return "", ""
 }
 
 // fileExtensions are the extensions that make a word without a slash a file name.
@@ -234,26 +285,39 @@ var fileExtensions = []string{
 // errorLines returns the lines of a tool output that carry an error marker. It
 // checks the raw JSON first, so outputs without any marker are never decoded.
 func errorLines(m *message) []string {
-	raw := m.contentRaw
-	hit := false
-	for _, mk := range errorMarkers {
-		if strings.Contains(raw, mk) {
-			hit = true
-			break
-		}
-	}
-	if !hit {
+	if !hasErrorMarker(m.contentRaw) {
 		return nil
 	}
 	var out []string
 	for _, line := range strings.Split(m.text(), "\n") {
-		line = strings.TrimSpace(line)
-		for _, mk := range errorMarkers {
-			if strings.Contains(line, mk) {
-				out = append(out, truncateRunes(line, fallbackErrorChars))
-				break
-			}
+		if line = strings.TrimSpace(line); hasErrorMarker(line) {
+			out = append(out, truncateRunes(line, fallbackErrorChars))
 		}
 	}
 	return out
+}
+
+// markersByFirstByte lists the error markers by their first byte, so that
+// hasErrorMarker reads a text once instead of once per marker.
+var markersByFirstByte, startsMarker = func() (t [256][]string, starts [256]bool) {
+	for _, mk := range errorMarkers {
+		t[mk[0]] = append(t[mk[0]], mk)
+		starts[mk[0]] = true
+	}
+	return t, starts
+}()
+
+// hasErrorMarker reports whether s contains one of errorMarkers.
+func hasErrorMarker(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !startsMarker[s[i]] {
+			continue
+		}
+		for _, mk := range markersByFirstByte[s[i]] {
+			if hasPrefixAt(s, i, mk) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
@@ -239,18 +240,112 @@ func FuzzCheckJSON(f *testing.F) {
 	})
 }
 
-// FuzzDecodeString: decoding a raw JSON string gives gjson's text for it.
+// FuzzDecodeString: decoding a raw JSON string gives gjson's text for it, and the
+// inline rune decoder agrees with utf8.DecodeRuneInString at every offset.
 func FuzzDecodeString(f *testing.F) {
-	for _, s := range []string{`"plain"`, `"a\nb\t\"c\"\\d\/"`, `"\u00e9\ud83d\ude00"`, `"\ud83d"`, `"\ude00x"`, `"\ud83d\u0041"`, `"\u0000"`} {
+	for _, s := range []string{`"plain"`, `"a\nb\t\"c\"\\d\/"`, `"\u00e9\ud83d\ude00"`, `"\ud83d"`, `"\ude00x"`, `"\ud83d\u0041"`, `"\u0000"`,
+		`"é中文😀"`, "\"\xe0\x80\x80\xed\xa0\x80\xc1\xbf\xe2\x82\"", "\xef\xbf\xbd"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
+		for i := 0; i < len(raw); i++ {
+			r, n := decodeRune(raw, i)
+			if wr, wn := utf8.DecodeRuneInString(raw[i:]); r != wr || n != wn {
+				t.Fatalf("decodeRune(%q, %d) = %U,%d; utf8 says %U,%d", raw, i, r, n, wr, wn)
+			}
+		}
 		raw = strings.TrimSpace(raw) // a literal, as the walkers cut them
 		if !gjson.Valid(raw) || raw[0] != '"' {
 			return
 		}
 		if got, want := decodeString(raw), gjson.Parse(raw).Str; got != want {
 			t.Fatalf("decodeString(%s) = %q, gjson says %q", raw, got, want)
+		}
+	})
+}
+
+// FuzzStringArgs: reading tool-call arguments in their escaped form gives the string
+// fields that decoding the arguments and walking them gives, for generated argument
+// objects and for any arguments string the walker accepts.
+func FuzzStringArgs(f *testing.F) {
+	f.Add("src/app.py", "line 1\n\t\"quoted\" \\ back\\slash \u00e9 \U0001F600", `{"a":[1,"x\"]"],"b":{"c":null}}`)
+	f.Add("", `\"`, `[]`)
+	f.Fuzz(func(t *testing.T, path, content, nested string) {
+		var extra any
+		if json.Unmarshal([]byte(nested), &extra) != nil {
+			extra = nested
+		}
+		args, _ := json.Marshal(map[string]any{"path": path, "content": content, "n": 1.5, "extra": extra, "flag": true})
+		for _, text := range []string{string(args), nested, content, strings.ReplaceAll(string(args), ",", ",\n ")} {
+			raw, _ := json.Marshal(text)
+			call := toolCall{args: gjson.Result{Type: gjson.String, Raw: string(raw)}}
+			got, ok := escapedFields(string(raw), func(string) bool { return true })
+			if text == string(args) && !ok {
+				t.Fatalf("escapedFields refused %s", raw)
+			}
+			if !ok {
+				continue
+			}
+			var want []string
+			forEachField(call.argsText(), func(k, v string) bool {
+				if v[0] == '"' {
+					want = append(want, k+"="+decodeString(v))
+				}
+				return true
+			})
+			var have []string
+			for _, a := range got {
+				have = append(have, a.key+"="+a.value())
+				if a.empty() != (a.value() == "") {
+					t.Fatalf("%s: empty() is %v for %q", raw, a.empty(), a.value())
+				}
+			}
+			require.Equal(t, want, have, "arguments %s", raw)
+		}
+	})
+}
+
+// FuzzSummaryText: the extractive summary's text scans agree with their plain
+// definitions: nextWord with strings.Fields, hasErrorMarker with a strings.Contains
+// per marker, and the byte-wise looksLikePath with the rule written with runes.
+func FuzzSummaryText(f *testing.F) {
+	for _, s := range []string{"src/app.py", "./x", "/etc/hosts", "main.go", "obj.attr", "a[1:2]", "https://x.io/a", "-rf", "../..", "\"README.md\",", "é/x", "x.PY",
+		"ls -la  src/app.py\t\n x\u00a0y\u2003z \xff end", "Traceback (most recent call last):", "make: *** build failed", "E rror: no", "ERROR"} {
+		f.Add(s)
+	}
+	plainPath := func(w string) bool {
+		w = strings.Trim(w, "\"'`;,()")
+		if len(w) < 3 || len(w) > 200 || strings.HasPrefix(w, "-") || strings.Contains(w, "://") {
+			return false
+		}
+		for _, r := range w {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._/~@+-", r)) {
+				return false
+			}
+		}
+		if strings.Contains(w, "/") {
+			return strings.Trim(w, "./") != ""
+		}
+		dot := strings.LastIndexByte(w, '.')
+		return dot > 0 && contains(fileExtensions, strings.ToLower(w[dot+1:]))
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var words []string
+		for w, rest := nextWord(s); w != ""; w, rest = nextWord(rest) {
+			words = append(words, w)
+		}
+		if want := strings.Fields(s); len(want) > 0 || len(words) > 0 {
+			require.Equal(t, want, words, "words of %q", s)
+		}
+		if got, want := looksLikePath(s), plainPath(s); got != want {
+			t.Fatalf("looksLikePath(%q) = %v, want %v", s, got, want)
+		}
+		want := false
+		for _, mk := range errorMarkers {
+			want = want || strings.Contains(s, mk)
+		}
+		if got := hasErrorMarker(s); got != want {
+			t.Fatalf("hasErrorMarker(%q) = %v, want %v", s, got, want)
 		}
 	})
 }

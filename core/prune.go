@@ -45,19 +45,19 @@ func indexCalls(msgs []message) callIndex {
 // keyArgument returns `name="value"` for the most telling argument of a call, or "".
 func keyArgument(c toolCall) string {
 	best, bestKey, bestVal := len(keyArgNames), "", ""
-	c.argsField(keyArgNames, func(k, v string) {
-		if rank := indexOf(keyArgNames, k); v != "" && rank < best {
-			best, bestKey, bestVal = rank, k, v
+	args := c.stringArgs(nil)
+	if len(args) == 0 {
+		args = c.stringArgs(keyArgNames) // big arguments that could not be walked are searched
+	}
+	for _, a := range args {
+		if rank := indexOf(keyArgNames, a.key); rank >= 0 && rank < best && !a.empty() {
+			best, bestKey, bestVal = rank, a.key, a.value()
 		}
-	})
-	if bestKey == "" && len(c.args.Raw) <= bigArgs {
-		forEachField(c.argsText(), func(k, raw string) bool { // else the first string argument
-			if raw[0] == '"' && len(raw) > 2 {
-				bestKey, bestVal = k, decodeString(raw)
-				return false
-			}
-			return true
-		})
+	}
+	for k := 0; bestKey == "" && k < len(args); k++ { // else the first string argument
+		if !args[k].empty() {
+			bestKey, bestVal = args[k].key, args[k].value()
+		}
 	}
 	if bestKey == "" {
 		return ""

@@ -172,7 +172,15 @@ func skipValue(s string, i int) int {
 // It jumps from quote to quote (IndexByte is vectorized) and counts the backslashes
 // before each to tell an escaped quote from the closing one.
 func skipString(s string, i int) int {
-	for i++; ; {
+	i++
+	if i+8 <= len(s) { // most strings (keys, roles, ids) end within eight bytes: no call
+		if m := zeroBytes(word(s, i) ^ (lo8 * '"')); m != 0 {
+			if q := i + firstFlagged(m); s[q-1] != '\\' {
+				return q + 1
+			}
+		}
+	}
+	for {
 		q := strings.IndexByte(s[i:], '"')
 		if q < 0 {
 			return len(s)
@@ -219,7 +227,17 @@ func jsonCharOffset(raw string, limit int) (count, offset int) {
 		if limit >= 0 {
 			stop = min(end, i+limit-count) // plain bytes are one character each
 		}
-		if j := plainRun(raw, i, stop); j > i {
+		if i+8 <= stop {
+			if m := zeroBytes(word(raw, i)^(lo8*'\\')) | word(raw, i)&hi8; m == 0 {
+				count += 8
+				i += 8
+				continue
+			} else if k := firstFlagged(m); k > 0 {
+				count += k
+				i += k
+				continue
+			}
+		} else if j := plainRun(raw, i, stop); j > i {
 			count += j - i
 			i = j
 			continue

@@ -2,6 +2,7 @@ package core
 
 import (
 	"math/bits"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -70,4 +71,20 @@ func stringRun(s string, i int) int {
 		i++
 	}
 	return i
+}
+
+// decodeRune is utf8.DecodeRuneInString(s[i:]) with the two- and three-byte
+// sequences (accented letters, CJK) decoded inline; the rest go to utf8.
+func decodeRune(s string, i int) (rune, int) {
+	b := s[i]
+	switch {
+	case b >= 0xC2 && b < 0xE0 && i+1 < len(s) && s[i+1]&0xC0 == 0x80:
+		return rune(b&0x1F)<<6 | rune(s[i+1]&0x3F), 2
+	case b >= 0xE0 && b < 0xF0 && i+2 < len(s):
+		b1, b2 := s[i+1], s[i+2]
+		if b1&0xC0 == 0x80 && b2&0xC0 == 0x80 && (b != 0xE0 || b1 >= 0xA0) && (b != 0xED || b1 < 0xA0) {
+			return rune(b&0x0F)<<12 | rune(b1&0x3F)<<6 | rune(b2&0x3F), 3
+		}
+	}
+	return utf8.DecodeRuneInString(s[i:])
 }

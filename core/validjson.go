@@ -121,6 +121,13 @@ func hasPrefixAt(s string, i int, lit string) bool {
 // index just past it.
 func validString(s string, i int) (int, bool) {
 	for i++; ; {
+		for i+8 <= len(s) { // stringRun, inline
+			if m := stringSpecials(word(s, i)); m != 0 {
+				i += firstFlagged(m)
+				break
+			}
+			i += 8
+		}
 		i = stringRun(s, i)
 		if i >= len(s) || s[i] < 0x20 {
 			return i, false
