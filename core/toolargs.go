@@ -296,4 +296,3 @@ func escapedArgString(raw, key string) (string, bool) {
 	}
 	return "", false
 }
-
