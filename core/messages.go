@@ -28,6 +28,9 @@ type message struct {
 	// blocks is true when the content holds Anthropic tool_use or tool_result blocks.
 	blocks bool
 	tokens int
+	// chars1 is the number of characters of a string content plus one; 0 until
+	// counted (see contentChars).
+	chars1 int
 }
 
 type toolCall struct {
@@ -35,6 +38,25 @@ type toolCall struct {
 	nameRaw  string       // the raw JSON of function.name
 	args     gjson.Result // function.arguments (a string) or a tool_use input (an object), undecoded; see argsText
 	raw      string       // the whole call object or tool_use block
+	// argsChars1 is the number of characters of string arguments plus one; 0 until
+	// counted (see argsChars).
+	argsChars1 int
+}
+
+// contentChars returns the number of characters of m's string content.
+func (m *message) contentChars() int {
+	if m.chars1 == 0 {
+		m.chars1 = jsonStringChars(m.contentRaw) + 1
+	}
+	return m.chars1 - 1
+}
+
+// argsChars returns the number of characters of the call's string arguments.
+func (c *toolCall) argsChars() int {
+	if c.argsChars1 == 0 {
+		c.argsChars1 = jsonStringChars(c.args.Raw) + 1
+	}
+	return c.argsChars1 - 1
 }
 
 // rawToolCalls reads a raw tool_calls array. Elements that are not objects are
@@ -199,11 +221,7 @@ func parseMessages(v gjson.Result, tc tokenCounter) ([]message, error) {
 			return nil, err
 		}
 		if tc.exact == nil {
-			calls := m.calls
-			if m.blocks {
-				calls = nil // tool_use blocks are counted with the content
-			}
-			m.tokens = tc.scaled(tc.roughParts(m.contentRaw, calls))
+			m.tokens = tc.scaled(tc.roughView(&m))
 		} else {
 			m.tokens = tc.message(rawValue(m.raw))
 		}

@@ -104,7 +104,7 @@ func prunable(m *message) (int, bool) {
 	}
 	var chars int
 	if raw[0] == '"' {
-		chars = jsonStringChars(raw)
+		chars = m.contentChars()
 	} else {
 		text := m.text()
 		if strings.HasPrefix(text, PrunedPrefix) {

@@ -169,8 +169,9 @@ func skipValue(s string, i int) int {
 }
 
 // skipString returns the index just past the JSON string that starts at s[i].
-// It jumps from quote to quote (IndexByte is vectorized) and counts the backslashes
-// before each to tell an escaped quote from the closing one.
+// It jumps from quote to quote (IndexByte is vectorized natively, a word-at-a-time
+// memchr in wasm) and counts the backslashes before each to tell an escaped quote
+// from the closing one.
 func skipString(s string, i int) int {
 	i++
 	if i+8 <= len(s) { // most strings (keys, roles, ids) end within eight bytes: no call
@@ -268,7 +269,11 @@ func jsonCharOffset(raw string, limit int) (count, offset int) {
 // more than headC+tailC+40 characters, its first headC and last tailC characters
 // around a note of how many were left out. Only the kept parts are decoded.
 func excerptJSONString(raw string, headC, tailC int) string {
-	n := jsonStringChars(raw)
+	return excerptJSONChars(raw, jsonStringChars(raw), headC, tailC)
+}
+
+// excerptJSONChars is excerptJSONString of a raw string known to hold n characters.
+func excerptJSONChars(raw string, n, headC, tailC int) string {
 	if n <= headC+tailC+40 {
 		return decodeString(raw)
 	}

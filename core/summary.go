@@ -102,7 +102,11 @@ func buildSummaryRequest(msgs []message, p plan, cc CompressionConfig) SummaryRe
 	// Characters the serialized turns may use: the window less the answer, the
 	// template and the previous summary, at ~4 characters per token.
 	budget := (window-req.MaxTokens-summaryReserve)*roughCharsPerToken - len(prev)
-	turns := serializeTurns(msgs, p.headEnd, p.tailStart, prevIdx, budget)
+	calls := p.calls
+	if calls == nil {
+		calls = indexCalls(msgs)
+	}
+	turns := serializeTurns(msgs, calls, p.headEnd, p.tailStart, prevIdx, budget)
 
 	var b strings.Builder
 	if prev != "" {
@@ -132,7 +136,7 @@ func buildSummaryRequest(msgs []message, p plan, cc CompressionConfig) SummaryRe
 // the per-body cap halves until it fits or reaches minBodyChars, and then the oldest
 // turns are left out. Sizes are worked out from character counts first, so the
 // turns are decoded and rendered once.
-func serializeTurns(msgs []message, from, to, skip, budget int) string {
+func serializeTurns(msgs []message, calls callIndex, from, to, skip, budget int) string {
 	type size struct{ content, header int }
 	sizes := make([]size, to-from)
 	argChars := make([][]int, to-from)
@@ -140,14 +144,15 @@ func serializeTurns(msgs []message, from, to, skip, budget int) string {
 		m := &msgs[i]
 		sz := size{header: turnHeaderEstimate}
 		if len(m.contentRaw) > 0 && m.contentRaw[0] == '"' {
-			sz.content = jsonStringChars(m.contentRaw)
+			sz.content = m.contentChars()
 		} else if len(m.contentRaw) > 0 && m.contentRaw[0] == '[' {
 			sz.content = utf8.RuneCountInString(m.text())
 		}
-		for _, c := range m.calls {
+		for k := range m.calls {
+			c := &m.calls[k]
 			n := len(c.args.Raw)
 			if c.args.Type == gjson.String {
-				n = jsonStringChars(c.args.Raw)
+				n = c.argsChars()
 			}
 			argChars[i-from] = append(argChars[i-from], n)
 		}
@@ -186,7 +191,7 @@ func serializeTurns(msgs []message, from, to, skip, budget int) string {
 		kept -= turnSize(first-from, headC, tailC)
 		first++
 	}
-	s := renderTurns(msgs, first, to, skip, headC, tailC)
+	s := renderTurns(msgs, calls, first, to, skip, headC, tailC, kept)
 	if first > from {
 		s = "…[turns #" + strconv.Itoa(from) + "–#" + strconv.Itoa(first-1) + " omitted to fit the summarizer's window]…\n\n" + s
 	}
@@ -197,10 +202,12 @@ func serializeTurns(msgs []message, from, to, skip, budget int) string {
 // of read_file(path=...)]") when sizing the serialization.
 const turnHeaderEstimate = 60
 
-func renderTurns(msgs []message, from, to, skip, headC, tailC int) string {
-	calls := indexCalls(msgs)
+// renderTurns writes msgs[from:to] (but skip) as turns with bodies cut to headC+tailC
+// characters; sizeHint is the expected size in characters.
+func renderTurns(msgs []message, calls callIndex, from, to, skip, headC, tailC, sizeHint int) string {
 	described := map[string]string{}
 	var b strings.Builder
+	b.Grow(sizeHint + sizeHint/4) // characters, and a margin for multi-byte ones
 	for i := from; i < to; i++ {
 		if i == skip {
 			continue
@@ -229,10 +236,11 @@ func renderTurns(msgs []message, from, to, skip, headC, tailC int) string {
 			b.WriteString(text)
 			b.WriteByte('\n')
 		}
-		for _, c := range m.calls {
+		for k := range m.calls {
+			c := &m.calls[k]
 			b.WriteString("→ call " + c.name + " ")
 			if c.args.Type == gjson.String {
-				b.WriteString(excerptJSONString(c.args.Raw, headC/2, tailC/2))
+				b.WriteString(excerptJSONChars(c.args.Raw, c.argsChars(), headC/2, tailC/2))
 			} else { // an Anthropic input object, in the same bytes whatever encoder sent it
 				b.WriteString(truncateMiddle(string(canonicalJSON(nil, gjson.Parse(c.args.Raw))), headC/2, tailC/2))
 			}
@@ -247,7 +255,7 @@ func renderTurns(msgs []message, from, to, skip, headC, tailC int) string {
 // string content.
 func excerptContent(m *message, headC, tailC int) string {
 	if len(m.contentRaw) > 0 && m.contentRaw[0] == '"' {
-		return excerptJSONString(m.contentRaw, headC, tailC)
+		return excerptJSONChars(m.contentRaw, m.contentChars(), headC, tailC)
 	}
 	return truncateMiddle(m.text(), headC, tailC)
 }

@@ -119,6 +119,35 @@ func (c tokenCounter) roughParts(content string, calls []toolCall) int {
 	return n
 }
 
+// roughView is roughParts for a parsed message: in the same pass it notes the
+// characters of a string content and of string tool-call arguments, which pruning
+// and the summary request need again.
+func (c tokenCounter) roughView(m *message) int {
+	n := messageOverheadTokens
+	switch raw := m.contentRaw; {
+	case raw == "":
+	case raw[0] == '"':
+		t, chars := roughString(raw)
+		n, m.chars1 = n+t, chars+1
+	case raw[0] == '[':
+		n += c.content(rawValue(raw))
+	}
+	if m.blocks {
+		return n // tool_use blocks are counted with the content
+	}
+	for k := range m.calls {
+		call := &m.calls[k]
+		n += toolCallOverheadTokens + c.value(rawValue(call.nameRaw))
+		if call.args.Type == gjson.String {
+			t, chars := roughString(call.args.Raw)
+			n, call.argsChars1 = n+t, chars+1
+		} else {
+			n += c.value(call.args)
+		}
+	}
+	return n
+}
+
 // content counts a content value: a string, null, or a list of parts/blocks in either
 // OpenAI or Anthropic shape. Like text, part and value, it is not calibrated and
 // works for every encoding.
@@ -291,9 +320,15 @@ func appendJSONString(dst []byte, s string) []byte {
 // roughJSONString estimates a JSON string value from its raw literal, without
 // unescaping: escapes count as the one character they stand for.
 func roughJSONString(v gjson.Result) int {
-	raw := v.Raw
+	n, _ := roughString(v.Raw)
+	return n
+}
+
+// roughString is roughJSONString of a raw literal, with the number of characters
+// it holds (as jsonStringChars counts them): one pass gives both.
+func roughString(raw string) (tokens, chars int) {
 	if len(raw) < 2 {
-		return 0
+		return 0, 0
 	}
 	other, dense := 0, 0
 	for i, end := 1, len(raw)-1; i < end; {
@@ -340,7 +375,7 @@ func roughJSONString(v gjson.Result) int {
 			i += size
 		}
 	}
-	return dense + (other+roughCharsPerToken-1)/roughCharsPerToken
+	return dense + (other+roughCharsPerToken-1)/roughCharsPerToken, dense + other
 }
 
 func hexValue(s string) int {
