@@ -543,7 +543,7 @@ func opCompactBegin(req gjson.Result) ([]byte, error) {
 		return o.write(r.refs), nil
 	}
 	sr := buildSummaryRequest(r.msgs, p, r.cfg.Compression)
-	return marshal(CompactResult{State: r.stateFor(p), SummaryRequest: &sr})
+	return appendPending(nil, r.stateFor(p), &sr), nil
 }
 
 func opCompactFinish(q gjson.Result) ([]byte, error) {

@@ -258,6 +258,14 @@ func FuzzDecodeString(f *testing.F) {
 		if !gjson.Valid(raw) || raw[0] != '"' {
 			return
 		}
+		n := jsonStringChars(raw)
+		for k := 0; k <= n; k++ {
+			if got, ok := jsonTailOffset(raw, k); ok {
+				if _, want := jsonCharOffset(raw, n-k); got != want {
+					t.Fatalf("jsonTailOffset(%s, %d) = %d; counting forward gives %d", raw, k, got, want)
+				}
+			}
+		}
 		if got, want := decodeString(raw), gjson.Parse(raw).Str; got != want {
 			t.Fatalf("decodeString(%s) = %q, gjson says %q", raw, got, want)
 		}
@@ -305,12 +313,13 @@ func FuzzStringArgs(f *testing.F) {
 	})
 }
 
-// FuzzSummaryText: the extractive summary's text scans agree with their plain
+// FuzzSummaryText: the summary's text scans and writers agree with their plain
 // definitions: nextWord with strings.Fields, hasErrorMarker with a strings.Contains
-// per marker, and the byte-wise looksLikePath with the rule written with runes.
+// per marker, the byte-wise looksLikePath with the rule written with runes, and
+// appendPending with encoding/json.
 func FuzzSummaryText(f *testing.F) {
 	for _, s := range []string{"src/app.py", "./x", "/etc/hosts", "main.go", "obj.attr", "a[1:2]", "https://x.io/a", "-rf", "../..", "\"README.md\",", "é/x", "x.PY",
-		"ls -la  src/app.py\t\n x\u00a0y\u2003z \xff end", "Traceback (most recent call last):", "make: *** build failed", "E rror: no", "ERROR"} {
+		"ls -la  src/app.py\t\n x\u00a0y\u2003z \xff end", "Traceback (most recent call last):", "make: *** build failed", "E rror: no", "ERROR", "ctl\x00\x1f\b\f\u2029 <&> \"q\" \\ é\xc3"} {
 		f.Add(s)
 	}
 	plainPath := func(w string) bool {
@@ -347,5 +356,8 @@ func FuzzSummaryText(f *testing.F) {
 		if got := hasErrorMarker(s); got != want {
 			t.Fatalf("hasErrorMarker(%q) = %v, want %v", s, got, want)
 		}
+		sr := SummaryRequest{Messages: []ChatMessage{{Role: "system", Content: s}, {Role: s, Content: "\u2028" + s + "\xff"}}, TargetTokens: len(s), MaxTokens: -1, Iterative: len(s)%2 == 0, Middle: IndexRange{From: 1, To: len(s)}}
+		wantJSON, _ := marshal(CompactResult{State: s, SummaryRequest: &sr})
+		require.Equal(t, string(wantJSON), string(appendPending(nil, s, &sr)), "the pending result for %q", s)
 	})
 }

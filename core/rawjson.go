@@ -278,8 +278,54 @@ func excerptJSONChars(raw string, n, headC, tailC int) string {
 		return decodeString(raw)
 	}
 	_, head := jsonCharOffset(raw, headC)
-	_, tail := jsonCharOffset(raw, n-tailC)
+	tail, ok := jsonTailOffset(raw, tailC)
+	if !ok {
+		_, tail = jsonCharOffset(raw, n-tailC)
+	}
 	return decodeString(raw[:head]+`"`) + "\n…[" + formatCount(n-headC-tailC) + " characters omitted]…\n" + decodeString(`"`+raw[tail:])
+}
+
+// jsonTailOffset returns the byte offset in the raw JSON string raw where its last
+// k characters start, walking back from the end instead of counting from the start
+// (a long tool output's tail is near its end). ok is false when the walk meets a
+// \u escape or bytes that are not UTF-8, whose boundaries only a forward walk
+// settles; jsonCharOffset(raw, n-k) is then the answer.
+func jsonTailOffset(raw string, k int) (offset int, ok bool) {
+	// backslashes counts the backslashes that end just before raw[e].
+	backslashes := func(e int) int {
+		n := 0
+		for e-1-n >= 1 && raw[e-1-n] == '\\' {
+			n++
+		}
+		return n
+	}
+	e := len(raw) - 1 // the closing quote; characters end before it
+	for c := 0; c < k && e > 1; c++ {
+		b := raw[e-1]
+		switch {
+		case b >= utf8.RuneSelf:
+			st := e - 1
+			for st > e-4 && st > 1 && raw[st]&0xC0 == 0x80 {
+				st--
+			}
+			if r, size := utf8.DecodeRuneInString(raw[st:e]); size != e-st || r == utf8.RuneError && size == 1 {
+				return 0, false
+			}
+			e = st
+		case backslashes(e-1)%2 == 1: // a two-byte escape such as \n
+			if b == 'u' {
+				return 0, false
+			}
+			e -= 2
+		case b == '\\':
+			return 0, false // an escape cannot end here: not valid JSON
+		case e-6 >= 1 && raw[e-5] == 'u' && backslashes(e-5)%2 == 1:
+			return 0, false // the last digit of a \uXXXX escape
+		default:
+			e--
+		}
+	}
+	return max(e, 1), true
 }
 
 // decodeString returns the text of a raw JSON string literal, or "" for anything

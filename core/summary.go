@@ -282,3 +282,36 @@ func truncateMiddle(s string, headC, tailC int) string {
 	}
 	return s[:head] + "\n…[" + formatCount(n-headC-tailC) + " characters omitted]…\n" + s[tail:]
 }
+
+// appendPending appends the compact.begin result that asks for a summary: the bytes
+// marshal(CompactResult{State: state, SummaryRequest: sr}) writes (a test holds
+// the two equal), with the long prompt escaped eight bytes at a time.
+func appendPending(dst []byte, state string, sr *SummaryRequest) []byte {
+	dst = append(dst, `{"done":false`...)
+	if state != "" { // omitempty
+		dst = append(dst, `,"state":`...)
+		dst = appendJSONText(dst, state)
+	}
+	dst = append(dst, `,"summary_request":{"messages":[`...)
+	for i, m := range sr.Messages {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"role":`...)
+		dst = appendJSONText(dst, m.Role)
+		dst = append(dst, `,"content":`...)
+		dst = appendJSONText(dst, m.Content)
+		dst = append(dst, '}')
+	}
+	dst = append(dst, `],"target_tokens":`...)
+	dst = strconv.AppendInt(dst, int64(sr.TargetTokens), 10)
+	dst = append(dst, `,"max_tokens":`...)
+	dst = strconv.AppendInt(dst, int64(sr.MaxTokens), 10)
+	dst = append(dst, `,"iterative":`...)
+	dst = strconv.AppendBool(dst, sr.Iterative)
+	dst = append(dst, `,"middle":{"from":`...)
+	dst = strconv.AppendInt(dst, int64(sr.Middle.From), 10)
+	dst = append(dst, `,"to":`...)
+	dst = strconv.AppendInt(dst, int64(sr.Middle.To), 10)
+	return append(dst, "}}}"...)
+}

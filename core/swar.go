@@ -88,3 +88,65 @@ func decodeRune(s string, i int) (rune, int) {
 	}
 	return utf8.DecodeRuneInString(s[i:])
 }
+
+// appendJSONText appends s as a JSON string exactly as encoding/json writes it
+// without HTML escaping: '"', '\\' and control characters escaped (\b \f \n \r \t
+// by name), invalid UTF-8 as \ufffd, U+2028 and U+2029 as escapes; plain ASCII runs
+// are copied eight bytes at a time.
+func appendJSONText(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0 // s[start:i] is still to be copied
+	for i := 0; i < len(s); {
+		if i+8 <= len(s) {
+			if w := word(s, i); stringSpecials(w)|w&hi8 == 0 {
+				i += 8
+				continue
+			}
+		}
+		b := s[i]
+		if b >= 0x20 && b != '"' && b != '\\' && b < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if b < utf8.RuneSelf {
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '"', '\\':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := decodeRune(s, i)
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+		case r == '\u2028' || r == '\u2029':
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xF])
+			i += size
+			start = i
+		default:
+			i += size
+		}
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
