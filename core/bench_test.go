@@ -85,7 +85,7 @@ func BenchmarkCompactPhases(b *testing.B) {
 			}
 		})
 	}
-	phase("validate", func(k int) { checkJSON(reqs[k]) })
+	phase("validate", func(k int) { checkJSON(reqs[k], nil) })
 	phase("parse", func(k int) { parseCompactRequest(gjson.Parse(bytesString(reqs[k]))) })
 	phase("plan", func(k int) { parsed[k].plan() })
 	phase("summary", func(k int) { extractiveSummary(parsed[k].msgs, plans[k], "benchmark") })

@@ -448,12 +448,12 @@ func cacheConfigTTL(req gjson.Result) (Config, string, error) {
 	return cfg, ttl, err
 }
 
-func opCacheApply(req gjson.Result) ([]byte, error) {
-	_, ttl, err := cacheConfigTTL(req)
+func opCacheApply(req opRequest) ([]byte, error) {
+	_, ttl, err := cacheConfigTTL(req.Result)
 	if err != nil {
 		return nil, err
 	}
-	layout, _, err := optString(req, "layout")
+	layout, _, err := optString(req.Result, "layout")
 	if err != nil {
 		return nil, err
 	}
@@ -533,18 +533,18 @@ func ResolveCachePolicy(model, provider, ttl string) CachePolicy {
 	return p
 }
 
-func opCachePolicy(req gjson.Result) ([]byte, error) {
-	cfg, ttl, err := cacheConfigTTL(req)
+func opCachePolicy(req opRequest) ([]byte, error) {
+	cfg, ttl, err := cacheConfigTTL(req.Result)
 	if err != nil {
 		return nil, err
 	}
 	model, provider := cfg.Model.Name, cfg.Model.Provider
-	if s, ok, err := optString(req, "model"); err != nil {
+	if s, ok, err := optString(req.Result, "model"); err != nil {
 		return nil, err
 	} else if ok {
 		model = s
 	}
-	if s, ok, err := optString(req, "provider"); err != nil {
+	if s, ok, err := optString(req.Result, "provider"); err != nil {
 		return nil, err
 	} else if ok {
 		provider = s

@@ -127,20 +127,20 @@ func calibrate(c tokenCounter, msgs []gjson.Result, opts CalibrateOptions, p cal
 
 // opTokensCalibrate: {messages, prompt_tokens, encoding?, config?, fixed_overhead?,
 // baseline?: {message_count, prompt_tokens}} -> CalibrateResult.
-func opTokensCalibrate(req gjson.Result) ([]byte, error) {
+func opTokensCalibrate(req opRequest) ([]byte, error) {
 	msgs, err := tokenMessages(req.Get("messages"), "/messages")
 	if err != nil {
 		return nil, err
 	}
-	c, err := requestCounter(paramsOf(req), false)
+	c, err := requestCounter(req.params, false)
 	if err != nil {
 		return nil, err
 	}
 	var opts CalibrateOptions
-	if opts.PromptTokens, err = requestInt(req, "prompt_tokens", "/prompt_tokens", true); err != nil {
+	if opts.PromptTokens, err = requestInt(req.Result, "prompt_tokens", "/prompt_tokens", true); err != nil {
 		return nil, err
 	}
-	if opts.FixedOverhead, err = requestInt(req, "fixed_overhead", "/fixed_overhead", false); err != nil {
+	if opts.FixedOverhead, err = requestInt(req.Result, "fixed_overhead", "/fixed_overhead", false); err != nil {
 		return nil, err
 	}
 	if b := req.Get("baseline"); b.Exists() && b.Type != gjson.Null {

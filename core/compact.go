@@ -121,6 +121,20 @@ func paramsOf(req gjson.Result) params {
 	return p
 }
 
+// paramsFrom makes params of the members checkJSON recorded. As in paramsOf, the
+// last of duplicate keys wins.
+func paramsFrom(members []member) params {
+	p := make(params, len(members))
+	for _, m := range members {
+		k := m.key[1 : len(m.key)-1]
+		if hasByte(k, '\\') {
+			k = decodeString(m.key)
+		}
+		p[k] = rawValue(m.value)
+	}
+	return p
+}
+
 // Get returns the field key; strings are decoded.
 func (p params) Get(key string) gjson.Result {
 	v := p[key]
@@ -131,7 +145,11 @@ func (p params) Get(key string) gjson.Result {
 }
 
 func parseCompactRequest(q gjson.Result) (*compactRequest, error) {
-	req := paramsOf(q)
+	return parseCompactParams(paramsOf(q))
+}
+
+// parseCompactParams is parseCompactRequest of a request's fields.
+func parseCompactParams(req params) (*compactRequest, error) {
 	r := &compactRequest{summarizer: SummarizerHost}
 	var err error
 	if r.cfg, err = parseConfig(req.Get("config"), "/config"); err != nil {
@@ -533,8 +551,8 @@ func writeMessages(b []byte, out []outMsg, refs bool) []byte {
 	return append(b, ']')
 }
 
-func opCompactBegin(req gjson.Result) ([]byte, error) {
-	r, err := parseCompactRequest(req)
+func opCompactBegin(req opRequest) ([]byte, error) {
+	r, err := parseCompactParams(req.params)
 	if err != nil {
 		return nil, err
 	}
@@ -546,12 +564,12 @@ func opCompactBegin(req gjson.Result) ([]byte, error) {
 	return appendPending(nil, r.stateFor(p), &sr), nil
 }
 
-func opCompactFinish(q gjson.Result) ([]byte, error) {
-	r, err := parseCompactRequest(q)
+func opCompactFinish(q opRequest) ([]byte, error) {
+	req := q.params
+	r, err := parseCompactParams(req)
 	if err != nil {
 		return nil, err
 	}
-	req := paramsOf(q)
 	sv := req.Get("state")
 	if sv.Type != gjson.String || !strings.HasPrefix(sv.Str, "ccs1.") {
 		return nil, errorf(CodeInvalidState, "/state", "state must be the string compact.begin returned")

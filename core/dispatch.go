@@ -20,7 +20,15 @@ const MaxRequestBytes = 256 << 20
 
 // handler runs one op on the parsed request object and returns the JSON of its
 // result (without the {"result": ...} envelope).
-type handler func(req gjson.Result) ([]byte, error)
+type handler func(req opRequest) ([]byte, error)
+
+// opRequest is an op's parameters: the JSON object, and its top-level fields as
+// the validating pass found them, so no op reads the (large) request again to
+// find a field.
+type opRequest struct {
+	gjson.Result
+	params params
+}
 
 // ops is the table of every op. It is the only place that knows op names.
 var ops map[string]handler
@@ -62,7 +70,8 @@ func Call(envelope []byte) []byte {
 	if len(envelope) > MaxRequestBytes {
 		return errorEnvelope(errorf(CodeInputTooLarge, "", "request is %d bytes; the limit is %d", len(envelope), MaxRequestBytes))
 	}
-	if valid, depth := checkJSON(envelope); !valid {
+	var members []member
+	if valid, depth := checkJSON(envelope, &members); !valid {
 		return errorEnvelope(errorf(CodeInvalidJSON, "", "request is not valid JSON"))
 	} else if depth > MaxNestingDepth {
 		return errorEnvelope(errorf(CodeInputTooLarge, "", "request nests arrays and objects more than %d levels deep", MaxNestingDepth))
@@ -75,7 +84,7 @@ func Call(envelope []byte) []byte {
 	if op.Type != gjson.String {
 		return errorEnvelope(errorf(CodeInvalidRequest, "/op", "\"op\" must be a string naming an operation"))
 	}
-	return dispatch(op.Str, req)
+	return dispatch(op.Str, opRequest{req, paramsFrom(members)})
 }
 
 // Dispatch runs op on request, a JSON object of the op's parameters (an "op" field in
@@ -85,7 +94,8 @@ func Dispatch(op string, request []byte) []byte {
 	if len(request) > MaxRequestBytes {
 		return errorEnvelope(errorf(CodeInputTooLarge, "", "request is %d bytes; the limit is %d", len(request), MaxRequestBytes))
 	}
-	if valid, depth := checkJSON(request); !valid {
+	var members []member
+	if valid, depth := checkJSON(request, &members); !valid {
 		return errorEnvelope(errorf(CodeInvalidJSON, "", "request is not valid JSON"))
 	} else if depth > MaxNestingDepth {
 		return errorEnvelope(errorf(CodeInputTooLarge, "", "request nests arrays and objects more than %d levels deep", MaxNestingDepth))
@@ -94,10 +104,10 @@ func Dispatch(op string, request []byte) []byte {
 	if !req.IsObject() {
 		return errorEnvelope(errorf(CodeInvalidRequest, "", "request must be a JSON object"))
 	}
-	return dispatch(op, req)
+	return dispatch(op, opRequest{req, paramsFrom(members)})
 }
 
-func dispatch(op string, req gjson.Result) (out []byte) {
+func dispatch(op string, req opRequest) (out []byte) {
 	h, ok := ops[op]
 	if !ok {
 		return errorEnvelope(errorf(CodeUnknownOp, "/op", "unknown op %q; known ops: %v", op, Ops()))
@@ -147,6 +157,6 @@ type InfoResult struct {
 	Encodings  []string    `json:"encodings"`
 }
 
-func opInfo(gjson.Result) ([]byte, error) {
+func opInfo(opRequest) ([]byte, error) {
 	return marshal(InfoResult{Name: "ctxcompact", Version: Version, Ops: Ops(), ErrorCodes: ErrorCodes, Encodings: Encodings()})
 }

@@ -207,21 +207,34 @@ func TestDeepNestingIsRejected(t *testing.T) {
 	require.Nil(t, errorOf([]byte(`{"op":"validate","messages":[{"role":"user","content":"`+nest(5000)+`"}]}`)))
 }
 
-// FuzzCheckJSON: the one-pass validator agrees with gjson.ValidBytes on every input,
-// and on valid JSON its depth is the deepest nesting of arrays and objects.
+// FuzzCheckJSON: the one-pass validator agrees with gjson.ValidBytes on every input;
+// on valid JSON its depth is the deepest nesting of arrays and objects, and the
+// members it records of an object are the fields walkObject finds.
 func FuzzCheckJSON(f *testing.F) {
 	for _, s := range []string{`{"a":[1,2.5e-3,{"b":null}],"c":"x\"\u00e9\\"}`, `[]`, `{}`, ` [ ] `, `[1,]`, `{"a":1,}`, `{"a" 1}`,
 		`-0.1E+5`, `01`, `1.`, `-`, `"\u12"`, "\"a\tb\"", `"\x"`, `[[[]]`, `[}`, `{]`, `tru`, `nulll`, `"é\ud83d"`, ``, `   `, `{"a":{"b":[{}]}} x`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		valid, depth := checkJSON(data)
+		var members []member
+		valid, depth := checkJSON(data, &members)
 		if want := gjson.ValidBytes(data); valid != want {
 			t.Fatalf("checkJSON(%q) = %v, gjson says %v", data, valid, want)
 		}
 		if !valid {
 			return
 		}
+		var fields []member
+		if gjson.ParseBytes(data).IsObject() {
+			walkObject(string(data), skipSpace(string(data), 0), func(k, raw string) bool {
+				fields = append(fields, member{k, raw})
+				return true
+			})
+		}
+		for k := range members {
+			members[k].key = decodeString(members[k].key)
+		}
+		require.Equal(t, fields, members, "the fields of %s", data)
 		deepest, level := 0, 0
 		for i := 0; i < len(data); i++ {
 			switch data[i] {

@@ -193,8 +193,8 @@ type PruneResult struct {
 
 // opPrune prunes long tool outputs between the head and the token-budgeted tail,
 // with no summary: the cheap first phase on its own.
-func opPrune(req gjson.Result) ([]byte, error) {
-	r, err := parseCompactRequest(req)
+func opPrune(req opRequest) ([]byte, error) {
+	r, err := parseCompactParams(req.params)
 	if err != nil {
 		return nil, err
 	}

@@ -176,12 +176,12 @@ func indexOf(list []string, s string) int {
 	return -1
 }
 
-func opSanitize(req gjson.Result) ([]byte, error) {
+func opSanitize(req opRequest) ([]byte, error) {
 	msgs, err := parseMessages(req.Get("messages"), roughCounter)
 	if err != nil {
 		return nil, err
 	}
-	refs, err := outputParam(paramsOf(req))
+	refs, err := outputParam(req.params)
 	if err != nil {
 		return nil, err
 	}

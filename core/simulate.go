@@ -621,7 +621,7 @@ func (r SimulateResult) MarshalJSON() ([]byte, error) {
 	return append(out, head[1:]...), nil
 }
 
-func opCacheSimulate(req gjson.Result) ([]byte, error) {
+func opCacheSimulate(req opRequest) ([]byte, error) {
 	cfg, err := parseConfig(req.Get("config"), "/config")
 	if err != nil {
 		return nil, err
@@ -631,13 +631,13 @@ func opCacheSimulate(req gjson.Result) ([]byte, error) {
 		return nil, err
 	}
 	opts := SimulateOptions{Model: cfg.Model.Name, ProtectFirstN: cfg.Compression.ProtectFirstN}
-	if opts.TTL, err = cacheTTLParam(req, cfg); err != nil {
+	if opts.TTL, err = cacheTTLParam(req.Result, cfg); err != nil {
 		return nil, err
 	}
-	if opts.Layout, _, err = optString(req, "layout"); err != nil {
+	if opts.Layout, _, err = optString(req.Result, "layout"); err != nil {
 		return nil, err
 	}
-	if s, ok, err := optString(req, "model"); err != nil {
+	if s, ok, err := optString(req.Result, "model"); err != nil {
 		return nil, err
 	} else if ok {
 		opts.Model = s

@@ -3,8 +3,6 @@ package core
 import (
 	"math"
 	"strings"
-
-	"github.com/tidwall/gjson"
 )
 
 // Budget constants (DESIGN §5).
@@ -108,7 +106,7 @@ func tokensOf(n int, f float64) int {
 	return int(math.Floor(float64(n)*f + 1e-6))
 }
 
-func opThresholdResolve(req gjson.Result) ([]byte, error) {
+func opThresholdResolve(req opRequest) ([]byte, error) {
 	cfg, err := parseConfig(req.Get("config"), "/config")
 	if err != nil {
 		return nil, err

@@ -139,8 +139,8 @@ type tokensCountResult struct {
 
 // opTokensCount: {messages, encoding?, config?, report_cache_hits?} ->
 // {encoding, calibration, total, per_message[], cache_hits (when asked)}.
-func opTokensCount(q gjson.Result) ([]byte, error) {
-	req := paramsOf(q) // one pass over the request, not one per field
+func opTokensCount(q opRequest) ([]byte, error) {
+	req := q.params // one pass over the request, not one per field
 	msgs, err := tokenMessages(req.Get("messages"), "/messages")
 	if err != nil {
 		return nil, err

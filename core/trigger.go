@@ -1,7 +1,5 @@
 package core
 
-import "github.com/tidwall/gjson"
-
 // Minimum message count for the gateway hygiene check (DESIGN §6).
 const hygieneMinMessages = 4
 
@@ -78,12 +76,12 @@ func HygieneCheck(cfg Config, messages, reported, estimated int) HygieneResult {
 	return r
 }
 
-func opShouldCompress(req gjson.Result) ([]byte, error) {
+func opShouldCompress(req opRequest) ([]byte, error) {
 	cfg, err := parseConfig(req.Get("config"), "/config")
 	if err != nil {
 		return nil, err
 	}
-	q := paramsOf(req)
+	q := req.params
 	if !q.Get("prompt_tokens").Exists() {
 		return nil, errorf(CodeInvalidRequest, "/prompt_tokens", "prompt_tokens is required: the API-reported prompt tokens of the last response")
 	}
@@ -98,8 +96,8 @@ func opShouldCompress(req gjson.Result) ([]byte, error) {
 	return marshal(ShouldCompress(cfg, prompt, last))
 }
 
-func opHygieneCheck(req gjson.Result) ([]byte, error) {
-	r, err := parseCompactRequest(req)
+func opHygieneCheck(req opRequest) ([]byte, error) {
+	r, err := parseCompactParams(req.params)
 	if err != nil {
 		return nil, err
 	}

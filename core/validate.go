@@ -139,7 +139,7 @@ func validateMessages(v gjson.Result) (ValidateResult, error) {
 	return res, nil
 }
 
-func opValidate(req gjson.Result) ([]byte, error) {
+func opValidate(req opRequest) ([]byte, error) {
 	res, err := validateMessages(req.Get("messages"))
 	if err != nil {
 		return nil, err

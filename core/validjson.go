@@ -1,12 +1,18 @@
 package core
 
+// member is one field of a JSON object: its key and value as raw JSON.
+type member struct{ key, value string }
+
 // checkJSON validates data as one JSON value and measures how deeply it nests, in a
 // single pass without recursion. The grammar is gjson.ValidBytes's (RFC 8259; bytes
 // inside strings are not checked for UTF-8), which a fuzz target holds it to;
 // depth is the deepest nesting of arrays and objects seen, even past an error-free
 // limit, so the caller can refuse valid but hostile input after checking validity.
-func checkJSON(data []byte) (valid bool, depth int) {
+// When data is an object and members is not nil, its fields are appended to
+// *members on the way: no later pass has to skip over a large value to find them.
+func checkJSON(data []byte, members *[]member) (valid bool, depth int) {
 	s := bytesString(data)
+	keyStart, keyEnd, valueStart := 0, 0, 0
 	var stack []uint64 // one bit per open container: 1 for an object
 	level := 0
 	push := func(object bool) {
@@ -28,6 +34,9 @@ func checkJSON(data []byte) (valid bool, depth int) {
 value:
 	if i >= len(s) {
 		return false, depth
+	}
+	if level == 1 {
+		valueStart = i
 	}
 	switch c := s[i]; c {
 	case '{':
@@ -73,6 +82,9 @@ value:
 		}
 	}
 next: // a value ended at i
+	if level == 1 && members != nil && inObject() {
+		*members = append(*members, member{key: s[keyStart:keyEnd], value: s[valueStart:i]})
+	}
 	i = skipSpace(s, i)
 	if level == 0 {
 		return i == len(s), depth
@@ -101,9 +113,13 @@ key: // a member's key is expected at i
 		return false, depth
 	}
 	{
+		start := i
 		var ok bool
 		if i, ok = validString(s, i); !ok {
 			return false, depth
+		}
+		if level == 1 {
+			keyStart, keyEnd = start, i
 		}
 	}
 	if i = skipSpace(s, i); i >= len(s) || s[i] != ':' {
