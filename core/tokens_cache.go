@@ -128,8 +128,4 @@ func mum(a, b uint64) uint64 {
 	return hi ^ lo
 }
 
-func le64(s string) uint64 {
-	_ = s[7]
-	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-}
+func le64(s string) uint64 { return word(s, 0) }

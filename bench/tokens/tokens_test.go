@@ -264,8 +264,11 @@ func TestTokenCountingSpeed(t *testing.T) {
 	if ratio := float64(wf) / float64(wi); ratio < 10 {
 		t.Errorf("wasm: incremental count is only %.0fx faster than a full recount; want >= 10x", ratio)
 	}
-	if over := float64(wi) / float64(floor); over > 3 {
-		t.Errorf("wasm: incremental count costs %.1fx reading the request; want <= 3x (the cache is not doing its job)", over)
+	// Without the cache an incremental count tokenizes every message again: about
+	// 90x reading the request. With it, 1.6-3x have been measured (the two are timed
+	// apart, so the bound leaves room for the machine's noise).
+	if over := float64(wi) / float64(floor); over > 5 {
+		t.Errorf("wasm: incremental count costs %.1fx reading the request; want <= 5x (the cache is not doing its job)", over)
 	}
 }
 
