@@ -60,7 +60,7 @@ type CalibrateResult struct {
 // Calibrate returns the factor that maps the estimate of messages (a JSON array)
 // to the prompt tokens the API reported for them.
 func Calibrate(messages []byte, opts CalibrateOptions) (CalibrateResult, error) {
-	msgs, err := tokenMessages(gjson.ParseBytes(messages), "")
+	msgs, err := tokenMessages(gjson.ParseBytes(messages), nil, "")
 	if err != nil {
 		return CalibrateResult{}, err
 	}
@@ -128,7 +128,7 @@ func calibrate(c tokenCounter, msgs []gjson.Result, opts CalibrateOptions, p cal
 // opTokensCalibrate: {messages, prompt_tokens, encoding?, config?, fixed_overhead?,
 // baseline?: {message_count, prompt_tokens}} -> CalibrateResult.
 func opTokensCalibrate(req opRequest) ([]byte, error) {
-	msgs, err := tokenMessages(req.Get("messages"), "/messages")
+	msgs, err := tokenMessages(req.params.Get("messages"), req.elements["messages"], "/messages")
 	if err != nil {
 		return nil, err
 	}

@@ -28,6 +28,19 @@ type handler func(req opRequest) ([]byte, error)
 type opRequest struct {
 	gjson.Result
 	params params
+	// elements holds the elements of the fields that are arrays (messages).
+	elements map[string][]string
+}
+
+// newOpRequest makes the opRequest of a validated request and its members.
+func newOpRequest(req gjson.Result, members []member) opRequest {
+	r := opRequest{Result: req, params: paramsFrom(members), elements: map[string][]string{}}
+	for _, m := range members {
+		if m.value[0] == '[' {
+			r.elements[decodeString(m.key)] = m.elements // the last of duplicate keys, as params
+		}
+	}
+	return r
 }
 
 // ops is the table of every op. It is the only place that knows op names.
@@ -84,7 +97,7 @@ func Call(envelope []byte) []byte {
 	if op.Type != gjson.String {
 		return errorEnvelope(errorf(CodeInvalidRequest, "/op", "\"op\" must be a string naming an operation"))
 	}
-	return dispatch(op.Str, opRequest{req, paramsFrom(members)})
+	return dispatch(op.Str, newOpRequest(req, members))
 }
 
 // Dispatch runs op on request, a JSON object of the op's parameters (an "op" field in
@@ -104,7 +117,7 @@ func Dispatch(op string, request []byte) []byte {
 	if !req.IsObject() {
 		return errorEnvelope(errorf(CodeInvalidRequest, "", "request must be a JSON object"))
 	}
-	return dispatch(op, opRequest{req, paramsFrom(members)})
+	return dispatch(op, newOpRequest(req, members))
 }
 
 func dispatch(op string, req opRequest) (out []byte) {

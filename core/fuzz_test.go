@@ -209,7 +209,8 @@ func TestDeepNestingIsRejected(t *testing.T) {
 
 // FuzzCheckJSON: the one-pass validator agrees with gjson.ValidBytes on every input;
 // on valid JSON its depth is the deepest nesting of arrays and objects, and the
-// members it records of an object are the fields walkObject finds.
+// members it records of an object are the fields walkObject finds, with the
+// elements forEachElement finds in those that are arrays.
 func FuzzCheckJSON(f *testing.F) {
 	for _, s := range []string{`{"a":[1,2.5e-3,{"b":null}],"c":"x\"\u00e9\\"}`, `[]`, `{}`, ` [ ] `, `[1,]`, `{"a":1,}`, `{"a" 1}`,
 		`-0.1E+5`, `01`, `1.`, `-`, `"\u12"`, "\"a\tb\"", `"\x"`, `[[[]]`, `[}`, `{]`, `tru`, `nulll`, `"é\ud83d"`, ``, `   `, `{"a":{"b":[{}]}} x`} {
@@ -227,12 +228,22 @@ func FuzzCheckJSON(f *testing.F) {
 		var fields []member
 		if gjson.ParseBytes(data).IsObject() {
 			walkObject(string(data), skipSpace(string(data), 0), func(k, raw string) bool {
-				fields = append(fields, member{k, raw})
+				fields = append(fields, member{key: k, value: raw})
 				return true
 			})
 		}
 		for k := range members {
-			members[k].key = decodeString(members[k].key)
+			m := &members[k]
+			m.key = decodeString(m.key)
+			var elements []string
+			if m.value[0] == '[' {
+				forEachElement(m.value, func(raw string) bool {
+					elements = append(elements, raw)
+					return true
+				})
+			}
+			require.Equal(t, elements, m.elements, "the elements of %s in %s", m.value, data)
+			m.elements = nil
 		}
 		require.Equal(t, fields, members, "the fields of %s", data)
 		deepest, level := 0, 0

@@ -41,7 +41,7 @@ type CountTokensResult struct {
 // counting a conversation again after one message was appended tokenizes only that
 // message. See docs/TOKENS.md for the per-message rules.
 func CountTokens(messages []byte, opts CountTokensOptions) (CountTokensResult, error) {
-	msgs, err := tokenMessages(gjson.ParseBytes(messages), "")
+	msgs, err := tokenMessages(gjson.ParseBytes(messages), nil, "")
 	if err != nil {
 		return CountTokensResult{}, err
 	}
@@ -81,14 +81,23 @@ func counterFor(encoding, model string, calibration float64, encPath, calPath st
 }
 
 // tokenMessages checks that v is an array of message objects and returns them.
-func tokenMessages(v gjson.Result, path string) ([]gjson.Result, error) {
+func tokenMessages(v gjson.Result, elements []string, path string) ([]gjson.Result, error) {
 	if !v.IsArray() {
 		if !v.Exists() {
 			return nil, errorf(CodeInvalidMessages, path, "messages is required: an array of chat messages")
 		}
 		return nil, errorf(CodeInvalidMessages, path, "messages must be an array of chat messages")
 	}
-	// Walk the raw array (no string is decoded): a cached count needs only each
+	if elements != nil { // found while the request was validated
+		msgs := make([]gjson.Result, len(elements))
+		for k, raw := range elements {
+			if msgs[k] = rawValue(raw); !msgs[k].IsObject() {
+				return nil, errorf(CodeInvalidMessages, pointer(path, k), "each message must be a JSON object")
+			}
+		}
+		return msgs, nil
+	}
+	// Else walk the raw array (no string is decoded): a cached count needs only each
 	// message's bytes.
 	var msgs []gjson.Result
 	var err error
@@ -141,7 +150,7 @@ type tokensCountResult struct {
 // {encoding, calibration, total, per_message[], cache_hits (when asked)}.
 func opTokensCount(q opRequest) ([]byte, error) {
 	req := q.params // one pass over the request, not one per field
-	msgs, err := tokenMessages(req.Get("messages"), "/messages")
+	msgs, err := tokenMessages(req.Get("messages"), q.elements["messages"], "/messages")
 	if err != nil {
 		return nil, err
 	}

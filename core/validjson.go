@@ -1,7 +1,11 @@
 package core
 
-// member is one field of a JSON object: its key and value as raw JSON.
-type member struct{ key, value string }
+// member is one field of a JSON object: its key and value as raw JSON, and when the
+// value is an array, its elements as raw JSON.
+type member struct {
+	key, value string
+	elements   []string
+}
 
 // checkJSON validates data as one JSON value and measures how deeply it nests, in a
 // single pass without recursion. The grammar is gjson.ValidBytes's (RFC 8259; bytes
@@ -9,10 +13,12 @@ type member struct{ key, value string }
 // depth is the deepest nesting of arrays and objects seen, even past an error-free
 // limit, so the caller can refuse valid but hostile input after checking validity.
 // When data is an object and members is not nil, its fields are appended to
-// *members on the way: no later pass has to skip over a large value to find them.
+// *members on the way, with the elements of those that are arrays: no later pass
+// has to skip over a large value to find a field or a message.
 func checkJSON(data []byte, members *[]member) (valid bool, depth int) {
 	s := bytesString(data)
-	keyStart, keyEnd, valueStart := 0, 0, 0
+	keyStart, keyEnd, valueStart, elementStart := 0, 0, 0, 0
+	var elements []string
 	var stack []uint64 // one bit per open container: 1 for an object
 	level := 0
 	push := func(object bool) {
@@ -35,8 +41,11 @@ value:
 	if i >= len(s) {
 		return false, depth
 	}
-	if level == 1 {
-		valueStart = i
+	switch {
+	case level == 1:
+		valueStart, elements = i, nil
+	case level == 2 && members != nil && !inObject() && stack[0]&1 == 1:
+		elementStart = i // an element of an array that is a field's value
 	}
 	switch c := s[i]; c {
 	case '{':
@@ -82,8 +91,11 @@ value:
 		}
 	}
 next: // a value ended at i
-	if level == 1 && members != nil && inObject() {
-		*members = append(*members, member{key: s[keyStart:keyEnd], value: s[valueStart:i]})
+	switch {
+	case level == 1 && members != nil && inObject():
+		*members = append(*members, member{key: s[keyStart:keyEnd], value: s[valueStart:i], elements: elements})
+	case level == 2 && members != nil && !inObject() && stack[0]&1 == 1:
+		elements = append(elements, s[elementStart:i])
 	}
 	i = skipSpace(s, i)
 	if level == 0 {
