@@ -89,9 +89,11 @@ func (c *countCache) reset() {
 	c.mu.Unlock()
 }
 
-// hash128 is a fast non-cryptographic 128-bit hash (two wyhash-style lanes over
-// 16-byte blocks, each folding in both words and its own previous state). Fixed
-// seeds: the same bytes hash the same in every runtime.
+// hash128 is a fast non-cryptographic 128-bit hash over 16-byte blocks: a
+// wyhash-style lane (one 64x64->128 multiply per block) and a multiply-rotate lane
+// (one 64-bit multiply: wasm has no 128-bit product, so Go emulates it there), each
+// folding in both words and its own previous state. Fixed seeds: the same bytes
+// hash the same in every runtime.
 func hash128(s string) (uint64, uint64) {
 	const (
 		k0 = 0xa0761d6478bd642f
@@ -105,7 +107,7 @@ func hash128(s string) (uint64, uint64) {
 	for len(s) >= 16 {
 		a, b := le64(s), le64(s[8:])
 		h1 = mum(a^k1, b^h1)
-		h2 = mum(b^k2, a^h2^k4)
+		h2 = bits.RotateLeft64(h2^b^k2, 29)*k4 + a
 		s = s[16:]
 	}
 	var a, b uint64
