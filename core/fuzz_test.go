@@ -246,11 +246,11 @@ func FuzzCheckJSON(f *testing.F) {
 			m.elements = nil
 		}
 		require.Equal(t, fields, members, "the fields of %s", data)
-		deepest, level := 0, 0
+		deepest, level, text := 0, 0, string(data)
 		for i := 0; i < len(data); i++ {
 			switch data[i] {
 			case '"':
-				i = skipString(string(data), i) - 1
+				i = skipString(text, i) - 1
 			case '[', '{':
 				level++
 				deepest = max(deepest, level)
