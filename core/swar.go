@@ -20,7 +20,7 @@ const (
 // guarantees i >= 0 and i+8 <= len(s); it is one load (the Go wasm backend does not
 // merge byte loads on its own).
 func word(s string, i int) uint64 {
-	_ = s[i+7] // the bounds check stays: unsafe below must never read past s
+	_ = s[i : i+8] // the bounds check stays: unsafe below must never read outside s
 	return *(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.StringData(s)), i))
 }
 
