@@ -229,7 +229,7 @@ func jsonCharOffset(raw string, limit int) (count, offset int) {
 			stop = min(end, i+limit-count) // plain bytes are one character each
 		}
 		if i+8 <= stop {
-			if m := zeroBytes(word(raw, i)^(lo8*'\\')) | word(raw, i)&hi8; m == 0 {
+			if m := notPlain(word(raw, i)); m == 0 {
 				count += 8
 				i += 8
 				continue

@@ -41,13 +41,17 @@ func stringSpecials(w uint64) uint64 {
 	return zeroBytes(w^(lo8*'"')) | zeroBytes(w^(lo8*'\\')) | (w-lo8*0x20)&^w&hi8
 }
 
+// notPlain flags the bytes of w that end a run of plain characters in a raw JSON
+// string: a backslash (an escape) or a byte that is not ASCII. Plain bytes are one
+// character each.
+func notPlain(w uint64) uint64 { return zeroBytes(w^(lo8*'\\')) | w&hi8 }
+
 // plainRun returns the index of the first byte in s[i:end] that is a backslash or
 // not ASCII (end if none): most text is plain ASCII, and those bytes are one
 // character each.
 func plainRun(s string, i, end int) int {
 	for i+8 <= end {
-		w := word(s, i)
-		if m := zeroBytes(w^(lo8*'\\')) | w&hi8; m != 0 {
+		if m := notPlain(word(s, i)); m != 0 {
 			return i + firstFlagged(m)
 		}
 		i += 8

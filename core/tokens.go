@@ -333,7 +333,7 @@ func roughString(raw string) (tokens, chars int) {
 	other, dense := 0, 0
 	for i, end := 1, len(raw)-1; i < end; {
 		if i+8 <= end { // plain ASCII eight bytes at a time, inline (calls are dear in wasm)
-			if m := zeroBytes(word(raw, i)^(lo8*'\\')) | word(raw, i)&hi8; m == 0 {
+			if m := notPlain(word(raw, i)); m == 0 {
 				other += 8
 				i += 8
 				continue
