@@ -55,17 +55,26 @@ type CacheResult struct {
 // assistant turn that is only tool calls) does not use up a slot. Applying it to
 // its own output gives the same bytes. The input is never modified.
 func ApplyCache(messages, system []byte, opts CacheOptions) (CacheResult, error) {
-	if !gjson.ValidBytes(messages) {
-		return CacheResult{}, errorf(CodeInvalidJSON, "/messages", "messages is not valid JSON")
+	msgs, sys, err := parseConversation(messages, system)
+	if err != nil {
+		return CacheResult{}, err
 	}
-	var sys gjson.Result
+	return applyCache(msgs, sys, opts)
+}
+
+// parseConversation checks and parses the messages array and the optional native
+// top-level system (nil when absent) that the cache functions take as bytes.
+func parseConversation(messages, system []byte) (msgs, sys gjson.Result, err error) {
+	if !gjson.ValidBytes(messages) {
+		return msgs, sys, errorf(CodeInvalidJSON, "/messages", "messages is not valid JSON")
+	}
 	if system != nil {
 		if !gjson.ValidBytes(system) {
-			return CacheResult{}, errorf(CodeInvalidJSON, "/system", "system is not valid JSON")
+			return msgs, sys, errorf(CodeInvalidJSON, "/system", "system is not valid JSON")
 		}
 		sys = gjson.ParseBytes(system)
 	}
-	return applyCache(gjson.ParseBytes(messages), sys, opts)
+	return gjson.ParseBytes(messages), sys, nil
 }
 
 // carrierKind says where a message can take a cache_control marker.

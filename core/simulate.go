@@ -501,17 +501,11 @@ func detectLayout(msgsV, sys gjson.Result) string {
 // system or nil) as the requests an agent made, one before each assistant message,
 // and prices each strategy's cache use. See the model at the top of simulate.go.
 func SimulateCache(messages, system []byte, opts SimulateOptions) (SimulateResult, error) {
-	if !gjson.ValidBytes(messages) {
-		return SimulateResult{}, errorf(CodeInvalidJSON, "/messages", "messages is not valid JSON")
+	msgs, sys, err := parseConversation(messages, system)
+	if err != nil {
+		return SimulateResult{}, err
 	}
-	var sys gjson.Result
-	if system != nil {
-		if !gjson.ValidBytes(system) {
-			return SimulateResult{}, errorf(CodeInvalidJSON, "/system", "system is not valid JSON")
-		}
-		sys = gjson.ParseBytes(system)
-	}
-	return simulateCache(gjson.ParseBytes(messages), sys, opts, roughCounter)
+	return simulateCache(msgs, sys, opts, roughCounter)
 }
 
 func simulateCache(msgsV, sys gjson.Result, opts SimulateOptions, tc tokenCounter) (SimulateResult, error) {
