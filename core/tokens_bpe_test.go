@@ -219,28 +219,13 @@ func TestBPEMatchesLibraryOnTrickyTexts(t *testing.T) {
 // raw JSON: equal counts with the library's splitter, equal pieces with ours except
 // where the library's split bugs apply.
 func TestBPEMatchesLibraryOnSharedTraces(t *testing.T) {
-	const dir = "../../shared/traces"
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("shared traces not found at %s (%v): differential test on real data skipped", dir, err)
-	}
-	paths := traceFilesUnder(t, dir)
-	if len(paths) == 0 {
-		t.Fatalf("no traces in %s", dir)
-	}
-	texts, bytes, bugged := 0, 0, 0
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		strs := traceTexts(data)
-		if strs == nil {
-			continue
-		}
+	files, texts, bytes := sharedTraceTexts(t, "the differential test")
+	bugged := 0
+	for _, f := range files {
 		for _, enc := range []string{EncodingO200k, EncodingCl100k} {
 			failed := 0
-			for i, s := range strs {
-				where := filepath.Base(p) + " text #" + strconv.Itoa(i)
+			for i, s := range f.texts {
+				where := f.name + " text #" + strconv.Itoa(i)
 				if !diffCount(t, enc, where, s) {
 					failed++
 				}
@@ -248,20 +233,13 @@ func TestBPEMatchesLibraryOnSharedTraces(t *testing.T) {
 					bugged++
 				}
 				if failed > 5 || t.Failed() && failed > 0 {
-					t.Fatalf("%s: stopping after differences", p)
+					t.Fatalf("%s: stopping after differences", f.name)
 				}
 			}
 		}
-		texts += len(strs)
-		for _, s := range strs {
-			bytes += len(s)
-		}
-	}
-	if texts < 1000 {
-		t.Errorf("only %d texts in %d traces: the walk found too little", texts, len(paths))
 	}
 	t.Logf("%d traces, %d texts, %d bytes: equal counts with the library's split in both encodings; "+
-		"%d text splits (of both encodings) differ from the library's only by its split bugs", len(paths), texts, bytes, bugged)
+		"%d text splits (of both encodings) differ from the library's only by its split bugs", len(files), texts, bytes, bugged)
 }
 
 // Pseudo-random strings over an alphabet of the characters the patterns treat
@@ -377,21 +355,48 @@ func traceTexts(data []byte) []string {
 	return strs
 }
 
-// traceFilesUnder returns every .json file below dir (the shared traces, in all
-// their subfolders).
-func traceFilesUnder(t *testing.T, dir string) []string {
+// traceFileTexts is traceTexts of one shared trace file.
+type traceFileTexts struct {
+	name  string // the file's base name
+	texts []string
+}
+
+// sharedTraceTexts returns traceTexts of every shared trace file (in all the
+// subfolders), with the number of texts and their bytes. It skips the test when the
+// traces are absent (what names the test for that message), and fails it when the
+// walk finds too little.
+func sharedTraceTexts(t *testing.T, what string) (files []traceFileTexts, texts, bytes int) {
 	t.Helper()
-	var paths []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".json") {
-			paths = append(paths, p)
+	if _, err := os.Stat(tracesDir); err != nil {
+		t.Skipf("shared traces not found at %s (%v): %s on real data skipped", tracesDir, err, what)
+	}
+	err := filepath.WalkDir(tracesDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".json") {
+			return err
 		}
-		return err
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if strs := traceTexts(data); strs != nil {
+			files = append(files, traceFileTexts{name: filepath.Base(p), texts: strs})
+			texts += len(strs)
+			for _, s := range strs {
+				bytes += len(s)
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return paths
+	if len(files) == 0 {
+		t.Fatalf("no traces with messages in %s", tracesDir)
+	}
+	if texts < 1000 {
+		t.Fatalf("only %d texts in %d traces: the walk found too little", texts, len(files))
+	}
+	return files, texts, bytes
 }
 
 // xorshift returns a deterministic pseudo-random source: rnd(n) is in [0, n).

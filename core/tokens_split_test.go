@@ -2,8 +2,6 @@ package core
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -154,39 +152,20 @@ func TestSplitterMatchesRegexp2OnEveryRune(t *testing.T) {
 // Every string value of every message of every shared trace, and each message's raw
 // JSON.
 func TestSplitterMatchesRegexp2OnSharedTraces(t *testing.T) {
-	const dir = "../../shared/traces"
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("shared traces not found at %s (%v): differential splitter test on real data skipped", dir, err)
-	}
-	paths := traceFilesUnder(t, dir)
-	texts, bytes, pieces := 0, 0, 0
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		strs := traceTexts(data)
-		if strs == nil {
-			continue
-		}
+	files, texts, bytes := sharedTraceTexts(t, "the differential splitter test")
+	pieces := 0
+	for _, f := range files {
 		for _, enc := range bothEncodings {
 			split := splitterFor(exactEncodings[enc].pattern)
-			for i, s := range strs {
-				if !samePieces(t, enc, filepath.Base(p)+" text #"+strconv.Itoa(i), s) {
-					t.Fatalf("%s: stopping at the first difference", p)
+			for i, s := range f.texts {
+				if !samePieces(t, enc, f.name+" text #"+strconv.Itoa(i), s) {
+					t.Fatalf("%s: stopping at the first difference", f.name)
 				}
 				_ = split(s, func(string) { pieces++ })
 			}
 		}
-		texts += len(strs)
-		for _, s := range strs {
-			bytes += len(s)
-		}
 	}
-	if texts < 1000 {
-		t.Errorf("only %d texts in %d traces: the walk found too little", texts, len(paths))
-	}
-	t.Logf("%d traces, %d texts, %d bytes, %d pieces (both encodings): equal to regexp2's", len(paths), texts, bytes, pieces)
+	t.Logf("%d traces, %d texts, %d bytes, %d pieces (both encodings): equal to regexp2's", len(files), texts, bytes, pieces)
 }
 
 // Pseudo-random strings over an alphabet of the characters the patterns treat
