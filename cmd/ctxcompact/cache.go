@@ -1,8 +1,6 @@
 package main
 
 import (
-	"flag"
-	"fmt"
 	"io"
 )
 
@@ -16,14 +14,10 @@ func init() {
 // runCache prints {"messages": [...], "marked": [indices]} (and "system" in the
 // native layout) for the conversation in FILE ("-" for stdin).
 func runCache(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("cache", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := commandFlags("cache", stderr,
+		"usage: ctxcompact cache FILE [--native] [--ttl 1h]\n\nFILE holds {\"messages\": [...]} or a bare array (\"-\" reads stdin).")
 	native := fs.Bool("native", false, "native Anthropic layout: tool results as tool_result blocks, a top-level \"system\" (default when the file says \"format\": \"anthropic-messages\")")
 	ttl := fs.String("ttl", "5m", "marker TTL: 5m or 1h")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: ctxcompact cache FILE [--native] [--ttl 1h]\n\nFILE holds {\"messages\": [...]} or a bare array (\"-\" reads stdin).")
-		fs.PrintDefaults()
-	}
 	file, err := fileArg(fs, args)
 	if err != nil {
 		return err

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 )
@@ -14,8 +13,7 @@ func init() {
 }
 
 func runCall(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("call", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := commandFlags("call", stderr)
 	useWasm := fs.Bool("wasm", false, "run the embedded WebAssembly module on wazero instead of the native core (same bytes)")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -28,13 +27,9 @@ func init() {
 // {"messages": [...], "report": {...}, "archived": [...]} to stdout and a short
 // human report to stderr. This output is a stable interface.
 func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("compact", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: ctxcompact compact FILE [--context-length N] [--model NAME] [--config FILE] [--wasm] [--summarizer-url URL [--summarizer-model NAME]]")
-		fmt.Fprintln(stderr, "FILE holds {\"messages\": [...]} or a bare array; - reads stdin.")
-		fs.PrintDefaults()
-	}
+	fs := commandFlags("compact", stderr,
+		"usage: ctxcompact compact FILE [--context-length N] [--model NAME] [--config FILE] [--wasm] [--summarizer-url URL [--summarizer-model NAME]]",
+		"FILE holds {\"messages\": [...]} or a bare array; - reads stdin.")
 	contextLength := fs.Int("context-length", 0, "the model's context window in tokens (default: config, else 200000)")
 	model := fs.String("model", "", "model name, for per-model thresholds and the auto encoding")
 	configFile := fs.String("config", "", "a JSON file with the config object (compression, model, tokens, prompt_caching)")

@@ -16,6 +16,22 @@ import (
 	"github.com/ctxcompact/ctxcompact/host"
 )
 
+// commandFlags is the flag set of command name: errors and usage go to stderr, and
+// usage, when given, prints these lines before the flags' defaults.
+func commandFlags(name string, stderr io.Writer, usage ...string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if len(usage) > 0 {
+		fs.Usage = func() {
+			for _, line := range usage {
+				fmt.Fprintln(stderr, line)
+			}
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
 // fileArg parses flags placed before or after the one FILE argument.
 func fileArg(fs *flag.FlagSet, args []string) (string, error) {
 	var pos []string

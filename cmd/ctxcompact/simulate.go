@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -23,8 +22,8 @@ func init() {
 // or with --json the op's result: {"strategies": {"<name>": {"cost", "savings",
 // ...}}, "requests", "total_input_tokens", ...}.
 func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := commandFlags("simulate", stderr,
+		"usage: ctxcompact simulate FILE [--json] [--ttl 1h] [--native] [--model NAME] [--strategies a,b] [--min-cacheable N] [--per-request]\n\nFILE holds {\"messages\": [...]} or a bare array (\"-\" reads stdin).")
 	asJSON := fs.Bool("json", false, "print the cache.simulate result as JSON")
 	ttl := fs.String("ttl", "5m", "cache TTL: 5m or 1h")
 	native := fs.Bool("native", false, "native Anthropic layout (detected from the messages when not given)")
@@ -32,10 +31,6 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	strategies := fs.String("strategies", "", "comma-separated strategies (default all: "+strings.Join(core.Strategies(), ",")+")")
 	minTokens := fs.Int("min-cacheable", -1, "override the minimum cacheable prompt length in tokens")
 	perRequest := fs.Bool("per-request", false, "with --json, include each request's numbers")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: ctxcompact simulate FILE [--json] [--ttl 1h] [--native] [--model NAME] [--strategies a,b] [--min-cacheable N] [--per-request]\n\nFILE holds {\"messages\": [...]} or a bare array (\"-\" reads stdin).")
-		fs.PrintDefaults()
-	}
 	file, err := fileArg(fs, args)
 	if err != nil {
 		return err

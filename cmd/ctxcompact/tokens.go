@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 
@@ -30,13 +29,9 @@ type tokensOutput struct {
 // holds {"messages": [...], "config"?: {...}} or a bare array of messages. Flags may
 // come before or after FILE.
 func runTokens(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("tokens", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: ctxcompact tokens FILE [--encoding rough|o200k_base|cl100k_base|auto] [--model NAME] [--calibration F]")
-		fmt.Fprintln(stderr, "FILE holds {\"messages\": [...]} or a bare array; - reads stdin. Prints {\"total\": N, \"per_message\": [...]}.")
-		fs.PrintDefaults()
-	}
+	fs := commandFlags("tokens", stderr,
+		"usage: ctxcompact tokens FILE [--encoding rough|o200k_base|cl100k_base|auto] [--model NAME] [--calibration F]",
+		"FILE holds {\"messages\": [...]} or a bare array; - reads stdin. Prints {\"total\": N, \"per_message\": [...]}.")
 	encoding := fs.String("encoding", "", "token encoding: rough (default), o200k_base, cl100k_base, or auto (from --model or the file's config.model.name)")
 	model := fs.String("model", "", "model name for --encoding auto (overrides config.model.name)")
 	calibration := fs.Float64("calibration", 0, "calibration factor from tokens.calibrate (overrides config.tokens.calibration)")
