@@ -44,9 +44,6 @@ func extractiveSummary(msgs []message, p plan, why string) string {
 	from, to := p.headEnd, p.tailStart
 	prev, prevIdx := previousSummary(msgs, from, to)
 	calls := p.calls
-	if calls == nil {
-		calls = indexCalls(msgs)
-	}
 	budget := p.summaryTarget * roughCharsPerToken
 
 	var goal string

@@ -102,11 +102,7 @@ func buildSummaryRequest(msgs []message, p plan, cc CompressionConfig) SummaryRe
 	// Characters the serialized turns may use: the window less the answer, the
 	// template and the previous summary, at ~4 characters per token.
 	budget := (window-req.MaxTokens-summaryReserve)*roughCharsPerToken - len(prev)
-	calls := p.calls
-	if calls == nil {
-		calls = indexCalls(msgs)
-	}
-	turns := serializeTurns(msgs, calls, p.headEnd, p.tailStart, prevIdx, budget)
+	turns := serializeTurns(msgs, p.calls, p.headEnd, p.tailStart, prevIdx, budget)
 
 	var b strings.Builder
 	if prev != "" {
