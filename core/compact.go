@@ -121,20 +121,6 @@ func paramsOf(req gjson.Result) params {
 	return p
 }
 
-// paramsFrom makes params of the members checkJSON recorded. As in paramsOf, the
-// last of duplicate keys wins.
-func paramsFrom(members []member) params {
-	p := make(params, len(members))
-	for _, m := range members {
-		k := m.key[1 : len(m.key)-1]
-		if hasByte(k, '\\') {
-			k = decodeString(m.key)
-		}
-		p[k] = rawValue(m.value)
-	}
-	return p
-}
-
 // Get returns the field key; strings are decoded.
 func (p params) Get(key string) gjson.Result {
 	v := p[key]

@@ -32,12 +32,20 @@ type opRequest struct {
 	elements map[string][]string
 }
 
-// newOpRequest makes the opRequest of a validated request and its members.
+// newOpRequest makes the opRequest of a validated request and the members
+// checkJSON recorded. As in paramsOf, the last of duplicate keys wins.
 func newOpRequest(req gjson.Result, members []member) opRequest {
-	r := opRequest{Result: req, params: paramsFrom(members), elements: map[string][]string{}}
+	r := opRequest{Result: req, params: make(params, len(members)), elements: map[string][]string{}}
 	for _, m := range members {
+		k := m.key[1 : len(m.key)-1]
+		if hasByte(k, '\\') {
+			k = decodeString(m.key)
+		}
+		r.params[k] = rawValue(m.value)
 		if m.value[0] == '[' {
-			r.elements[decodeString(m.key)] = m.elements // the last of duplicate keys, as params
+			r.elements[k] = m.elements
+		} else {
+			delete(r.elements, k) // a later duplicate that is not an array
 		}
 	}
 	return r
