@@ -233,9 +233,7 @@ func parseMessages(v gjson.Result, tc tokenCounter) ([]message, error) {
 // parseMessage reads one message object; path is its JSON pointer, for errors.
 func parseMessage(mv gjson.Result, path string) (message, error) {
 	m, _, err := readMessage(mv.Raw, skipSpace(mv.Raw, 0), func() string { return path })
-	if err == nil && m.raw != strings.TrimSpace(mv.Raw) {
-		m.raw = mv.Raw
-	}
+	m.raw = mv.Raw // the value as the caller holds it
 	return m, err
 }
 
