@@ -90,5 +90,11 @@ func BenchmarkCompactPhases(b *testing.B) {
 	phase("plan", func(k int) { parsed[k].plan() })
 	phase("summary", func(k int) { extractiveSummary(parsed[k].msgs, plans[k], "benchmark") })
 	phase("finish", func(k int) { parsed[k].finish(plans[k], "a summary", "").write(false) })
+	phase("summary request", func(k int) {
+		sr := buildSummaryRequest(parsed[k].msgs, plans[k], parsed[k].cfg.Compression)
+		appendPending(nil, "ccs1.0.0.0", &sr)
+	})
 	phase("all", func(k int) { Call(reqs[k]) })
+	hostReqs, _ := traceRequests(b, 32_000, `,"output":"refs"`)
+	phase("begin (host)", func(k int) { Call(hostReqs[k]); dropPending() })
 }

@@ -547,22 +547,32 @@ func opCompactBegin(req opRequest) ([]byte, error) {
 		return o.write(r.refs), nil
 	}
 	sr := buildSummaryRequest(r.msgs, p, r.cfg.Compression)
-	return appendPending(nil, r.stateFor(p), &sr), nil
+	state := r.stateFor(p)
+	out := appendPending(nil, state, &sr)
+	if req.owned {
+		keepPending(req.params, len(req.Raw), state, r, p)
+	}
+	return out, nil
 }
 
 func opCompactFinish(q opRequest) ([]byte, error) {
 	req := q.params
-	r, err := parseCompactParams(req)
-	if err != nil {
-		return nil, err
-	}
 	sv := req.Get("state")
+	r, p, begun := takePending(req, sv.Str)
+	if !begun {
+		var err error
+		if r, err = parseCompactParams(req); err != nil {
+			return nil, err
+		}
+	}
 	if sv.Type != gjson.String || !strings.HasPrefix(sv.Str, "ccs1.") {
 		return nil, errorf(CodeInvalidState, "/state", "state must be the string compact.begin returned")
 	}
-	p := r.plan()
-	if r.stateFor(p) != sv.Str {
-		return nil, errorf(CodeInvalidState, "/state", "state does not match these messages and config: pass compact.finish the same messages, config and force as compact.begin")
+	if !begun {
+		p = r.plan()
+		if r.stateFor(p) != sv.Str {
+			return nil, errorf(CodeInvalidState, "/state", "state does not match these messages and config: pass compact.finish the same messages, config and force as compact.begin")
+		}
 	}
 	summary, failure := "", ""
 	if v := req.Get("summary"); v.Exists() && v.Type != gjson.Null {

@@ -30,6 +30,9 @@ type opRequest struct {
 	params params
 	// elements holds the elements of the fields that are arrays (messages).
 	elements map[string][]string
+	// owned is true when the request lies in memory the core owns, so what is
+	// parsed from it may be kept after the call.
+	owned bool
 }
 
 // newOpRequest makes the opRequest of a validated request and the members
@@ -88,30 +91,18 @@ func Ops() []string {
 // The wasm guest and the CLI both call it; its bytes are the contract. The
 // envelope is read in place: it must not change until Call returns.
 func Call(envelope []byte) []byte {
-	if len(envelope) > MaxRequestBytes {
-		return errorEnvelope(errorf(CodeInputTooLarge, "", "request is %d bytes; the limit is %d", len(envelope), MaxRequestBytes))
-	}
-	var members []member
-	if valid, depth := checkJSON(envelope, &members); !valid {
-		return errorEnvelope(errorf(CodeInvalidJSON, "", "request is not valid JSON"))
-	} else if depth > MaxNestingDepth {
-		return errorEnvelope(errorf(CodeInputTooLarge, "", "request nests arrays and objects more than %d levels deep", MaxNestingDepth))
-	}
-	req := gjson.Parse(bytesString(envelope)) // no copy: nothing returned or kept aliases the request
-	if !req.IsObject() {
-		return errorEnvelope(errorf(CodeInvalidRequest, "", "request must be a JSON object with an \"op\" field"))
-	}
-	op := req.Get("op")
-	if op.Type != gjson.String {
-		return errorEnvelope(errorf(CodeInvalidRequest, "/op", "\"op\" must be a string naming an operation"))
-	}
-	return dispatch(op.Str, newOpRequest(req, members))
+	return serve("", envelope)
 }
 
 // Dispatch runs op on request, a JSON object of the op's parameters (an "op" field in
 // it is ignored). It is Call with the op given separately. The request is read in place,
 // as Call reads its envelope.
 func Dispatch(op string, request []byte) []byte {
+	return serve(op, request)
+}
+
+// serve is Call (op "", read from the request) and Dispatch.
+func serve(op string, request []byte) []byte {
 	if len(request) > MaxRequestBytes {
 		return errorEnvelope(errorf(CodeInputTooLarge, "", "request is %d bytes; the limit is %d", len(request), MaxRequestBytes))
 	}
@@ -121,11 +112,31 @@ func Dispatch(op string, request []byte) []byte {
 	} else if depth > MaxNestingDepth {
 		return errorEnvelope(errorf(CodeInputTooLarge, "", "request nests arrays and objects more than %d levels deep", MaxNestingDepth))
 	}
-	req := gjson.Parse(bytesString(request))
+	text := bytesString(request) // no copy: nothing returned aliases the request
+	req := gjson.Parse(text)
 	if !req.IsObject() {
-		return errorEnvelope(errorf(CodeInvalidRequest, "", "request must be a JSON object"))
+		if op != "" {
+			return errorEnvelope(errorf(CodeInvalidRequest, "", "request must be a JSON object"))
+		}
+		return errorEnvelope(errorf(CodeInvalidRequest, "", "request must be a JSON object with an \"op\" field"))
 	}
-	return dispatch(op, newOpRequest(req, members))
+	if op == "" {
+		v := req.Get("op")
+		if v.Type != gjson.String {
+			return errorEnvelope(errorf(CodeInvalidRequest, "/op", "\"op\" must be a string naming an operation"))
+		}
+		op = v.Str
+	}
+	owned := false
+	if op == "compact.begin" && len(request) <= pendingMaxBytes && !builtinSummarizer(members) {
+		// What begin parses is kept for compact.finish (compact_pending.go): it
+		// must point into a copy the core owns.
+		text, owned = ownMembers(request, members), true
+		req = gjson.Parse(text)
+	}
+	q := newOpRequest(req, members)
+	q.owned = owned
+	return dispatch(op, q)
 }
 
 func dispatch(op string, req opRequest) (out []byte) {

@@ -1,0 +1,143 @@
+package core
+
+import (
+	"sync"
+	"unsafe"
+)
+
+// A compaction that compact.begin left waiting for the host's summary is kept for
+// compact.finish, so finishing the same request on the same instance does not read,
+// count and plan the messages a second time: that is a third of begin + finish.
+// The protocol stays stateless (DESIGN §8.8): finish still carries the messages,
+// and a finish that finds no entry here (another instance began it, the entry was
+// evicted, or the request differs) does the whole work as before, with the same
+// result. An entry is used once; each holds a private copy of its request.
+
+const (
+	// pendingMaxEntries is how many unfinished compactions are kept: a JS or Python
+	// compactor may run a few concurrently.
+	pendingMaxEntries = 4
+	// pendingMaxBytes bounds the request bytes kept in all entries, so a huge
+	// request does not double a wasm instance's memory between begin and finish.
+	pendingMaxBytes = 32 << 20
+)
+
+// pendingCompaction is a parsed and planned compact.begin request.
+type pendingCompaction struct {
+	state string
+	// params are the raw bytes of the request's fields; finish must send the same
+	// (op, state, summary and error excepted).
+	params map[string]string
+	size   int
+	r      *compactRequest
+	p      plan
+}
+
+var pending struct {
+	sync.Mutex
+	entries []*pendingCompaction // oldest first
+	bytes   int
+}
+
+// finishOnlyParams are the fields compact.finish adds to or changes from begin's.
+var finishOnlyParams = map[string]bool{"op": true, "state": true, "summary": true, "error": true}
+
+// keepPending stores a begun compaction; r must read only memory the core owns.
+func keepPending(req params, size int, state string, r *compactRequest, p plan) {
+	if size > pendingMaxBytes {
+		return
+	}
+	e := &pendingCompaction{state: state, params: make(map[string]string, len(req)), size: size, r: r, p: p}
+	for k, v := range req {
+		if !finishOnlyParams[k] {
+			e.params[k] = v.Raw
+		}
+	}
+	pending.Lock()
+	defer pending.Unlock()
+	pending.entries = append(pending.entries, e)
+	pending.bytes += size
+	for len(pending.entries) > pendingMaxEntries || pending.bytes > pendingMaxBytes {
+		pending.bytes -= pending.entries[0].size
+		pending.entries[0] = nil
+		pending.entries = pending.entries[1:]
+	}
+}
+
+// takePending removes and returns the begun compaction that a compact.finish
+// request with these fields and state finishes, if one is kept.
+func takePending(req params, state string) (*compactRequest, plan, bool) {
+	pending.Lock()
+	defer pending.Unlock()
+	for k := len(pending.entries) - 1; k >= 0; k-- {
+		e := pending.entries[k]
+		if e.state != state || !sameParams(e.params, req) {
+			continue
+		}
+		pending.bytes -= e.size
+		pending.entries = append(pending.entries[:k], pending.entries[k+1:]...)
+		return e.r, e.p, true
+	}
+	return nil, plan{}, false
+}
+
+// sameParams reports whether req has exactly the fields kept, byte for byte,
+// besides the finish-only ones.
+func sameParams(kept map[string]string, req params) bool {
+	n := 0
+	for k, v := range req {
+		if finishOnlyParams[k] {
+			continue
+		}
+		if raw, ok := kept[k]; !ok || raw != v.Raw {
+			return false
+		}
+		n++
+	}
+	return n == len(kept)
+}
+
+// dropPending forgets every begun compaction (tests compare a finish with and
+// without one).
+func dropPending() {
+	pending.Lock()
+	defer pending.Unlock()
+	pending.entries, pending.bytes = nil, 0
+}
+
+// builtinSummarizer reports whether a request's members ask for the builtin
+// summarizer, so compact.begin finishes at once and keeps nothing.
+func builtinSummarizer(members []member) bool {
+	builtin := false
+	for _, m := range members {
+		if m.key == `"summarizer"` {
+			builtin = m.value == `"`+SummarizerBuiltin+`"`
+		}
+	}
+	return builtin
+}
+
+// rebase returns the substring of to at the offset where s lies in from: s must be
+// a substring of from (or empty), and to a copy of from.
+func rebase(s, from, to string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	off := uintptr(unsafe.Pointer(unsafe.StringData(s))) - uintptr(unsafe.Pointer(unsafe.StringData(from)))
+	return to[off : off+uintptr(len(s))]
+}
+
+// ownMembers copies envelope and points members at the copy, so what is parsed from
+// them may outlive the call (the caller may reuse its buffer).
+func ownMembers(envelope []byte, members []member) string {
+	from := bytesString(envelope)
+	to := string(envelope)
+	for k := range members {
+		m := &members[k]
+		m.key, m.value = rebase(m.key, from, to), rebase(m.value, from, to)
+		for j := range m.elements {
+			m.elements[j] = rebase(m.elements[j], from, to)
+		}
+	}
+	return to
+}

@@ -1,0 +1,170 @@
+package core
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
+)
+
+// pendingEnvelopes returns a compact.begin envelope (32K window, force, refs as the
+// bindings send it) and, for the same request, compact.finish envelopes with a host
+// summary and with a summarizer error, for every shared trace that needs a summary.
+func pendingEnvelopes(t *testing.T) (names []string, begins, finishes, failures map[string][]byte) {
+	traces := loadTraces(t)
+	begins, finishes, failures = map[string][]byte{}, map[string][]byte{}, map[string][]byte{}
+	for name, msgs := range traces {
+		params := `,"config":{"model":{"context_length":32000}},"force":true,"output":"refs","messages":` + string(msgs) + `}`
+		begin := []byte(`{"op":"compact.begin"` + params)
+		state := gjson.GetBytes(Call(begin), "result.state").Str
+		dropPending()
+		if state == "" {
+			continue
+		}
+		names = append(names, name)
+		begins[name] = begin
+		finishes[name] = []byte(`{"op":"compact.finish","state":"` + state + `","summary":"## Goal\nsummary of ` + name + `"` + params)
+		failures[name] = []byte(`{"op":"compact.finish","state":"` + state + `","error":{"code":"timeout","message":"no answer"}` + params)
+	}
+	sort.Strings(names)
+	require.NotEmpty(t, names)
+	return names, begins, finishes, failures
+}
+
+func pendingCount() int {
+	pending.Lock()
+	defer pending.Unlock()
+	return len(pending.entries)
+}
+
+// TestFinishReusesBegin: a finish after its begin on the same instance takes the
+// kept compaction, and answers byte for byte what a finish that reads everything
+// again answers.
+func TestFinishReusesBegin(t *testing.T) {
+	names, begins, finishes, failures := pendingEnvelopes(t)
+	for _, name := range names {
+		for kind, finish := range map[string][]byte{"summary": finishes[name], "error": failures[name]} {
+			t.Run(name+"/"+kind, func(t *testing.T) {
+				dropPending()
+				cold := Call(finish)
+				require.True(t, gjson.GetBytes(cold, "result.done").Bool(), "%.300s", cold)
+
+				Call(begins[name])
+				require.Equal(t, 1, pendingCount())
+				require.Equal(t, string(cold), string(Call(finish)))
+				require.Equal(t, 0, pendingCount(), "an entry is used once")
+				require.Equal(t, string(cold), string(Call(finish)), "a second finish reads everything again")
+			})
+		}
+	}
+}
+
+// TestPendingOwnsItsRequest: the caller may reuse its begin buffer at once; what
+// finish takes does not change with it.
+func TestPendingOwnsItsRequest(t *testing.T) {
+	names, begins, finishes, _ := pendingEnvelopes(t)
+	name := names[0]
+	// Without refs, so the answer holds the kept messages' bytes.
+	begin := strings.Replace(string(begins[name]), `,"output":"refs"`, ``, 1)
+	finish := strings.Replace(string(finishes[name]), `,"output":"refs"`, ``, 1)
+	dropPending()
+	want := string(Call([]byte(finish)))
+
+	buf := []byte(begin)
+	Call(buf)
+	for i := range buf {
+		buf[i] = ' '
+	}
+	require.Equal(t, 1, pendingCount())
+	require.Equal(t, want, string(Call([]byte(finish))))
+	require.Equal(t, 0, pendingCount(), "finish took the kept compaction")
+}
+
+// TestPendingMisses: a finish whose request differs from begin's in any field but
+// state, summary and error does not take the entry, and is answered as before.
+func TestPendingMisses(t *testing.T) {
+	names, begins, finishes, _ := pendingEnvelopes(t)
+	name := names[0]
+	finish := string(finishes[name])
+
+	changed := map[string]string{
+		// Another window: a state mismatch, reported as without the entry.
+		"config":   strings.Replace(finish, `"context_length":32000`, `"context_length":32001`, 1),
+		"output":   strings.Replace(finish, `,"output":"refs"`, ``, 1),
+		"added":    strings.Replace(finish, `,"force":true`, `,"force":true,"prompt_tokens":0`, 1),
+		"spacing":  strings.Replace(finish, `"config":{"model":{`, `"config":{"model": {`, 1),
+		"state":    strings.Replace(finish, `"state":"ccs1.`, `"state":"ccs1.0`, 1),
+		"messages": finish[:len(finish)-2] + `,{"role":"user","content":"one more"}]}`,
+	}
+	for what, env := range changed {
+		t.Run(what, func(t *testing.T) {
+			require.NotEqual(t, finish, env, "the replacement must change the request")
+			dropPending()
+			want := string(Call([]byte(env)))
+			Call(begins[name])
+			require.Equal(t, want, string(Call([]byte(env))))
+			require.Equal(t, 1, pendingCount(), "the begun compaction stays for its own finish")
+		})
+	}
+	require.Contains(t, func() string { dropPending(); return string(Call([]byte(changed["config"]))) }(), `"code":"invalid_state"`)
+}
+
+// TestPendingBounds: at most pendingMaxEntries compactions are kept, the oldest
+// going first, and a request over pendingMaxBytes is not kept.
+func TestPendingBounds(t *testing.T) {
+	names, begins, finishes, _ := pendingEnvelopes(t)
+	require.Greater(t, len(names), pendingMaxEntries)
+	dropPending()
+	for _, name := range names[:pendingMaxEntries+1] {
+		Call(begins[name])
+	}
+	require.Equal(t, pendingMaxEntries, pendingCount())
+	pending.Lock()
+	oldest := pending.entries[0].state
+	pending.Unlock()
+	require.Contains(t, string(finishes[names[1]]), oldest, "the first begun was evicted")
+
+	dropPending()
+	big := strings.Replace(string(begins[names[0]]), `"force":true`, `"force":true,"pad":"`+strings.Repeat("x", pendingMaxBytes)+`"`, 1)
+	res := Call([]byte(big))
+	require.Equal(t, 0, pendingCount(), "%.200s", res)
+}
+
+// TestPendingConcurrent runs begin and finish of every trace from many goroutines:
+// entries are taken whole by one finish, and every answer equals the one computed
+// without entries (run with -race).
+func TestPendingConcurrent(t *testing.T) {
+	names, begins, finishes, _ := pendingEnvelopes(t)
+	dropPending()
+	want := map[string]string{}
+	for _, name := range names {
+		want[name] = string(Call(finishes[name]))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < 3; k++ {
+				for i := range names {
+					name := names[(i+g)%len(names)]
+					Call(begins[name])
+					if got := string(Call(finishes[name])); got != want[name] {
+						errs <- fmt.Errorf("%s: finish differs: %.200s", name, got)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
