@@ -4,6 +4,7 @@ import (
 	"github.com/ctxcompact/ctxcompact/internal/vectors"
 
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -146,16 +147,24 @@ func FuzzRawJSON(f *testing.F) {
 	})
 }
 
-// FuzzExcerpt: cutting a raw JSON string without decoding it gives the same text
-// as decoding it and then cutting.
+// FuzzExcerpt: cutting a raw JSON string without decoding it writes what decoding
+// it, cutting the text and escaping the excerpt writes.
 func FuzzExcerpt(f *testing.F) {
-	f.Add("hello world, this is a long line", 3, 4)
-	f.Add(`tab\there "quoted" \u00e9 \ud83d\ude00 end`, 2, 2)
-	f.Fuzz(func(t *testing.T, text string, headC, tailC int) {
+	f.Add("hello world, this is a long line", 3, 4, false)
+	f.Add(`tab\there "quoted" \u00e9 \ud83d\ude00 end`, 2, 2, true)
+	f.Fuzz(func(t *testing.T, text string, headC, tailC int, ascii bool) {
 		headC, tailC = int(uint(headC)%50), int(uint(tailC)%50)
 		raw, _ := json.Marshal(text)
-		want := truncateMiddle(gjson.ParseBytes(raw).Str, headC, tailC)
-		if got := excerptJSONString(string(raw), headC, tailC); got != want {
+		if ascii { // as Python's json.dumps sends it: \u escapes for all non-ASCII
+			raw = []byte(strconv.QuoteToASCII(text))
+			if !json.Valid(raw) {
+				return // Go's \x escapes for bytes that are not UTF-8
+			}
+		}
+		want := string(appendTextBody(nil, truncateMiddle(gjson.ParseBytes(raw).Str, headC, tailC)))
+		var e escapedText
+		excerptJSONTo(&e, string(raw), jsonStringChars(string(raw)), headC, tailC)
+		if got := string(e.b); got != want {
 			t.Fatalf("excerpt of %s (%d,%d):\n got %q\nwant %q", raw, headC, tailC, got, want)
 		}
 	})
@@ -302,6 +311,7 @@ func FuzzDecodeString(f *testing.F) {
 func FuzzStringArgs(f *testing.F) {
 	f.Add("src/app.py", "line 1\n\t\"quoted\" \\ back\\slash \u00e9 \U0001F600", `{"a":[1,"x\"]"],"b":{"c":null}}`)
 	f.Add("", `\"`, `[]`)
+	f.Add(strings.Repeat("\u00e9\"\\\n", 30), strings.Repeat("\U0001F600\x01", 40), `{}`)
 	f.Fuzz(func(t *testing.T, path, content, nested string) {
 		var extra any
 		if json.Unmarshal([]byte(nested), &extra) != nil {
@@ -331,6 +341,14 @@ func FuzzStringArgs(f *testing.F) {
 				if a.empty() != (a.value() == "") {
 					t.Fatalf("%s: empty() is %v for %q", raw, a.empty(), a.value())
 				}
+				plain := stringArg{key: a.key, lit: string(mustMarshal(a.value()))}
+				for _, n := range []int{1, 3, keyArgMaxChars} {
+					for _, b := range []stringArg{a, plain} {
+						if h, v := truncateRunes(b.valueHead(n), n), truncateRunes(b.value(), n); h != v {
+							t.Fatalf("%s: valueHead(%d) keeps %q, value %q", raw, n, h, v)
+						}
+					}
+				}
 			}
 			require.Equal(t, want, have, "arguments %s", raw)
 		}
@@ -339,11 +357,11 @@ func FuzzStringArgs(f *testing.F) {
 
 // FuzzSummaryText: the summary's text scans and writers agree with their plain
 // definitions: nextWord with strings.Fields, hasErrorMarker with a strings.Contains
-// per marker, the byte-wise looksLikePath with the rule written with runes, and
-// appendPending with encoding/json.
+// per marker, the byte-wise looksLikePath with the rule written with runes, quote
+// with strconv.Quote, and appendPending with encoding/json.
 func FuzzSummaryText(f *testing.F) {
 	for _, s := range []string{"src/app.py", "./x", "/etc/hosts", "main.go", "obj.attr", "a[1:2]", "https://x.io/a", "-rf", "../..", "\"README.md\",", "é/x", "x.PY",
-		"ls -la  src/app.py\t\n x\u00a0y\u2003z \xff end", "Traceback (most recent call last):", "make: *** build failed", "E rror: no", "ERROR", "ctl\x00\x1f\b\f\u2029 <&> \"q\" \\ é\xc3"} {
+		"ls -la  src/app.py\t\n x\u00a0y\u2003z \xff end", "Traceback (most recent call last):", "make: *** build failed", "E rror: no", "ERROR", "ctl\x00\x1f\b\f\u2029 <&> \"q\" \\ é\xc3", "cat <<'EOF'\n\ta\v\a\x7f\x1b \"q\" \\ EOF\r"} {
 		f.Add(s)
 	}
 	plainPath := func(w string) bool {
@@ -380,8 +398,82 @@ func FuzzSummaryText(f *testing.F) {
 		if got := hasErrorMarker(s); got != want {
 			t.Fatalf("hasErrorMarker(%q) = %v, want %v", s, got, want)
 		}
-		sr := SummaryRequest{Messages: []ChatMessage{{Role: "system", Content: s}, {Role: s, Content: "\u2028" + s + "\xff"}}, TargetTokens: len(s), MaxTokens: -1, Iterative: len(s)%2 == 0, Middle: IndexRange{From: 1, To: len(s)}}
+		if got, want := quote(s), strconv.Quote(s); got != want {
+			t.Fatalf("quote(%q) = %s, strconv.Quote gives %s", s, got, want)
+		}
+		prompt := "\u2028" + s + "\xff"
+		sr := SummaryRequest{Messages: []ChatMessage{{Role: "system", Content: summarizerSystemPrompt}, {Role: "user", Content: prompt}}, TargetTokens: len(s), MaxTokens: -1, Iterative: len(s)%2 == 0, Middle: IndexRange{From: 1, To: len(s)}}
+		ask := summaryAsk{targetTokens: len(s), maxTokens: -1, iterative: len(s)%2 == 0, middle: IndexRange{From: 1, To: len(s)}, prompt: appendTextBody(nil, prompt)}
 		wantJSON, _ := marshal(CompactResult{State: s, SummaryRequest: &sr})
-		require.Equal(t, string(wantJSON), string(appendPending(nil, s, &sr)), "the pending result for %q", s)
+		require.Equal(t, string(wantJSON), string(appendPending(nil, s, &ask)), "the pending result for %q", s)
+	})
+}
+
+// gjsonContentText is contentText as gjson reads a content value, the definition
+// rawContentText is held to.
+func gjsonContentText(content gjson.Result) string {
+	switch {
+	case content.Type == gjson.String:
+		return content.Str
+	case content.IsArray():
+		var parts []string
+		content.ForEach(func(_, p gjson.Result) bool {
+			var t string
+			switch p.Get("type").Str {
+			case "text", "input_text", "output_text":
+				t = p.Get("text").Str
+			case "image_url", "image", "input_image":
+				t = "[image]"
+			case "tool_result":
+				t = gjsonContentText(p.Get("content"))
+			}
+			if t != "" {
+				parts = append(parts, t)
+			}
+			return true
+		})
+		return strings.Join(parts, "\n")
+	}
+	return ""
+}
+
+// FuzzContentText holds rawContentText (a walk over raw JSON) to gjson's reading
+// of the same content value.
+func FuzzContentText(f *testing.F) {
+	for _, s := range []string{
+		`"plain"`, `"a\nb \u00e9"`, `[{"type":"text","text":"a"},{"type":"text","text":"b\"c"}]`,
+		`[{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"after"}]`,
+		`[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"out"}]},{"type":"tool_result","content":"s"}]`,
+		`[{"text":"first","type":"text","text":"second"}]`, `[{"t\u0079pe":"text","text":"escaped key"}]`,
+		`[1,"x",null,{"type":7,"text":"n"},{"type":"text","text":5}]`, `[]`, `null`, `{"type":"text"}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !gjson.Valid(s) {
+			return
+		}
+		v := gjson.Parse(s)
+		want := gjsonContentText(v)
+		if got := rawContentText(strings.TrimSpace(s)); got != want {
+			t.Fatalf("rawContentText(%q) = %q, gjson reads %q", s, got, want)
+		}
+	})
+}
+
+// FuzzRawText: appendRawText writes what escaping the decoded string writes.
+func FuzzRawText(f *testing.F) {
+	for _, s := range []string{
+		`plain text`, `tab\there \"q\" \\ \/ \u00e9 \u00E9 \ud83d\ude00 \ud83d x \udc00 \u2028 \u001b`,
+		"raw \xe2\x80\xa8 \xff \xe2\x80 é 😀", `cut \u12`, `bad \x escape`, `end\`, "ctl \x01 \" quote",
+		`\u0000\u0008\u000a\u0022\u005c\u002f`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		want := string(appendTextBody(nil, decodeString(`"`+body+`"`)))
+		if got := string(appendRawText(nil, body)); got != want {
+			t.Fatalf("appendRawText(%q) = %q, escaping the decoded text gives %q", body, got, want)
+		}
 	})
 }

@@ -98,7 +98,7 @@ func (m *message) content() gjson.Result {
 }
 
 // text returns all text of the content, decoded.
-func (m *message) text() string { return contentText(m.content()) }
+func (m *message) text() string { return rawContentText(m.contentRaw) }
 
 // isToolResult reports whether m carries a tool result, so that it belongs to the
 // group of the assistant message that made the call.
@@ -166,28 +166,70 @@ func contentText(content gjson.Result) string {
 	case content.Type == gjson.String:
 		return content.Str
 	case content.IsArray():
-		var b strings.Builder
-		content.ForEach(func(_, p gjson.Result) bool {
-			var t string
-			switch p.Get("type").Str {
-			case "text", "input_text", "output_text":
-				t = p.Get("text").Str
-			case "image_url", "image", "input_image":
-				t = "[image]"
-			case "tool_result":
-				t = contentText(p.Get("content"))
-			}
-			if t != "" {
-				if b.Len() > 0 {
-					b.WriteByte('\n')
-				}
-				b.WriteString(t)
+		return rawContentText(content.Raw)
+	}
+	return ""
+}
+
+// rawContentText is contentText of raw JSON: the decoded string, or the text
+// parts of an array joined by newlines (images as "[image]", tool_result blocks by
+// their content's text). A part's fields are read as gjson's Get reads them: the
+// first of duplicate keys.
+func rawContentText(raw string) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	switch raw[0] {
+	case '"':
+		return decodeString(raw)
+	case '[':
+	default:
+		return ""
+	}
+	var b []byte
+	first, parts := "", 0
+	forEachElement(raw, func(part string) bool {
+		if part[0] != '{' {
+			return true
+		}
+		var typ, text, content string
+		forEachField(part, func(k, v string) bool {
+			switch {
+			case k == "type" && typ == "":
+				typ = v
+			case k == "text" && text == "":
+				text = v
+			case k == "content" && content == "":
+				content = v
 			}
 			return true
 		})
-		return b.String()
+		var t string
+		switch decodeString(typ) {
+		case "text", "input_text", "output_text":
+			t = decodeString(text)
+		case "image_url", "image", "input_image":
+			t = "[image]"
+		case "tool_result":
+			t = rawContentText(content)
+		}
+		if t == "" {
+			return true
+		}
+		switch parts++; parts {
+		case 1:
+			first = t
+		case 2:
+			b = append(append(append(b, first...), '\n'), t...)
+		default:
+			b = append(append(b, '\n'), t...)
+		}
+		return true
+	})
+	if parts < 2 {
+		return first
 	}
-	return ""
+	return string(b)
 }
 
 var knownRoles = []string{"system", "developer", "user", "assistant", "tool"}

@@ -51,18 +51,53 @@ func keyArgument(c toolCall) string {
 	}
 	for _, a := range args {
 		if rank := indexOf(keyArgNames, a.key); rank >= 0 && rank < best && !a.empty() {
-			best, bestKey, bestVal = rank, a.key, a.value()
+			best, bestKey, bestVal = rank, a.key, a.valueHead(keyArgMaxChars)
 		}
 	}
 	for k := 0; bestKey == "" && k < len(args); k++ { // else the first string argument
 		if !args[k].empty() {
-			bestKey, bestVal = args[k].key, args[k].value()
+			bestKey, bestVal = args[k].key, args[k].valueHead(keyArgMaxChars)
 		}
 	}
 	if bestKey == "" {
 		return ""
 	}
-	return bestKey + "=" + strconv.Quote(truncateRunes(bestVal, keyArgMaxChars))
+	return bestKey + "=" + quote(truncateRunes(bestVal, keyArgMaxChars))
+}
+
+// quote is strconv.Quote, with ASCII text (the usual path or command) written here
+// without strconv's per-rune checks; other text goes to strconv.
+func quote(s string) string {
+	const hex = "0123456789abcdef"
+	buf := make([]byte, 0, len(s)+8)
+	buf = append(buf, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= utf8.RuneSelf:
+			return strconv.Quote(s)
+		case c == '"' || c == '\\':
+			buf = append(buf, '\\', c)
+		case c >= ' ' && c < 0x7f:
+			buf = append(buf, c)
+		case c == '\a':
+			buf = append(buf, `\a`...)
+		case c == '\b':
+			buf = append(buf, `\b`...)
+		case c == '\f':
+			buf = append(buf, `\f`...)
+		case c == '\n':
+			buf = append(buf, `\n`...)
+		case c == '\r':
+			buf = append(buf, `\r`...)
+		case c == '\t':
+			buf = append(buf, `\t`...)
+		case c == '\v':
+			buf = append(buf, `\v`...)
+		default:
+			buf = append(buf, '\\', 'x', hex[c>>4], hex[c&0xF])
+		}
+	}
+	return string(append(buf, '"'))
 }
 
 // describeCall renders a call as name(key="value").

@@ -265,26 +265,6 @@ func jsonCharOffset(raw string, limit int) (count, offset int) {
 	return count, max(min(i, end), 0)
 }
 
-// excerptJSONString returns the text of the raw JSON string raw, or when it holds
-// more than headC+tailC+40 characters, its first headC and last tailC characters
-// around a note of how many were left out. Only the kept parts are decoded.
-func excerptJSONString(raw string, headC, tailC int) string {
-	return excerptJSONChars(raw, jsonStringChars(raw), headC, tailC)
-}
-
-// excerptJSONChars is excerptJSONString of a raw string known to hold n characters.
-func excerptJSONChars(raw string, n, headC, tailC int) string {
-	if n <= headC+tailC+40 {
-		return decodeString(raw)
-	}
-	_, head := jsonCharOffset(raw, headC)
-	tail, ok := jsonTailOffset(raw, tailC)
-	if !ok {
-		_, tail = jsonCharOffset(raw, n-tailC)
-	}
-	return decodeString(raw[:head]+`"`) + "\n…[" + formatCount(n-headC-tailC) + " characters omitted]…\n" + decodeString(`"`+raw[tail:])
-}
-
 // jsonTailOffset returns the byte offset in the raw JSON string raw where its last
 // k characters start, walking back from the end instead of counting from the start
 // (a long tool output's tail is near its end). ok is false when the walk meets a
@@ -381,4 +361,69 @@ func decodeString(raw string) string {
 		k = strings.IndexByte(body, '\\')
 	}
 	return string(append(buf, body...))
+}
+
+// appendRawText appends the text that body (the inside of a raw JSON string, or a
+// run of it cut between characters) decodes to, escaped as appendTextBody escapes
+// it, without decoding what is already written that way: plain text and the
+// escapes \" \\ \b \f \n \r \t are copied as they are. Other escapes (\/, \u),
+// bytes that are not UTF-8, and U+2028 and U+2029 are decoded and written again.
+// Like decodeString, it stops at an escape that is not one.
+func appendRawText(dst []byte, body string) []byte {
+	start := 0 // body[start:i] is written as appendTextBody writes it
+	for i := 0; i < len(body); {
+		if i+8 <= len(body) {
+			if w := word(body, i); stringSpecials(w)|w&hi8 == 0 {
+				i += 8
+				continue
+			}
+		}
+		b := body[i]
+		n := 1 // bytes of body decoded and written again
+		switch {
+		case b >= 0x20 && b != '"' && b != '\\' && b < utf8.RuneSelf:
+			i++
+			continue
+		case b == '\\' && i+1 < len(body) && keptEscape(body[i+1]):
+			i += 2
+			continue
+		case b == '\\' && i+1 < len(body) && body[i+1] == '/':
+			n = 2
+		case b == '\\' && i+5 < len(body) && body[i+1] == 'u':
+			n = 6
+			if r := hexValue(body[i+2 : i+6]); r >= 0xD800 && r < 0xDC00 && i+11 < len(body) && body[i+6] == '\\' && body[i+7] == 'u' {
+				if lo := hexValue(body[i+8 : i+12]); lo >= 0xDC00 && lo < 0xE000 {
+					n = 12
+				}
+			}
+		case b == '\\': // not an escape, or cut short: decoding stops here
+			return append(dst, body[start:i]...)
+		case b >= utf8.RuneSelf:
+			r, size := decodeRune(body, i)
+			if (r != utf8.RuneError || size > 1) && r != '\u2028' && r != '\u2029' {
+				i += size
+				continue
+			}
+			n = size
+		}
+		dst = append(dst, body[start:i]...)
+		if b == '\\' {
+			dst = appendTextBody(dst, decodeString(`"`+body[i:i+n]+`"`))
+		} else {
+			dst = appendTextBody(dst, body[i:i+n])
+		}
+		i += n
+		start = i
+	}
+	return append(dst, body[start:]...)
+}
+
+// keptEscape reports whether the escape \c is written as appendTextBody writes the
+// character it stands for.
+func keptEscape(c byte) bool {
+	switch c {
+	case '"', '\\', 'b', 'f', 'n', 'r', 't':
+		return true
+	}
+	return false
 }

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -76,17 +77,37 @@ func previousSummary(msgs []message, from, to int) (string, int) {
 	return "", -1
 }
 
+// summaryAsk is the summary request compact.begin answers with, its user prompt
+// already escaped for the JSON string it goes in (appendTextBody's form, no quotes):
+// the prompt is mostly excerpts of the request's own strings, copied in their
+// escaped form rather than decoded and escaped again.
+type summaryAsk struct {
+	targetTokens, maxTokens int
+	iterative               bool
+	middle                  IndexRange
+	prompt                  []byte
+}
+
+// escapedText is text being written in appendTextBody's form.
+type escapedText struct{ b []byte }
+
+// text appends s.
+func (e *escapedText) text(s string) { e.b = appendTextBody(e.b, s) }
+
+// raw appends what body, the inside of a raw JSON string, decodes to.
+func (e *escapedText) raw(body string) { e.b = appendRawText(e.b, body) }
+
 // buildSummaryRequest writes the summarizer's prompt for the middle of p: the
 // template, the previous summary to update if there is one, and the serialized
 // turns, bounded to fit the summarizer's window.
-func buildSummaryRequest(msgs []message, p plan, cc CompressionConfig) SummaryRequest {
+func buildSummaryRequest(msgs []message, p plan, cc CompressionConfig) summaryAsk {
 	prev, prevIdx := previousSummary(msgs, p.headEnd, p.tailStart)
 	target := p.summaryTarget
-	req := SummaryRequest{
-		TargetTokens: target,
-		MaxTokens:    int(float64(target) * summaryOutFactor),
-		Iterative:    prev != "",
-		Middle:       IndexRange{From: p.headEnd, To: p.tailStart},
+	req := summaryAsk{
+		targetTokens: target,
+		maxTokens:    int(float64(target) * summaryOutFactor),
+		iterative:    prev != "",
+		middle:       IndexRange{From: p.headEnd, To: p.tailStart},
 	}
 
 	window := cc.SummaryContextLength
@@ -95,54 +116,54 @@ func buildSummaryRequest(msgs []message, p plan, cc CompressionConfig) SummaryRe
 	}
 	// A summarizer with a small window gets a proportionate ask: at most a quarter
 	// of its window for the answer's target.
-	if cap := window / 4; req.TargetTokens > cap {
-		req.TargetTokens = max(cap, 1)
-		req.MaxTokens = int(float64(req.TargetTokens) * summaryOutFactor)
+	if cap := window / 4; req.targetTokens > cap {
+		req.targetTokens = max(cap, 1)
+		req.maxTokens = int(float64(req.targetTokens) * summaryOutFactor)
 	}
 	// Characters the serialized turns may use: the window less the answer, the
 	// template and the previous summary, at ~4 characters per token.
-	budget := (window-req.MaxTokens-summaryReserve)*roughCharsPerToken - len(prev)
-	turns := serializeTurns(msgs, p.calls, p.headEnd, p.tailStart, prevIdx, budget)
+	budget := (window-req.maxTokens-summaryReserve)*roughCharsPerToken - len(prev)
 
-	var b strings.Builder
+	var e escapedText
 	if prev != "" {
-		b.WriteString("Below is the summary written at the previous compaction, then the conversation turns that happened after it (or that were not covered by it). Update the summary: keep what is still true, move items from In Progress to Done when the turns show they were finished, add the new progress, decisions, files and errors, and drop what is obsolete. Do not start over.\n\n<previous_summary>\n")
-		b.WriteString(prev)
-		b.WriteString("\n</previous_summary>\n\n")
+		e.text("Below is the summary written at the previous compaction, then the conversation turns that happened after it (or that were not covered by it). Update the summary: keep what is still true, move items from In Progress to Done when the turns show they were finished, add the new progress, decisions, files and errors, and drop what is obsolete. Do not start over.\n\n<previous_summary>\n")
+		e.text(prev)
+		e.text("\n</previous_summary>\n\n")
 	} else {
-		b.WriteString("Summarize the conversation turns below.\n\n")
+		e.text("Summarize the conversation turns below.\n\n")
 	}
-	b.WriteString("<turns>\n")
-	b.WriteString(turns)
-	b.WriteString("</turns>\n\nWrite the summary in Markdown with exactly these sections, in this order:\n")
+	e.text("<turns>\n")
+	serializeTurns(&e, msgs, p.calls, p.headEnd, p.tailStart, prevIdx, budget)
+	e.text("</turns>\n\nWrite the summary in Markdown with exactly these sections, in this order:\n")
 	for _, s := range summarySections {
-		b.WriteString("## " + s + "\n")
+		e.text("## " + s + "\n")
 	}
 	if p.activeRequest >= 0 {
-		b.WriteString("\nThe user's newest request (turn #" + strconv.Itoa(p.activeRequest) + ") is still open: state it verbatim under Next Steps as the active request.\n")
+		e.text("\nThe user's newest request (turn #" + strconv.Itoa(p.activeRequest) + ") is still open: state it verbatim under Next Steps as the active request.\n")
 	}
-	b.WriteString("\nAim for about " + formatCount(req.TargetTokens) + " tokens (at most " + formatCount(req.MaxTokens) + "). Output only the summary.")
-
-	req.Messages = []ChatMessage{{Role: "system", Content: summarizerSystemPrompt}, {Role: "user", Content: b.String()}}
+	e.text("\nAim for about " + formatCount(req.targetTokens) + " tokens (at most " + formatCount(req.maxTokens) + "). Output only the summary.")
+	req.prompt = e.b
 	return req
 }
 
-// serializeTurns renders msgs[from:to] (skipping index skip) as numbered turns,
+// serializeTurns writes msgs[from:to] (skipping index skip) to e as numbered turns,
 // truncating long bodies head+tail; if the result would exceed budget characters,
 // the per-body cap halves until it fits or reaches minBodyChars, and then the oldest
 // turns are left out. Sizes are worked out from character counts first, so the
-// turns are decoded and rendered once.
-func serializeTurns(msgs []message, calls callIndex, from, to, skip, budget int) string {
+// turns are rendered once.
+func serializeTurns(e *escapedText, msgs []message, calls callIndex, from, to, skip, budget int) {
 	type size struct{ content, header int }
 	sizes := make([]size, to-from)
 	argChars := make([][]int, to-from)
+	texts := make([]string, to-from) // the text of array contents, rendered below
 	for i := from; i < to; i++ {
 		m := &msgs[i]
 		sz := size{header: turnHeaderEstimate}
 		if len(m.contentRaw) > 0 && m.contentRaw[0] == '"' {
 			sz.content = m.contentChars()
 		} else if len(m.contentRaw) > 0 && m.contentRaw[0] == '[' {
-			sz.content = utf8.RuneCountInString(m.text())
+			texts[i-from] = m.text()
+			sz.content = utf8.RuneCountInString(texts[i-from])
 		}
 		for k := range m.calls {
 			c := &m.calls[k]
@@ -187,34 +208,33 @@ func serializeTurns(msgs []message, calls callIndex, from, to, skip, budget int)
 		kept -= turnSize(first-from, headC, tailC)
 		first++
 	}
-	s := renderTurns(msgs, calls, first, to, skip, headC, tailC, kept)
 	if first > from {
-		s = "…[turns #" + strconv.Itoa(from) + "–#" + strconv.Itoa(first-1) + " omitted to fit the summarizer's window]…\n\n" + s
+		e.text("…[turns #" + strconv.Itoa(from) + "–#" + strconv.Itoa(first-1) + " omitted to fit the summarizer's window]…\n\n")
 	}
-	return s
+	renderTurns(e, msgs, calls, texts[first-from:], first, to, skip, headC, tailC, kept)
 }
 
 // turnHeaderEstimate is the rough size of a turn's header line ("[#12 tool result
 // of read_file(path=...)]") when sizing the serialization.
 const turnHeaderEstimate = 60
 
-// renderTurns writes msgs[from:to] (but skip) as turns with bodies cut to headC+tailC
-// characters; sizeHint is the expected size in characters.
-func renderTurns(msgs []message, calls callIndex, from, to, skip, headC, tailC, sizeHint int) string {
+// renderTurns writes msgs[from:to] (but skip) to e as turns with bodies cut to
+// headC+tailC characters; texts[k] is the text of msgs[from+k] when its content is
+// an array, sizeHint the expected size in characters.
+func renderTurns(e *escapedText, msgs []message, calls callIndex, texts []string, from, to, skip, headC, tailC, sizeHint int) {
 	described := map[string]string{}
-	var b strings.Builder
-	b.Grow(sizeHint + sizeHint/4) // characters, and a margin for multi-byte ones
+	e.b = slices.Grow(e.b, sizeHint+sizeHint/4) // characters, and a margin for escapes
 	for i := from; i < to; i++ {
 		if i == skip {
 			continue
 		}
 		m := &msgs[i]
-		b.WriteString("[#" + strconv.Itoa(i) + " " + m.role)
+		header := "[#" + strconv.Itoa(i) + " " + m.role
 		for k, id := range m.answers() {
 			if k == 0 {
-				b.WriteString(" result of ")
+				header += " result of "
 			} else {
-				b.WriteString(", ")
+				header += ", "
 			}
 			if c, ok := calls[id]; ok {
 				d, seen := described[c.id]
@@ -222,38 +242,50 @@ func renderTurns(msgs []message, calls callIndex, from, to, skip, headC, tailC, 
 					d = describeCall(c)
 					described[c.id] = d
 				}
-				b.WriteString(d)
+				header += d
 			} else {
-				b.WriteString("an unknown call")
+				header += "an unknown call"
 			}
 		}
-		b.WriteString("]\n")
-		if text := excerptContent(m, headC, tailC); text != "" {
-			b.WriteString(text)
-			b.WriteByte('\n')
+		e.text(header + "]\n")
+		if len(m.contentRaw) > 0 && m.contentRaw[0] == '"' {
+			if len(m.contentRaw) > 2 {
+				excerptJSONTo(e, m.contentRaw, m.contentChars(), headC, tailC)
+				e.text("\n")
+			}
+		} else if text := truncateMiddle(texts[i-from], headC, tailC); text != "" {
+			e.text(text + "\n")
 		}
 		for k := range m.calls {
 			c := &m.calls[k]
-			b.WriteString("→ call " + c.name + " ")
+			e.text("→ call " + c.name + " ")
 			if c.args.Type == gjson.String {
-				b.WriteString(excerptJSONChars(c.args.Raw, c.argsChars(), headC/2, tailC/2))
+				excerptJSONTo(e, c.args.Raw, c.argsChars(), headC/2, tailC/2)
 			} else { // an Anthropic input object, in the same bytes whatever encoder sent it
-				b.WriteString(truncateMiddle(string(canonicalJSON(nil, gjson.Parse(c.args.Raw))), headC/2, tailC/2))
+				e.text(truncateMiddle(string(canonicalJSON(nil, gjson.Parse(c.args.Raw))), headC/2, tailC/2))
 			}
-			b.WriteByte('\n')
+			e.text("\n")
 		}
-		b.WriteByte('\n')
+		e.text("\n")
 	}
-	return b.String()
 }
 
-// excerptContent is truncateMiddle of m's text, decoding only the kept parts of a
-// string content.
-func excerptContent(m *message, headC, tailC int) string {
-	if len(m.contentRaw) > 0 && m.contentRaw[0] == '"' {
-		return excerptJSONChars(m.contentRaw, m.contentChars(), headC, tailC)
+// excerptJSONTo writes to e excerptJSONChars of the raw JSON string raw, which
+// holds n characters: its text, or its first headC and last tailC characters
+// around a note of how many were left out, copied without decoding.
+func excerptJSONTo(e *escapedText, raw string, n, headC, tailC int) {
+	if n <= headC+tailC+40 {
+		e.raw(raw[1 : len(raw)-1])
+		return
 	}
-	return truncateMiddle(m.text(), headC, tailC)
+	_, head := jsonCharOffset(raw, headC)
+	tail, ok := jsonTailOffset(raw, tailC)
+	if !ok {
+		_, tail = jsonCharOffset(raw, n-tailC)
+	}
+	e.raw(raw[1:head])
+	e.text("\n…[" + formatCount(n-headC-tailC) + " characters omitted]…\n")
+	e.raw(raw[tail : len(raw)-1])
 }
 
 // truncateMiddle keeps the first headC and last tailC characters of s and says how
@@ -280,34 +312,27 @@ func truncateMiddle(s string, headC, tailC int) string {
 }
 
 // appendPending appends the compact.begin result that asks for a summary: the bytes
-// marshal(CompactResult{State: state, SummaryRequest: sr}) writes (a test holds
-// the two equal), with the long prompt escaped eight bytes at a time.
-func appendPending(dst []byte, state string, sr *SummaryRequest) []byte {
+// marshal(CompactResult{State: state, SummaryRequest: ...}) writes for ask (a test
+// holds the two equal), with the system prompt and ask's escaped user prompt.
+func appendPending(dst []byte, state string, ask *summaryAsk) []byte {
 	dst = append(dst, `{"done":false`...)
 	if state != "" { // omitempty
 		dst = append(dst, `,"state":`...)
 		dst = appendJSONText(dst, state)
 	}
-	dst = append(dst, `,"summary_request":{"messages":[`...)
-	for i, m := range sr.Messages {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, `{"role":`...)
-		dst = appendJSONText(dst, m.Role)
-		dst = append(dst, `,"content":`...)
-		dst = appendJSONText(dst, m.Content)
-		dst = append(dst, '}')
-	}
-	dst = append(dst, `],"target_tokens":`...)
-	dst = strconv.AppendInt(dst, int64(sr.TargetTokens), 10)
+	dst = append(dst, `,"summary_request":{"messages":[{"role":"system","content":`...)
+	dst = appendJSONText(dst, summarizerSystemPrompt)
+	dst = append(dst, `},{"role":"user","content":"`...)
+	dst = append(dst, ask.prompt...)
+	dst = append(dst, `"}],"target_tokens":`...)
+	dst = strconv.AppendInt(dst, int64(ask.targetTokens), 10)
 	dst = append(dst, `,"max_tokens":`...)
-	dst = strconv.AppendInt(dst, int64(sr.MaxTokens), 10)
+	dst = strconv.AppendInt(dst, int64(ask.maxTokens), 10)
 	dst = append(dst, `,"iterative":`...)
-	dst = strconv.AppendBool(dst, sr.Iterative)
+	dst = strconv.AppendBool(dst, ask.iterative)
 	dst = append(dst, `,"middle":{"from":`...)
-	dst = strconv.AppendInt(dst, int64(sr.Middle.From), 10)
+	dst = strconv.AppendInt(dst, int64(ask.middle.From), 10)
 	dst = append(dst, `,"to":`...)
-	dst = strconv.AppendInt(dst, int64(sr.Middle.To), 10)
+	dst = strconv.AppendInt(dst, int64(ask.middle.To), 10)
 	return append(dst, "}}}"...)
 }

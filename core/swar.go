@@ -98,8 +98,12 @@ func decodeRune(s string, i int) (rune, int) {
 // by name), invalid UTF-8 as \ufffd, U+2028 and U+2029 as escapes; plain ASCII runs
 // are copied eight bytes at a time.
 func appendJSONText(dst []byte, s string) []byte {
+	return append(appendTextBody(append(dst, '"'), s), '"')
+}
+
+// appendTextBody is appendJSONText without the quotes: the inside of the string.
+func appendTextBody(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
 	start := 0 // s[start:i] is still to be copied
 	for i := 0; i < len(s); {
 		if i+8 <= len(s) {
@@ -151,6 +155,5 @@ func appendJSONText(dst []byte, s string) []byte {
 			i += size
 		}
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return append(dst, s[start:]...)
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 )
@@ -42,6 +43,36 @@ func (a stringArg) value() string {
 		return a.lit[2 : len(a.lit)-2]
 	}
 	return decodeString(decodeString(`"` + a.lit + `"`))
+}
+
+// valueHead returns the argument's text, or when it is long, a prefix of it that
+// holds its first n characters and more: only that much of the literal is decoded.
+// A character takes at most 14 bytes of literal (a surrogate pair escaped twice),
+// so the prefix decoded has at least n+1 characters; an escape the cut splits only
+// spoils what follows them.
+func (a stringArg) valueHead(n int) string {
+	// Most text takes a byte or two per character: a short cut is tried first, and
+	// is enough when it decodes to n+1 characters besides the at most 14 that a
+	// split escape spoils at its end.
+	if short := 2*n + 64; !a.decoded && len(a.lit) > short {
+		if v := a.cut(short); utf8.RuneCountInString(v) > n+14 {
+			return v
+		}
+	}
+	if limit := 14*(n+1) + 8; !a.decoded && len(a.lit) > limit {
+		return a.cut(limit)
+	}
+	return a.value()
+}
+
+// cut returns the value of the argument's literal cut to its first limit bytes.
+func (a stringArg) cut(limit int) string {
+	if a.escaped {
+		a.lit = a.lit[:limit] + `\"`
+	} else {
+		a.lit = a.lit[:limit] + `"`
+	}
+	return a.value()
 }
 
 // empty reports whether the argument is the empty string.
