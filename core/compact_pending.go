@@ -3,6 +3,8 @@ package core
 import (
 	"sync"
 	"unsafe"
+
+	"github.com/tidwall/gjson"
 )
 
 // A compaction that compact.begin left waiting for the host's summary is kept for
@@ -39,7 +41,8 @@ var pending struct {
 	bytes   int
 }
 
-// finishOnlyParams are the fields compact.finish adds to or changes from begin's.
+// finishOnlyParams are the fields compact.finish adds to or changes from begin's;
+// a "summarizer" of "host" counts as absent (defaultSummarizer).
 var finishOnlyParams = map[string]bool{"op": true, "state": true, "summary": true, "error": true}
 
 // keepPending stores a begun compaction; r must read only memory the core owns.
@@ -49,7 +52,7 @@ func keepPending(req params, size int, state string, r *compactRequest, p plan) 
 	}
 	e := &pendingCompaction{state: state, params: make(map[string]string, len(req)), size: size, r: r, p: p}
 	for k, v := range req {
-		if !finishOnlyParams[k] {
+		if !finishOnlyParams[k] && !defaultSummarizer(k, v.Raw) {
 			e.params[k] = v.Raw
 		}
 	}
@@ -81,20 +84,75 @@ func takePending(req params, state string) (*compactRequest, plan, bool) {
 	return nil, plan{}, false
 }
 
+// defaultSummarizer reports whether the field k: raw is "summarizer": "host", the
+// default: the bindings name the summarizer in begin only.
+func defaultSummarizer(k, raw string) bool {
+	return k == "summarizer" && raw == `"`+SummarizerHost+`"`
+}
+
 // sameParams reports whether req has exactly the fields kept, byte for byte,
 // besides the finish-only ones.
 func sameParams(kept map[string]string, req params) bool {
 	n := 0
 	for k, v := range req {
-		if finishOnlyParams[k] {
+		if finishOnlyParams[k] || defaultSummarizer(k, v.Raw) {
 			continue
 		}
-		if raw, ok := kept[k]; !ok || raw != v.Raw {
+		if raw, ok := kept[k]; !ok || !sameText(raw, v.Raw) {
 			return false
 		}
 		n++
 	}
 	return n == len(kept)
+}
+
+// finishRequest recognizes a compact.finish envelope that ends with the messages
+// of a kept compaction, `"messages":[...]}` byte for byte, as the bindings write it,
+// and reads it without validating those messages again: they were validated, at the
+// same depth, when begin kept them. Only the rest of the envelope is checked, with
+// a placeholder where the messages were; if it is not valid JSON, or the op is
+// not compact.finish, ok is false and the caller reads the whole request.
+func finishRequest(op string, request []byte) (q opRequest, ok bool) {
+	const key = `"messages":`
+	if op != "" && op != "compact.finish" {
+		return q, false
+	}
+	var msgs string
+	pending.Lock()
+	for k := len(pending.entries) - 1; k >= 0 && msgs == ""; k-- {
+		raw := pending.entries[k].params["messages"]
+		start := len(request) - 1 - len(raw)
+		if raw != "" && start >= len(key)+1 && request[len(request)-1] == '}' &&
+			string(request[start-len(key):start]) == key && sameText(bytesString(request[start:len(request)-1]), raw) {
+			msgs = raw
+		}
+	}
+	pending.Unlock()
+	if msgs == "" {
+		return q, false
+	}
+	rest := make([]byte, 0, len(request)-len(msgs)+1)
+	rest = append(append(rest, request[:len(request)-1-len(msgs)]...), '0', '}')
+	var members []member
+	if valid, depth := checkJSON(rest, &members); !valid || depth > MaxNestingDepth {
+		return q, false
+	}
+	req := gjson.ParseBytes(rest)
+	if !req.IsObject() {
+		return q, false
+	}
+	if op == "" {
+		if v := req.Get("op"); v.Type != gjson.String || v.Str != "compact.finish" {
+			return q, false
+		}
+	}
+	for k := len(members) - 1; k >= 0; k-- {
+		if members[k].key == `"messages"` {
+			members[k].value = msgs // the kept copy: takePending finds it the same at once
+			break
+		}
+	}
+	return newOpRequest(req, members), true
 }
 
 // dropPending forgets every begun compaction (tests compare a finish with and

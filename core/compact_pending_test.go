@@ -98,6 +98,7 @@ func TestPendingMisses(t *testing.T) {
 		"added":    strings.Replace(finish, `,"force":true`, `,"force":true,"prompt_tokens":0`, 1),
 		"spacing":  strings.Replace(finish, `"config":{"model":{`, `"config":{"model": {`, 1),
 		"state":    strings.Replace(finish, `"state":"ccs1.`, `"state":"ccs1.0`, 1),
+		"builtin":  strings.Replace(finish, `"state":`, `"summarizer":"builtin","state":`, 1),
 		"messages": finish[:len(finish)-2] + `,{"role":"user","content":"one more"}]}`,
 	}
 	for what, env := range changed {
@@ -166,5 +167,78 @@ func TestPendingConcurrent(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestSameText: sameText is string equality, whatever the length and wherever the
+// first difference.
+func TestSameText(t *testing.T) {
+	for n := 0; n <= 40; n++ {
+		a := strings.Repeat("abcdefghij", 4)[:n]
+		require.True(t, sameText(a, strings.Clone(a)))
+		require.False(t, sameText(a, a+"x"))
+		for i := 0; i < n; i++ {
+			b := []byte(a)
+			b[i] ^= 0x80
+			require.False(t, sameText(a, string(b)), "differs at %d of %d", i, n)
+		}
+	}
+}
+
+// TestFinishSkipsKeptMessages: a request that ends with a kept compaction's
+// messages is read without validating them again, and is answered as the whole
+// request read from scratch is: when the rest is not valid JSON, when the op is
+// another, when the messages key comes twice, through Dispatch.
+func TestFinishSkipsKeptMessages(t *testing.T) {
+	names, begins, finishes, _ := pendingEnvelopes(t)
+	name := names[0]
+	begin, finish := string(begins[name]), string(finishes[name])
+	params := begin[len(`{"op":"compact.begin"`):]
+	cases := map[string]func() []byte{
+		"finish":         func() []byte { return []byte(finish) },
+		"invalid rest":   func() []byte { return []byte(strings.Replace(finish, `"state":`, `"state"::`, 1)) },
+		"deep rest":      func() []byte { return []byte(strings.Replace(finish, `"summary":`, `"x":`+strings.Repeat("[", MaxNestingDepth+1)+strings.Repeat("]", MaxNestingDepth+1)+`,"summary":`, 1)) },
+		"another op":     func() []byte { return []byte(`{"op":"tokens.count"` + params) },
+		"no op":          func() []byte { return []byte(`{"state":"x"` + params) },
+		"messages twice": func() []byte { return []byte(strings.Replace(finish, `"state":`, `"messages":[],"state":`, 1)) },
+		"not an object":  func() []byte { return []byte(`[` + strings.TrimPrefix(finish, "{")) },
+	}
+	for what, env := range cases {
+		t.Run(what, func(t *testing.T) {
+			dropPending()
+			want := string(Call(env()))
+			Call([]byte(begin))
+			require.Equal(t, 1, pendingCount())
+			_, short := finishRequest("", env())
+			require.Equal(t, what == "finish" || what == "messages twice", short, "read without the messages")
+			require.Equal(t, want, string(Call(env())))
+		})
+	}
+	t.Run("dispatch", func(t *testing.T) {
+		req := []byte(`{"state":` + strings.SplitN(finish, `"state":`, 2)[1])
+		dropPending()
+		want := string(Dispatch("compact.finish", req))
+		Call([]byte(begin))
+		require.Equal(t, want, string(Dispatch("compact.finish", req)))
+		require.Equal(t, 0, pendingCount())
+		Call([]byte(begin))
+		require.Contains(t, string(Dispatch("prune", req)), `"result"`, "another op reads the request itself")
+	})
+}
+
+// TestPendingDefaultSummarizer: begin names the host summarizer, finish leaves it
+// out (as the JS binding does), or the other way round: the same request.
+func TestPendingDefaultSummarizer(t *testing.T) {
+	names, begins, finishes, _ := pendingEnvelopes(t)
+	name := names[0]
+	withHost := strings.Replace(string(begins[name]), `"compact.begin"`, `"compact.begin","summarizer":"host"`, 1)
+	finishHost := strings.Replace(string(finishes[name]), `"compact.finish"`, `"compact.finish","summarizer":"host"`, 1)
+	for _, c := range [][2]string{{withHost, string(finishes[name])}, {string(begins[name]), finishHost}} {
+		dropPending()
+		want := string(Call([]byte(c[1])))
+		Call([]byte(c[0]))
+		require.Equal(t, 1, pendingCount())
+		require.Equal(t, want, string(Call([]byte(c[1]))))
+		require.Equal(t, 0, pendingCount(), "finish took the kept compaction")
 	}
 }

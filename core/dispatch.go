@@ -106,6 +106,9 @@ func serve(op string, request []byte) []byte {
 	if len(request) > MaxRequestBytes {
 		return errorEnvelope(errorf(CodeInputTooLarge, "", "request is %d bytes; the limit is %d", len(request), MaxRequestBytes))
 	}
+	if q, ok := finishRequest(op, request); ok {
+		return dispatch("compact.finish", q)
+	}
 	var members []member
 	if valid, depth := checkJSON(request, &members); !valid {
 		return errorEnvelope(errorf(CodeInvalidJSON, "", "request is not valid JSON"))

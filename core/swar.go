@@ -157,3 +157,21 @@ func appendTextBody(dst []byte, s string) []byte {
 	}
 	return append(dst, s[start:]...)
 }
+
+// sameText reports whether a and b hold the same bytes, comparing eight at a time:
+// in wasm, the runtime's string comparison goes a byte at a time.
+func sameText(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 || unsafe.StringData(a) == unsafe.StringData(b) {
+		return true
+	}
+	i := 0
+	for ; i+8 <= len(a); i += 8 {
+		if word(a, i) != word(b, i) {
+			return false
+		}
+	}
+	return a[i:] == b[i:]
+}
