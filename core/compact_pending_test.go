@@ -195,9 +195,11 @@ func TestFinishSkipsKeptMessages(t *testing.T) {
 	begin, finish := string(begins[name]), string(finishes[name])
 	params := begin[len(`{"op":"compact.begin"`):]
 	cases := map[string]func() []byte{
-		"finish":         func() []byte { return []byte(finish) },
-		"invalid rest":   func() []byte { return []byte(strings.Replace(finish, `"state":`, `"state"::`, 1)) },
-		"deep rest":      func() []byte { return []byte(strings.Replace(finish, `"summary":`, `"x":`+strings.Repeat("[", MaxNestingDepth+1)+strings.Repeat("]", MaxNestingDepth+1)+`,"summary":`, 1)) },
+		"finish":       func() []byte { return []byte(finish) },
+		"invalid rest": func() []byte { return []byte(strings.Replace(finish, `"state":`, `"state"::`, 1)) },
+		"deep rest": func() []byte {
+			return []byte(strings.Replace(finish, `"summary":`, `"x":`+strings.Repeat("[", MaxNestingDepth+1)+strings.Repeat("]", MaxNestingDepth+1)+`,"summary":`, 1))
+		},
 		"another op":     func() []byte { return []byte(`{"op":"tokens.count"` + params) },
 		"no op":          func() []byte { return []byte(`{"state":"x"` + params) },
 		"messages twice": func() []byte { return []byte(strings.Replace(finish, `"state":`, `"messages":[],"state":`, 1)) },
