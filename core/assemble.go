@@ -118,7 +118,7 @@ func assemble(msgs []message, p plan, summary string) assembly {
 	}
 	tail := make([]outMsg, 0, len(msgs)-p.tailStart)
 	for i := p.tailStart; i < len(msgs); i++ {
-		if raw, ok := p.pruned[i]; ok {
+		if raw, ok := p.pruned.at(i); ok {
 			tail = append(tail, newMsg(i, raw))
 			a.archived = append(a.archived, archivedMsg{index: i, reason: ArchivedPruned, raw: msgs[i].raw})
 			continue

@@ -13,8 +13,8 @@ const prunedTokensEstimate = 48
 // are kept but pruned: they are protected by count, not by the token budget.
 type plan struct {
 	headEnd, tailStart, budgetStart int
-	// pruned maps an input index to its pruned JSON.
-	pruned map[int]string
+	// pruned holds the pruned JSON of the messages that are kept pruned.
+	pruned prunedSet
 	// activeRequest is the index of the newest real user message when it could not
 	// stay in the tail and the summary carries it verbatim; -1 otherwise.
 	activeRequest int
@@ -35,7 +35,7 @@ type plan struct {
 // system prompt), counted with the head.
 func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig, fixed int) plan {
 	n := len(msgs)
-	p := plan{thr: thr, activeRequest: -1, pruned: map[int]string{}}
+	p := plan{thr: thr, activeRequest: -1}
 
 	p.headEnd = min(cc.ProtectFirstN, n)
 	for p.headEnd < n && msgs[p.headEnd].isToolResult() {
@@ -129,10 +129,46 @@ func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig, f
 		p.estimate = estimate()
 	}
 	p.calls = indexCalls(msgs)
+	p.pruned.from = p.tailStart
 	for i := p.tailStart; i < p.budgetStart; i++ {
 		if chars, ok := prunable(&msgs[i]); ok {
-			p.pruned[i] = prunedMessage(&msgs[i], p.calls, chars)
+			p.pruned.add(i, prunedMessage(&msgs[i], p.calls, chars))
 		}
 	}
 	return p
+}
+
+// prunedSet maps input indices, from a first one on, to the pruned JSON of those
+// messages: a slice, not a map (a few pruned messages in a run of the tail).
+type prunedSet struct {
+	from int
+	raw  []string // raw[k] is message from+k pruned; "" when it is not
+	n    int
+}
+
+func (s *prunedSet) add(i int, raw string) {
+	for len(s.raw) <= i-s.from {
+		s.raw = append(s.raw, "")
+	}
+	s.raw[i-s.from] = raw
+	s.n++
+}
+
+// at returns the pruned JSON of message i, if it is pruned.
+func (s *prunedSet) at(i int) (string, bool) {
+	if k := i - s.from; k >= 0 && k < len(s.raw) && s.raw[k] != "" {
+		return s.raw[k], true
+	}
+	return "", false
+}
+
+// indices returns the pruned messages' indices in order.
+func (s *prunedSet) indices() []int {
+	out := []int{}
+	for k, raw := range s.raw {
+		if raw != "" {
+			out = append(out, s.from+k)
+		}
+	}
+	return out
 }

@@ -325,7 +325,7 @@ func (r *compactRequest) begin() (*compactOutcome, plan, bool) {
 	}
 	p := r.plan()
 	if p.tailStart <= p.headEnd {
-		if len(p.pruned) == 0 {
+		if p.pruned.n == 0 {
 			return r.unchanged("nothing_to_compact"), p, true
 		}
 		return r.finish(p, "", ""), p, true
@@ -375,7 +375,7 @@ func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome
 		rep.Reason = "pruned_only"
 		a = assembly{mergedInto: -1}
 		for i := range r.msgs {
-			if raw, ok := p.pruned[i]; ok {
+			if raw, ok := p.pruned.at(i); ok {
 				a.out = append(a.out, newMsg(i, raw))
 				a.archived = append(a.archived, archivedMsg{index: i, reason: ArchivedPruned, raw: r.msgs[i].raw})
 				continue
@@ -383,10 +383,7 @@ func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome
 			a.out = append(a.out, keptMsg(r.msgs, i))
 		}
 	}
-	for i := range p.pruned {
-		rep.Pruned = append(rep.Pruned, i)
-	}
-	sort.Ints(rep.Pruned)
+	rep.Pruned = p.pruned.indices()
 
 	out, removed, repaired, san := sanitizeToolPairs(a.out)
 	archivedAlready := map[int]bool{}

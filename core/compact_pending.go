@@ -2,7 +2,6 @@ package core
 
 import (
 	"sync"
-	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
@@ -181,8 +180,8 @@ func rebase(s, from, to string) string {
 	if len(s) == 0 {
 		return ""
 	}
-	off := uintptr(unsafe.Pointer(unsafe.StringData(s))) - uintptr(unsafe.Pointer(unsafe.StringData(from)))
-	return to[off : off+uintptr(len(s))]
+	off := offsetIn(from, s)
+	return to[off : off+len(s)]
 }
 
 // ownMembers copies envelope and points members at the copy, so what is parsed from

@@ -1,12 +1,12 @@
 package core
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 )
 
 const (
@@ -130,7 +130,7 @@ func truncateRunes(s string, n int) string {
 func prunable(m *message) (int, bool) {
 	if len(m.results) > 0 {
 		chars := 0
-		forEachLongResult(m, func(_, _ string, n int) { chars += n })
+		forEachLongResult(m, func(_, _, _ string, n int) { chars += n })
 		return chars, chars > 0
 	}
 	raw := m.contentRaw
@@ -152,28 +152,42 @@ func prunable(m *message) (int, bool) {
 
 // prunedMessage returns m with its content replaced by a placeholder that says what
 // the output was (tool, key argument, size), so the agent knows what to re-run.
-// Every other field is kept as it was.
+// Every other byte is kept as it was: the content is spliced out of m.raw where
+// it was read, not found again.
 func prunedMessage(m *message, calls callIndex, chars int) string {
-	var out string
-	var err error
-	if len(m.results) > 0 { // Anthropic: each long tool_result block gets a placeholder
-		var blocks []string
-		forEachElement(m.contentRaw, func(block string) bool {
-			blocks = append(blocks, block)
-			return true
-		})
-		forEachLongResult(m, func(block, id string, n int) {
-			k := indexOf(blocks, block)
-			blocks[k], _ = sjson.Set(block, "content", placeholder(calls, id, n))
-		})
-		out, err = sjson.SetRaw(m.raw, "content", "["+strings.Join(blocks, ",")+"]")
-	} else {
-		out, err = sjson.Set(m.raw, "content", placeholder(calls, m.resultFor, chars))
+	if len(m.results) == 0 {
+		return splice(m.raw, m.contentRaw, setString(placeholder(calls, m.resultFor, chars)))
 	}
-	if err != nil { // unreachable: m.raw is a valid object
-		return m.raw
+	// Anthropic: each long tool_result block's content gets a placeholder.
+	var content strings.Builder
+	done := 0 // m.contentRaw[:done] is written
+	forEachLongResult(m, func(_, c, id string, n int) {
+		off := offsetIn(m.contentRaw, c)
+		content.WriteString(m.contentRaw[done:off])
+		content.WriteString(setString(placeholder(calls, id, n)))
+		done = off + len(c)
+	})
+	content.WriteString(m.contentRaw[done:])
+	return splice(m.raw, m.contentRaw, content.String())
+}
+
+// splice returns s with part, a substring of s (the same memory), replaced by with.
+func splice(s, part, with string) string {
+	off := offsetIn(s, part)
+	return s[:off] + with + s[off+len(part):]
+}
+
+// setString is the JSON that sjson.Set writes for the string value s (the bytes
+// pruned messages always had): s quoted as it is when it holds nothing to escape,
+// else encoding/json's encoding, HTML characters escaped.
+func setString(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c > 0x7f || c == '"' || c == '\\' {
+			b, _ := json.Marshal(s)
+			return string(b)
+		}
 	}
-	return out
+	return `"` + s + `"`
 }
 
 // placeholder is the text that replaces a pruned output of the call id.
@@ -187,8 +201,9 @@ func placeholder(calls callIndex, id string, chars int) string {
 }
 
 // forEachLongResult calls fn with each tool_result block of an Anthropic message
-// whose content is longer than pruneMinChars characters and not yet pruned.
-func forEachLongResult(m *message, fn func(block, id string, chars int)) {
+// whose content is longer than pruneMinChars characters and not yet pruned, with
+// that content's raw JSON (in the block, in m.contentRaw).
+func forEachLongResult(m *message, fn func(block, content, id string, chars int)) {
 	forEachElement(m.contentRaw, func(block string) bool {
 		if block[0] != '{' || decodeString(rawField(block, "type")) != "tool_result" {
 			return true
@@ -204,7 +219,7 @@ func forEachLongResult(m *message, fn func(block, id string, chars int)) {
 			n = utf8.RuneCountInString(contentText(gjson.Parse(c)))
 		}
 		if n > pruneMinChars {
-			fn(block, decodeString(rawField(block, "tool_use_id")), n)
+			fn(block, c, decodeString(rawField(block, "tool_use_id")), n)
 		}
 		return true
 	})

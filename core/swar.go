@@ -28,6 +28,12 @@ func word(s string, i int) uint64 {
 // string is in use.
 func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
+// offsetIn returns where part starts in s: part must be a non-empty substring of s
+// (the same memory, as the raw JSON walkers return), and the caller says why it is.
+func offsetIn(s, part string) int {
+	return int(uintptr(unsafe.Pointer(unsafe.StringData(part))) - uintptr(unsafe.Pointer(unsafe.StringData(s))))
+}
+
 // zeroBytes has the high bit set in (at least) the lowest byte of w that is zero,
 // and no bit at all when w has no zero byte.
 func zeroBytes(w uint64) uint64 { return (w - lo8) &^ w & hi8 }
