@@ -18,9 +18,12 @@ const (
 	// pendingMaxEntries is how many unfinished compactions are kept: a JS or Python
 	// compactor may run a few concurrently.
 	pendingMaxEntries = 4
-	// pendingMaxBytes bounds the request bytes kept in all entries, so a huge
-	// request does not double a wasm instance's memory between begin and finish.
-	pendingMaxBytes = 32 << 20
+	// pendingMaxRequest is the largest request kept (a conversation filling a 1M
+	// token window is about 4 MB), and pendingMaxBytes bounds the request bytes
+	// kept in all entries: a huge request is not copied, so it does not double a
+	// wasm instance's memory between begin and finish.
+	pendingMaxRequest = 16 << 20
+	pendingMaxBytes   = 32 << 20
 )
 
 // pendingCompaction is a parsed and planned compact.begin request.
@@ -46,7 +49,7 @@ var finishOnlyParams = map[string]bool{"op": true, "state": true, "summary": tru
 
 // keepPending stores a begun compaction; r must read only memory the core owns.
 func keepPending(req params, size int, state string, r *compactRequest, p plan) {
-	if size > pendingMaxBytes {
+	if size > pendingMaxRequest {
 		return
 	}
 	e := &pendingCompaction{state: state, params: make(map[string]string, len(req)), size: size, r: r, p: p}

@@ -115,7 +115,7 @@ func TestPendingMisses(t *testing.T) {
 }
 
 // TestPendingBounds: at most pendingMaxEntries compactions are kept, the oldest
-// going first, and a request over pendingMaxBytes is not kept.
+// going first, and a request over pendingMaxRequest is not kept.
 func TestPendingBounds(t *testing.T) {
 	names, begins, finishes, _ := pendingEnvelopes(t)
 	require.Greater(t, len(names), pendingMaxEntries)
@@ -130,7 +130,7 @@ func TestPendingBounds(t *testing.T) {
 	require.Contains(t, string(finishes[names[1]]), oldest, "the first begun was evicted")
 
 	dropPending()
-	big := strings.Replace(string(begins[names[0]]), `"force":true`, `"force":true,"pad":"`+strings.Repeat("x", pendingMaxBytes)+`"`, 1)
+	big := strings.Replace(string(begins[names[0]]), `"force":true`, `"force":true,"pad":"`+strings.Repeat("x", pendingMaxRequest)+`"`, 1)
 	res := Call([]byte(big))
 	require.Equal(t, 0, pendingCount(), "%.200s", res)
 }

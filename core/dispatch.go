@@ -131,7 +131,7 @@ func serve(op string, request []byte) []byte {
 		op = v.Str
 	}
 	owned := false
-	if op == "compact.begin" && len(request) <= pendingMaxBytes && !builtinSummarizer(members) {
+	if op == "compact.begin" && len(request) <= pendingMaxRequest && !builtinSummarizer(members) {
 		// What begin parses is kept for compact.finish (compact_pending.go): it
 		// must point into a copy the core owns.
 		text, owned = ownMembers(request, members), true
