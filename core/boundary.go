@@ -62,15 +62,18 @@ func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig, f
 
 	// Sizes as kept: messages in [tailStart, budgetStart) are kept pruned. Pruned
 	// sizes are estimated here and the placeholders written once the tail is final.
-	keptTokens := func(i int) int {
-		if _, ok := prunable(&msgs[i]); ok && i < p.budgetStart {
-			return prunedTokensEstimate
-		}
-		return msgs[i].tokens
-	}
+	// pruneChars[i-headEnd] is the length of message i's prunable output, 0 if it
+	// has none, for messages before budgetStart.
+	pruneChars := make([]int, p.budgetStart-p.headEnd)
 	kept := make([]int, n+1) // kept[i] = tokens of messages [i, n) as kept
 	for i := n - 1; i >= p.headEnd; i-- {
-		kept[i] = kept[i+1] + keptTokens(i)
+		t := msgs[i].tokens
+		if i < p.budgetStart {
+			if chars, ok := prunable(&msgs[i]); ok {
+				pruneChars[i-p.headEnd], t = chars, prunedTokensEstimate
+			}
+		}
+		kept[i] = kept[i+1] + t
 	}
 
 	// The user anchor: real user messages the tail must keep (head ones count).
@@ -131,7 +134,7 @@ func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig, f
 	p.calls = indexCalls(msgs)
 	p.pruned.from = p.tailStart
 	for i := p.tailStart; i < p.budgetStart; i++ {
-		if chars, ok := prunable(&msgs[i]); ok {
+		if chars := pruneChars[i-p.headEnd]; chars > 0 {
 			p.pruned.add(i, prunedMessage(&msgs[i], p.calls, chars))
 		}
 	}

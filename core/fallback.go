@@ -50,7 +50,7 @@ func extractiveSummary(msgs []message, p plan, why string) string {
 	var requests, files, errs, notes []string
 	type callAt struct {
 		i int
-		c toolCall
+		c *toolCall
 	}
 	var callList []callAt
 	seenFile, seenErr := map[string]bool{}, map[string]bool{}
@@ -81,7 +81,8 @@ func extractiveSummary(msgs []message, p plan, why string) string {
 			if t := strings.TrimSpace(m.text()); t != "" {
 				notes = append(notes, "- #"+strconv.Itoa(i)+": "+truncateRunes(t, fallbackNoteChars))
 			}
-			for _, c := range m.calls {
+			for k := range m.calls {
+				c := &m.calls[k]
 				if toolCount[c.name] == 0 {
 					toolOrder = append(toolOrder, c.name)
 				}
@@ -115,7 +116,7 @@ func extractiveSummary(msgs []message, p plan, why string) string {
 	}
 	// Files, from the newest calls back, listed in the order they were first named.
 	for k := len(callList) - 1; k >= max(0, len(callList)-fallbackFileScan) && len(files) < fallbackMaxFiles; k-- {
-		for _, f := range callPaths(callList[k].c) {
+		for _, f := range callPaths(*callList[k].c) {
 			addFile(f)
 		}
 	}
@@ -285,11 +286,25 @@ func errorLines(m *message) []string {
 	if !hasErrorMarker(m.contentRaw) {
 		return nil
 	}
+	// Only the lines with a marker are cut out and trimmed: an output can be long.
+	text := m.text()
 	var out []string
-	for _, line := range strings.Split(m.text(), "\n") {
-		if line = strings.TrimSpace(line); hasErrorMarker(line) {
+	for i := 0; i < len(text); {
+		k := indexErrorMarker(text[i:])
+		if k < 0 {
+			break
+		}
+		start := strings.LastIndexByte(text[:i+k], '\n') + 1
+		end := strings.IndexByte(text[i+k:], '\n')
+		if end < 0 {
+			end = len(text)
+		} else {
+			end += i + k
+		}
+		if line := strings.TrimSpace(text[start:end]); hasErrorMarker(line) { // " failed" may start the line
 			out = append(out, truncateRunes(line, fallbackErrorChars))
 		}
+		i = end + 1
 	}
 	return out
 }
@@ -305,16 +320,19 @@ var markersByFirstByte, startsMarker = func() (t [256][]string, starts [256]bool
 }()
 
 // hasErrorMarker reports whether s contains one of errorMarkers.
-func hasErrorMarker(s string) bool {
+func hasErrorMarker(s string) bool { return indexErrorMarker(s) >= 0 }
+
+// indexErrorMarker returns where the first of errorMarkers in s starts, or -1.
+func indexErrorMarker(s string) int {
 	for i := 0; i < len(s); i++ {
 		if !startsMarker[s[i]] {
 			continue
 		}
 		for _, mk := range markersByFirstByte[s[i]] {
 			if hasPrefixAt(s, i, mk) {
-				return true
+				return i
 			}
 		}
 	}
-	return false
+	return -1
 }

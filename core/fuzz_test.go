@@ -357,11 +357,12 @@ func FuzzStringArgs(f *testing.F) {
 
 // FuzzSummaryText: the summary's text scans and writers agree with their plain
 // definitions: nextWord with strings.Fields, hasErrorMarker with a strings.Contains
-// per marker, the byte-wise looksLikePath with the rule written with runes, quote
-// with strconv.Quote, and appendPending with encoding/json.
+// per marker, errorLines with a split into trimmed lines, the byte-wise
+// looksLikePath with the rule written with runes, quote with strconv.Quote, and
+// appendPending with encoding/json.
 func FuzzSummaryText(f *testing.F) {
 	for _, s := range []string{"src/app.py", "./x", "/etc/hosts", "main.go", "obj.attr", "a[1:2]", "https://x.io/a", "-rf", "../..", "\"README.md\",", "é/x", "x.PY",
-		"ls -la  src/app.py\t\n x\u00a0y\u2003z \xff end", "Traceback (most recent call last):", "make: *** build failed", "E rror: no", "ERROR", "ctl\x00\x1f\b\f\u2029 <&> \"q\" \\ é\xc3", "cat <<'EOF'\n\ta\v\a\x7f\x1b \"q\" \\ EOF\r"} {
+		"ls -la  src/app.py\t\n x\u00a0y\u2003z \xff end", "Traceback (most recent call last):", "make: *** build failed", "E rror: no", "ERROR", "ctl\x00\x1f\b\f\u2029 <&> \"q\" \\ é\xc3", "cat <<'EOF'\n\ta\v\a\x7f\x1b \"q\" \\ EOF\r", "ok\n failed: x\n\tError: y \r\nerror:\nFAILED ERROR\n failed"} {
 		f.Add(s)
 	}
 	plainPath := func(w string) bool {
@@ -398,6 +399,15 @@ func FuzzSummaryText(f *testing.F) {
 		if got := hasErrorMarker(s); got != want {
 			t.Fatalf("hasErrorMarker(%q) = %v, want %v", s, got, want)
 		}
+		text, _ := marshal(s) // bytes that are not UTF-8 become U+FFFD
+		var lines []string
+		for _, line := range strings.Split(decodeString(string(text)), "\n") {
+			if line = strings.TrimSpace(line); hasErrorMarker(line) {
+				lines = append(lines, truncateRunes(line, fallbackErrorChars))
+			}
+		}
+		tool := message{role: "tool", contentRaw: string(text)}
+		require.Equal(t, lines, errorLines(&tool), "error lines of %q", s)
 		if got, want := quote(s), strconv.Quote(s); got != want {
 			t.Fatalf("quote(%q) = %s, strconv.Quote gives %s", s, got, want)
 		}

@@ -41,6 +41,8 @@ type toolCall struct {
 	// argsChars1 is the number of characters of string arguments plus one; 0 until
 	// counted (see argsChars).
 	argsChars1 int
+	// described is describeCall's text, "" until asked for.
+	described string
 }
 
 // contentChars returns the number of characters of m's string content.

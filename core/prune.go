@@ -25,13 +25,19 @@ var keyArgNames = []string{
 	"query", "pattern", "url", "uri", "id", "name", "directory", "dir",
 }
 
-// callIndex maps tool_call ids to the calls that made them.
-type callIndex map[string]toolCall
+// callIndex maps tool_call ids to the calls that made them (in the messages: the
+// first call with an id wins).
+type callIndex map[string]*toolCall
 
 func indexCalls(msgs []message) callIndex {
-	idx := callIndex{}
+	n := 0
 	for i := range msgs {
-		for _, c := range msgs[i].calls {
+		n += len(msgs[i].calls)
+	}
+	idx := make(callIndex, n) // sized once: growing a map costs most in wasm
+	for i := range msgs {
+		for k := range msgs[i].calls {
+			c := &msgs[i].calls[k]
 			if c.id != "" {
 				if _, dup := idx[c.id]; !dup {
 					idx[c.id] = c
@@ -100,13 +106,17 @@ func quote(s string) string {
 	return string(append(buf, '"'))
 }
 
-// describeCall renders a call as name(key="value").
-func describeCall(c toolCall) string {
-	name := c.name
-	if name == "" {
-		name = "tool"
+// describeCall renders a call as name(key="value"), once per call: placeholders, the
+// summary request and the extractive summary all name calls this way.
+func describeCall(c *toolCall) string {
+	if c.described == "" {
+		name := c.name
+		if name == "" {
+			name = "tool"
+		}
+		c.described = name + "(" + keyArgument(*c) + ")"
 	}
-	return name + "(" + keyArgument(c) + ")"
+	return c.described
 }
 
 // truncateRunes cuts s to at most n runes, marking the cut with "…".

@@ -222,7 +222,6 @@ const turnHeaderEstimate = 60
 // headC+tailC characters; texts[k] is the text of msgs[from+k] when its content is
 // an array, sizeHint the expected size in characters.
 func renderTurns(e *escapedText, msgs []message, calls callIndex, texts []string, from, to, skip, headC, tailC, sizeHint int) {
-	described := map[string]string{}
 	e.b = slices.Grow(e.b, sizeHint+sizeHint/4) // characters, and a margin for escapes
 	for i := from; i < to; i++ {
 		if i == skip {
@@ -237,12 +236,7 @@ func renderTurns(e *escapedText, msgs []message, calls callIndex, texts []string
 				header += ", "
 			}
 			if c, ok := calls[id]; ok {
-				d, seen := described[c.id]
-				if !seen {
-					d = describeCall(c)
-					described[c.id] = d
-				}
-				header += d
+				header += describeCall(c)
 			} else {
 				header += "an unknown call"
 			}
