@@ -71,6 +71,9 @@ func keyArgument(c toolCall) string {
 	return bestKey + "=" + quote(truncateRunes(bestVal, keyArgMaxChars))
 }
 
+// namedEscapes are the control characters strconv.Quote writes by name.
+var namedEscapes = [' ']string{'\a': `\a`, '\b': `\b`, '\f': `\f`, '\n': `\n`, '\r': `\r`, '\t': `\t`, '\v': `\v`}
+
 // quote is strconv.Quote, with ASCII text (the usual path or command) written here
 // without strconv's per-rune checks; other text goes to strconv.
 func quote(s string) string {
@@ -85,20 +88,8 @@ func quote(s string) string {
 			buf = append(buf, '\\', c)
 		case c >= ' ' && c < 0x7f:
 			buf = append(buf, c)
-		case c == '\a':
-			buf = append(buf, `\a`...)
-		case c == '\b':
-			buf = append(buf, `\b`...)
-		case c == '\f':
-			buf = append(buf, `\f`...)
-		case c == '\n':
-			buf = append(buf, `\n`...)
-		case c == '\r':
-			buf = append(buf, `\r`...)
-		case c == '\t':
-			buf = append(buf, `\t`...)
-		case c == '\v':
-			buf = append(buf, `\v`...)
+		case c < ' ' && namedEscapes[c] != "":
+			buf = append(buf, namedEscapes[c]...)
 		default:
 			buf = append(buf, '\\', 'x', hex[c>>4], hex[c&0xF])
 		}
