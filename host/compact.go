@@ -43,7 +43,7 @@ type Summarize func(ctx context.Context, req core.SummaryRequest) (string, error
 // and an opaque State for CompactFinish.
 func (e *Engine) CompactBegin(ctx context.Context, req CompactRequest) (core.CompactResult, error) {
 	var r core.CompactResult
-	err := e.run(ctx, req.envelope("compact.begin"), &r)
+	err := e.run(ctx, req.beginEnvelope(), &r)
 	return r, err
 }
 
@@ -51,13 +51,7 @@ func (e *Engine) CompactBegin(ctx context.Context, req CompactRequest) (core.Com
 // when the summarizer failed.
 func (e *Engine) CompactFinish(ctx context.Context, req CompactRequest, state, summary, summaryErr string) (core.CompactResult, error) {
 	var r core.CompactResult
-	env := req.envelope("compact.finish").str("state", state)
-	if summaryErr != "" {
-		env.str("error", summaryErr)
-	} else {
-		env.raw("summary", mustString(summary))
-	}
-	err := e.run(ctx, env, &r)
+	err := e.run(ctx, req.finishEnvelope(state, summary, summaryErr), &r)
 	return r, err
 }
 
@@ -92,8 +86,28 @@ func (e *Engine) Compact(ctx context.Context, messages, cfg json.RawMessage, sum
 	return e.CompactFinish(ctx, req, res.State, summary, failure)
 }
 
-func (req CompactRequest) envelope(op string) *request {
-	return newRequest(op).raw("messages", req.Messages).raw("config", req.Config).
+// beginEnvelope is the compact.begin request.
+func (req CompactRequest) beginEnvelope() *request {
+	return req.params("compact.begin").raw("messages", req.Messages)
+}
+
+// finishEnvelope is the compact.finish request with the summary, or with
+// summaryErr when it is not empty. The messages go last, byte for byte as in
+// compact.begin, so an instance that kept the begun compaction reads the finish
+// without reading them again.
+func (req CompactRequest) finishEnvelope(state, summary, summaryErr string) *request {
+	env := req.params("compact.finish").str("state", state)
+	if summaryErr != "" {
+		env.str("error", summaryErr)
+	} else {
+		env.raw("summary", mustString(summary))
+	}
+	return env.raw("messages", req.Messages)
+}
+
+// params starts the request of op with every field but the messages.
+func (req CompactRequest) params(op string) *request {
+	return newRequest(op).raw("config", req.Config).
 		flag("force", req.Force).num("prompt_tokens", req.PromptTokens).
 		str("summarizer", req.Summarizer).str("output", req.Output)
 }

@@ -144,8 +144,8 @@ func TestCompact(t *testing.T) {
 		t.Fatalf("summary request: %+v", asked)
 	}
 	req := CompactRequest{Messages: msgs, Config: cfg, Force: true, Summarizer: core.SummarizerHost}
-	begin := native[core.CompactResult](t, env(t, req.envelope("compact.begin")))
-	want := native[core.CompactResult](t, env(t, req.envelope("compact.finish").str("state", begin.State).raw("summary", mustString(summary))))
+	begin := native[core.CompactResult](t, env(t, req.beginEnvelope()))
+	want := native[core.CompactResult](t, env(t, req.finishEnvelope(begin.State, summary, "")))
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Compact differs from the native begin/finish:\nwasm   %+v\nnative %+v", got.Report, want.Report)
 	}
@@ -165,7 +165,7 @@ func TestCompact(t *testing.T) {
 
 	builtin, err := e.Compact(ctx, msgs, cfg, nil, CompactOptions{Force: true})
 	breq := CompactRequest{Messages: msgs, Config: cfg, Force: true, Summarizer: core.SummarizerBuiltin}
-	wantBuiltin := native[core.CompactResult](t, env(t, breq.envelope("compact.begin")))
+	wantBuiltin := native[core.CompactResult](t, env(t, breq.beginEnvelope()))
 	if err != nil || !reflect.DeepEqual(builtin, wantBuiltin) || builtin.Report.Summarizer != core.SummarizerBuiltin {
 		t.Fatalf("builtin compaction: err %v, report %+v", err, builtin.Report)
 	}
@@ -214,7 +214,7 @@ func TestFinishOnAnotherInstance(t *testing.T) {
 	}
 	req := CompactRequest{Messages: traceNamed(t, smallTrace), Config: json.RawMessage(`{"model":{"context_length":32000}}`),
 		Force: true, Summarizer: core.SummarizerHost}
-	resp, err := a.call(ctx, env(t, req.envelope("compact.begin")))
+	resp, err := a.call(ctx, env(t, req.beginEnvelope()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestFinishOnAnotherInstance(t *testing.T) {
 	if err != nil || json.Unmarshal(raw, &begin) != nil || begin.Done || begin.State == "" {
 		t.Fatalf("compact.begin: %v %s", err, clip(resp))
 	}
-	finish := env(t, req.envelope("compact.finish").str("state", begin.State).raw("summary", mustString("## Goal\nRebook.")))
+	finish := env(t, req.finishEnvelope(begin.State, "## Goal\nRebook.", ""))
 	got, err := b.call(ctx, finish)
 	if err != nil {
 		t.Fatal(err)
@@ -233,5 +233,26 @@ func TestFinishOnAnotherInstance(t *testing.T) {
 	}
 	if !strings.Contains(string(got), `"done":true`) {
 		t.Fatalf("finish did not complete: %s", clip(got))
+	}
+}
+
+// TestFinishEnvelopeEndsWithMessages: compact.finish repeats begin's fields and
+// ends with its messages, byte for byte, which lets the instance that kept the
+// begun compaction read it without them.
+func TestFinishEnvelopeEndsWithMessages(t *testing.T) {
+	msgs := json.RawMessage(`[{"role":"user","content":"hi"},{"role":"assistant","content":"a \"b\""}]`)
+	req := CompactRequest{Messages: msgs, Config: json.RawMessage(`{"model":{"context_length":8000}}`),
+		Force: true, PromptTokens: 12, Summarizer: core.SummarizerHost, Output: "refs"}
+	begin := string(env(t, req.beginEnvelope()))
+	tail := `,"messages":` + string(msgs) + `}`
+	fields := strings.TrimSuffix(strings.TrimPrefix(begin, `{"op":"compact.begin"`), tail)
+	if !strings.HasSuffix(begin, tail) {
+		t.Fatalf("begin does not end with the messages: %s", begin)
+	}
+	for _, failure := range []string{"", "timeout"} {
+		finish := string(env(t, req.finishEnvelope("ccs1.x", "## Goal", failure)))
+		if !strings.HasPrefix(finish, `{"op":"compact.finish"`+fields+`,"state":"ccs1.x",`) || !strings.HasSuffix(finish, tail) {
+			t.Fatalf("finish does not repeat begin's fields and end with its messages:\nbegin  %s\nfinish %s", begin, finish)
+		}
 	}
 }
