@@ -487,3 +487,58 @@ func FuzzRawText(f *testing.F) {
 		}
 	})
 }
+
+// gjsonCanonical is canonicalJSON as it was written over gjson's parse, the
+// definition the raw walk is held to.
+func gjsonCanonical(dst []byte, v gjson.Result) []byte {
+	switch {
+	case v.Type == gjson.String:
+		return appendJSONString(dst, v.Str)
+	case v.IsObject():
+		dst = append(dst, '{')
+		first := true
+		v.ForEach(func(k, e gjson.Result) bool {
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = appendJSONString(dst, k.Str)
+			dst = append(dst, ':')
+			dst = gjsonCanonical(dst, e)
+			return true
+		})
+		return append(dst, '}')
+	case v.IsArray():
+		dst = append(dst, '[')
+		first := true
+		v.ForEach(func(_, e gjson.Result) bool {
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = gjsonCanonical(dst, e)
+			return true
+		})
+		return append(dst, ']')
+	}
+	return append(dst, strings.TrimSpace(v.Raw)...)
+}
+
+// FuzzCanonicalJSON holds canonicalJSON (a raw walk) to its definition over gjson.
+func FuzzCanonicalJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"path": "a/b.py", "n": 1.50, "ok": true, "x": null}`, ` [1, "\u00e9\n\/", {"k\u0079": [ ]}, -0e5 ] `,
+		`{"a":1,"a":2}`, `"\ud83d\ude00 \ud800 \" \\ \u001f"`, `{"content":"line\n\tmore \"q\""}`, `{}`, `7`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !gjson.Valid(s) {
+			return
+		}
+		v := gjson.Parse(s)
+		if got, want := string(canonicalJSON(nil, v)), string(gjsonCanonical(nil, v)); got != want {
+			t.Fatalf("canonicalJSON(%s) = %s, over gjson %s", s, got, want)
+		}
+	})
+}

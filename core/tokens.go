@@ -257,37 +257,53 @@ func rawTokens(v gjson.Result) int {
 // the same in every runtime whatever encoder produced the request (Python's
 // json.dumps adds spaces and escapes non-ASCII; JSON.stringify does neither).
 func canonicalJSON(dst []byte, v gjson.Result) []byte {
-	switch {
-	case v.Type == gjson.String:
-		return appendJSONString(dst, v.Str)
-	case v.IsObject():
+	if v.Raw == "" { // a value made in Go, not read from a request
+		if v.Type == gjson.String {
+			return appendJSONString(dst, v.Str)
+		}
+		return dst
+	}
+	return appendCanonical(dst, strings.TrimSpace(v.Raw))
+}
+
+// appendCanonical is canonicalJSON of the raw JSON value raw (valid, trimmed),
+// walked in place: a string without escapes is copied as it is, and keys and
+// values are not decoded into new strings unless they hold escapes.
+func appendCanonical(dst []byte, raw string) []byte {
+	switch raw[0] {
+	case '"':
+		if !hasByte(raw[1:len(raw)-1], '\\') { // valid JSON: no quote or control byte inside
+			return append(dst, raw...)
+		}
+		return appendJSONString(dst, decodeString(raw))
+	case '{':
 		dst = append(dst, '{')
 		first := true
-		v.ForEach(func(k, e gjson.Result) bool {
+		forEachField(raw, func(key, value string) bool {
 			if !first {
 				dst = append(dst, ',')
 			}
 			first = false
-			dst = appendJSONString(dst, k.Str)
+			dst = appendJSONString(dst, key)
 			dst = append(dst, ':')
-			dst = canonicalJSON(dst, e)
+			dst = appendCanonical(dst, value)
 			return true
 		})
 		return append(dst, '}')
-	case v.IsArray():
+	case '[':
 		dst = append(dst, '[')
 		first := true
-		v.ForEach(func(_, e gjson.Result) bool {
+		forEachElement(raw, func(e string) bool {
 			if !first {
 				dst = append(dst, ',')
 			}
 			first = false
-			dst = canonicalJSON(dst, e)
+			dst = appendCanonical(dst, e)
 			return true
 		})
 		return append(dst, ']')
 	}
-	return append(dst, strings.TrimSpace(v.Raw)...)
+	return append(dst, raw...)
 }
 
 func appendJSONString(dst []byte, s string) []byte {
