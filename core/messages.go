@@ -64,30 +64,68 @@ func (c *toolCall) argsChars() int {
 // rawToolCalls reads a raw tool_calls array. Elements that are not objects are
 // returned with only raw set; parseMessage rejects them.
 func rawToolCalls(arr string) []toolCall {
-	var calls []toolCall
-	forEachElement(arr, func(c string) bool {
-		tc := toolCall{raw: c}
-		forEachField(c, func(k, raw string) bool {
-			switch k {
-			case "id":
-				tc.id = decodeString(raw)
-			case "function":
-				forEachField(raw, func(fk, fraw string) bool {
-					switch fk {
-					case "name":
-						tc.nameRaw, tc.name = fraw, decodeString(fraw)
-					case "arguments":
-						tc.args = rawValue(fraw)
-					}
-					return true
-				})
-			}
-			return true
-		})
-		calls = append(calls, tc)
-		return true
-	})
+	calls, _ := readToolCalls(arr, skipSpace(arr, 0))
 	return calls
+}
+
+// readToolCalls reads the tool_calls array that starts at s[i] in one walk (each
+// call's arguments are skipped once) and returns its calls and the index just past
+// it (-1 if it is not a valid array).
+func readToolCalls(s string, i int) ([]toolCall, int) {
+	if i >= len(s) || s[i] != '[' {
+		return nil, -1
+	}
+	var calls []toolCall
+	for i++; ; {
+		i = skipSpace(s, i)
+		if i >= len(s) {
+			return calls, -1
+		}
+		switch s[i] {
+		case ']':
+			return calls, i + 1
+		case ',':
+			i++
+			continue
+		}
+		var tc toolCall
+		end := -1
+		if s[i] == '{' {
+			end = walkFields(s, i, func(k string, v int) int { return tc.readField(s, k, v) })
+		}
+		if end < 0 { // not an object: kept raw, for the caller to refuse
+			end = skipValue(s, i)
+		}
+		if end <= i {
+			return calls, -1
+		}
+		tc.raw = s[i:end]
+		calls = append(calls, tc)
+		i = end
+	}
+}
+
+// readField reads the field k of a tool call, whose value starts at s[v], and
+// returns the index just past the value.
+func (tc *toolCall) readField(s, k string, v int) int {
+	switch {
+	case k == "id":
+		end := skipValue(s, v)
+		tc.id = decodeString(s[v:end])
+		return end
+	case k == "function" && s[v] == '{':
+		return walkFields(s, v, func(fk string, fv int) int {
+			end := skipValue(s, fv)
+			switch fk {
+			case "name":
+				tc.nameRaw, tc.name = s[fv:end], decodeString(s[fv:end])
+			case "arguments":
+				tc.args = rawValue(s[fv:end])
+			}
+			return end
+		})
+	}
+	return skipValue(s, v)
 }
 
 // content returns the decoded content value. It decodes on every call: hot paths
@@ -289,8 +327,22 @@ func readMessage(s string, i int, path func() string) (m message, end int, err e
 		m.raw = s[i:skipValue(s, i)]
 		return m, 0, errorf(CodeInvalidMessages, path(), "a message must be a JSON object")
 	}
-	var calls string
-	end = walkObject(s, i, func(k, raw string) bool {
+	var calls string // the raw tool_calls, read in place as the walk meets them
+	var parsed []toolCall
+	end = walkFields(s, i, func(k string, v int) int {
+		if k == "tool_calls" && s[v] == '[' {
+			var vEnd int
+			parsed, vEnd = readToolCalls(s, v)
+			if vEnd > v {
+				calls = s[v:vEnd]
+			}
+			return vEnd
+		}
+		vEnd := skipValue(s, v)
+		if vEnd <= v {
+			return -1
+		}
+		raw := s[v:vEnd]
 		switch k {
 		case "role":
 			if raw[0] != '"' {
@@ -309,7 +361,10 @@ func readMessage(s string, i int, path func() string) (m message, end int, err e
 				m.resultFor = decodeString(raw)
 			}
 		}
-		return err == nil
+		if err != nil {
+			return -1
+		}
+		return vEnd
 	})
 	if err != nil {
 		return m, 0, err
@@ -331,7 +386,7 @@ func readMessage(s string, i int, path func() string) (m message, end int, err e
 		if calls[0] != '[' {
 			return m, 0, errorf(CodeInvalidMessages, path()+"/tool_calls", "tool_calls must be an array")
 		}
-		m.calls = rawToolCalls(calls)
+		m.calls = parsed
 		for k, c := range m.calls {
 			if c.raw[0] != '{' {
 				return m, 0, errorf(CodeInvalidMessages, pointer(path()+"/tool_calls", k), "a tool call must be an object")

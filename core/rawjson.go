@@ -23,6 +23,21 @@ func forEachField(obj string, fn func(key, raw string) bool) {
 // index just past the object's closing brace, or -1 if the object is not valid JSON
 // or fn stopped the walk.
 func walkObject(s string, i int, fn func(key, raw string) bool) int {
+	return walkFields(s, i, func(key string, v int) int {
+		end := skipValue(s, v)
+		if end <= v || !fn(key, s[v:end]) {
+			return -1
+		}
+		return end
+	})
+}
+
+// walkFields walks the object that starts at s[i] as walkObject does, but hands fn
+// the index where each value starts and lets it read the value: fn returns the index
+// just past it, or -1 to stop. A value fn parses is then read once, not first
+// skipped and then read again (a tool call's long arguments were skipped three
+// times). It returns the index just past the closing brace, or -1.
+func walkFields(s string, i int, fn func(key string, v int) int) int {
 	if i >= len(s) || s[i] != '{' {
 		return -1
 	}
@@ -55,11 +70,11 @@ func walkObject(s string, i int, fn func(key, raw string) bool) int {
 			return -1
 		}
 		i = skipSpace(s, i+1)
-		vEnd := skipValue(s, i)
-		if vEnd <= i {
+		if i >= len(s) {
 			return -1
 		}
-		if !fn(key, s[i:vEnd]) {
+		vEnd := fn(key, i)
+		if vEnd <= i {
 			return -1
 		}
 		i = vEnd
