@@ -362,7 +362,7 @@ func FuzzStringArgs(f *testing.F) {
 // appendPending with encoding/json.
 func FuzzSummaryText(f *testing.F) {
 	for _, s := range []string{"src/app.py", "./x", "/etc/hosts", "main.go", "obj.attr", "a[1:2]", "https://x.io/a", "-rf", "../..", "\"README.md\",", "é/x", "x.PY",
-		"ls -la  src/app.py\t\n x\u00a0y\u2003z \xff end", "Traceback (most recent call last):", "make: *** build failed", "E rror: no", "ERROR", "ctl\x00\x1f\b\f\u2029 <&> \"q\" \\ é\xc3", "cat <<'EOF'\n\ta\v\a\x7f\x1b \"q\" \\ EOF\r", "ok\n failed: x\n\tError: y \r\nerror:\nFAILED ERROR\n failed"} {
+		"ls -la  src/app.py\t\n x\u00a0y\u2003z \xff end", "Traceback (most recent call last):", "make: *** build failed", "E rror: no", "ERROR", "ctl\x00\x1f\b\f\u2029 <&> \"q\" \\ é\xc3", "cat <<'EOF'\n\ta\v\a\x7f\x1b \"q\" \\ EOF\r", "ok\n failed: x\n\tError: y \r\nerror:\nFAILED ERROR\n failed", "tag \U000E0001 shy \u00ad nbsp \u00a0 box ─→ \U0001F600 \ufffd"} {
 		f.Add(s)
 	}
 	plainPath := func(w string) bool {

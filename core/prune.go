@@ -50,49 +50,66 @@ func indexCalls(msgs []message) callIndex {
 
 // keyArgument returns `name="value"` for the most telling argument of a call, or "".
 func keyArgument(c toolCall) string {
-	best, bestKey, bestVal := len(keyArgNames), "", ""
+	best := len(keyArgNames)
 	args := c.stringArgs(nil)
 	if len(args) == 0 {
 		args = c.stringArgs(keyArgNames) // big arguments that could not be walked are searched
 	}
-	for _, a := range args {
+	chosen := -1
+	for k, a := range args {
 		if rank := indexOf(keyArgNames, a.key); rank >= 0 && rank < best && !a.empty() {
-			best, bestKey, bestVal = rank, a.key, a.valueHead(keyArgMaxChars)
+			best, chosen = rank, k
 		}
 	}
-	for k := 0; bestKey == "" && k < len(args); k++ { // else the first string argument
+	for k := 0; chosen < 0 && k < len(args); k++ { // else the first string argument
 		if !args[k].empty() {
-			bestKey, bestVal = args[k].key, args[k].valueHead(keyArgMaxChars)
+			chosen = k
 		}
 	}
-	if bestKey == "" {
+	if chosen < 0 {
 		return ""
 	}
-	return bestKey + "=" + quote(truncateRunes(bestVal, keyArgMaxChars))
+	a := args[chosen]
+	return a.key + "=" + quote(truncateRunes(a.valueHead(keyArgMaxChars), keyArgMaxChars))
 }
 
 // namedEscapes are the control characters strconv.Quote writes by name.
 var namedEscapes = [' ']string{'\a': `\a`, '\b': `\b`, '\f': `\f`, '\n': `\n`, '\r': `\r`, '\t': `\t`, '\v': `\v`}
 
-// quote is strconv.Quote, with ASCII text (the usual path or command) written here
-// without strconv's per-rune checks; other text goes to strconv.
+// quote is strconv.Quote written out here: strconv's per-rune calls cost most in
+// wasm. Only a character that is neither ASCII nor printable asks strconv.IsPrint.
 func quote(s string) string {
 	const hex = "0123456789abcdef"
 	buf := make([]byte, 0, len(s)+8)
 	buf = append(buf, '"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c >= utf8.RuneSelf:
-			return strconv.Quote(s)
-		case c == '"' || c == '\\':
-			buf = append(buf, '\\', c)
-		case c >= ' ' && c < 0x7f:
-			buf = append(buf, c)
-		case c < ' ' && namedEscapes[c] != "":
-			buf = append(buf, namedEscapes[c]...)
-		default:
-			buf = append(buf, '\\', 'x', hex[c>>4], hex[c&0xF])
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				buf = append(buf, '\\', c)
+			case c >= ' ' && c < 0x7f:
+				buf = append(buf, c)
+			case c < ' ' && namedEscapes[c] != "":
+				buf = append(buf, namedEscapes[c]...)
+			default:
+				buf = append(buf, '\\', 'x', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			continue
 		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1: // a byte that is not UTF-8
+			buf = append(buf, '\\', 'x', hex[c>>4], hex[c&0xF])
+		case strconv.IsPrint(r):
+			buf = append(buf, s[i:i+size]...)
+		case r < 0x10000:
+			buf = append(buf, '\\', 'u', hex[r>>12&0xF], hex[r>>8&0xF], hex[r>>4&0xF], hex[r&0xF])
+		default:
+			buf = append(buf, '\\', 'U', '0', '0', hex[r>>20&0xF], hex[r>>16&0xF], hex[r>>12&0xF], hex[r>>8&0xF], hex[r>>4&0xF], hex[r&0xF])
+		}
+		i += size
 	}
 	return string(append(buf, '"'))
 }
