@@ -358,7 +358,7 @@ func FuzzStringArgs(f *testing.F) {
 // FuzzSummaryText: the summary's text scans and writers agree with their plain
 // definitions: nextWord with strings.Fields, hasErrorMarker with a strings.Contains
 // per marker, errorLines with a split into trimmed lines, the byte-wise
-// looksLikePath with the rule written with runes, quote with strconv.Quote, and
+// looksLikePath with the rule written with runes, appendQuote with strconv.Quote, and
 // appendPending with encoding/json.
 func FuzzSummaryText(f *testing.F) {
 	for _, s := range []string{"src/app.py", "./x", "/etc/hosts", "main.go", "obj.attr", "a[1:2]", "https://x.io/a", "-rf", "../..", "\"README.md\",", "é/x", "x.PY",
@@ -408,8 +408,8 @@ func FuzzSummaryText(f *testing.F) {
 		}
 		tool := message{role: "tool", contentRaw: string(text)}
 		require.Equal(t, lines, errorLines(&tool), "error lines of %q", s)
-		if got, want := quote(s), strconv.Quote(s); got != want {
-			t.Fatalf("quote(%q) = %s, strconv.Quote gives %s", s, got, want)
+		if got, want := string(appendQuote([]byte("x"), s)), "x"+strconv.Quote(s); got != want {
+			t.Fatalf("appendQuote(%q) = %s, strconv.Quote gives %s", s, got, want)
 		}
 		prompt := "\u2028" + s + "\xff"
 		sr := SummaryRequest{Messages: []ChatMessage{{Role: "system", Content: summarizerSystemPrompt}, {Role: "user", Content: prompt}}, TargetTokens: len(s), MaxTokens: -1, Iterative: len(s)%2 == 0, Middle: IndexRange{From: 1, To: len(s)}}

@@ -48,8 +48,9 @@ func indexCalls(msgs []message) callIndex {
 	return idx
 }
 
-// keyArgument returns `name="value"` for the most telling argument of a call, or "".
-func keyArgument(c toolCall) string {
+// appendKeyArgument appends `name="value"` for the most telling argument of a call,
+// or nothing.
+func appendKeyArgument(dst []byte, c toolCall) []byte {
 	best := len(keyArgNames)
 	args := c.stringArgs(nil)
 	if len(args) == 0 {
@@ -67,20 +68,21 @@ func keyArgument(c toolCall) string {
 		}
 	}
 	if chosen < 0 {
-		return ""
+		return dst
 	}
 	a := args[chosen]
-	return a.key + "=" + quote(truncateRunes(a.valueHead(keyArgMaxChars), keyArgMaxChars))
+	dst = append(append(dst, a.key...), '=')
+	return appendQuote(dst, truncateRunes(a.valueHead(keyArgMaxChars), keyArgMaxChars))
 }
 
 // namedEscapes are the control characters strconv.Quote writes by name.
 var namedEscapes = [' ']string{'\a': `\a`, '\b': `\b`, '\f': `\f`, '\n': `\n`, '\r': `\r`, '\t': `\t`, '\v': `\v`}
 
-// quote is strconv.Quote written out here: strconv's per-rune calls cost most in
-// wasm. Only a character that is neither ASCII nor printable asks strconv.IsPrint.
-func quote(s string) string {
+// appendQuote appends strconv.Quote(s), written out here: strconv's per-rune calls
+// cost most in wasm. Only a character that is neither ASCII nor printable asks
+// strconv.IsPrint.
+func appendQuote(buf []byte, s string) []byte {
 	const hex = "0123456789abcdef"
-	buf := make([]byte, 0, len(s)+8)
 	buf = append(buf, '"')
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -111,7 +113,7 @@ func quote(s string) string {
 		}
 		i += size
 	}
-	return string(append(buf, '"'))
+	return append(buf, '"')
 }
 
 // describeCall renders a call as name(key="value"), once per call: placeholders, the
@@ -122,7 +124,9 @@ func describeCall(c *toolCall) string {
 		if name == "" {
 			name = "tool"
 		}
-		c.described = name + "(" + keyArgument(*c) + ")"
+		b := make([]byte, 0, len(name)+2*keyArgMaxChars)
+		b = appendKeyArgument(append(append(b, name...), '('), *c)
+		c.described = bytesString(append(b, ')')) // b is not written again
 	}
 	return c.described
 }

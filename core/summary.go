@@ -227,32 +227,44 @@ func renderTurns(e *escapedText, msgs []message, calls callIndex, texts []string
 		if i == skip {
 			continue
 		}
+		// Written piece by piece, not concatenated first: every piece ends in ASCII,
+		// so escaping the pieces writes what escaping the whole would.
 		m := &msgs[i]
-		header := "[#" + strconv.Itoa(i) + " " + m.role
-		for k, id := range m.answers() {
+		e.text("[#")
+		e.b = strconv.AppendInt(e.b, int64(i), 10)
+		e.text(" ")
+		e.text(m.role)
+		answers := m.results
+		if m.role == "tool" {
+			answers = []string{m.resultFor}
+		}
+		for k, id := range answers {
 			if k == 0 {
-				header += " result of "
+				e.text(" result of ")
 			} else {
-				header += ", "
+				e.text(", ")
 			}
 			if c, ok := calls[id]; ok {
-				header += describeCall(c)
+				e.text(describeCall(c))
 			} else {
-				header += "an unknown call"
+				e.text("an unknown call")
 			}
 		}
-		e.text(header + "]\n")
+		e.text("]\n")
 		if len(m.contentRaw) > 0 && m.contentRaw[0] == '"' {
 			if len(m.contentRaw) > 2 {
 				excerptJSONTo(e, m.contentRaw, m.contentChars(), headC, tailC)
 				e.text("\n")
 			}
 		} else if text := truncateMiddle(texts[i-from], headC, tailC); text != "" {
-			e.text(text + "\n")
+			e.text(text)
+			e.text("\n")
 		}
 		for k := range m.calls {
 			c := &m.calls[k]
-			e.text("→ call " + c.name + " ")
+			e.text("→ call ")
+			e.text(c.name)
+			e.text(" ")
 			if c.args.Type == gjson.String {
 				excerptJSONTo(e, c.args.Raw, c.argsChars(), headC/2, tailC/2)
 			} else { // an Anthropic input object, in the same bytes whatever encoder sent it
@@ -278,7 +290,9 @@ func excerptJSONTo(e *escapedText, raw string, n, headC, tailC int) {
 		_, tail = jsonCharOffset(raw, n-tailC)
 	}
 	e.raw(raw[1:head])
-	e.text("\n…[" + formatCount(n-headC-tailC) + " characters omitted]…\n")
+	e.text("\n…[")
+	e.text(formatCount(n - headC - tailC))
+	e.text(" characters omitted]…\n")
 	e.raw(raw[tail : len(raw)-1])
 }
 
