@@ -331,7 +331,12 @@ func decodeString(raw string) string {
 	if len(raw) < 2 || raw[0] != '"' {
 		return ""
 	}
-	body := raw[1 : len(raw)-1]
+	return decodeBody(raw[1 : len(raw)-1])
+}
+
+// decodeBody is decodeString of the inside of a raw JSON string (no quotes). The
+// text is built in one buffer that becomes the string (no second copy).
+func decodeBody(body string) string {
 	k := strings.IndexByte(body, '\\')
 	if k < 0 {
 		return body
@@ -360,7 +365,7 @@ func decodeString(raw string) string {
 			buf = append(buf, body[1])
 		case 'u':
 			if len(body) < 6 {
-				return string(buf)
+				return bytesString(buf)
 			}
 			r, n6 := rune(hexValue(body[2:6])), 6
 			if r >= 0xD800 && r < 0xDC00 && len(body) >= 12 && body[6] == '\\' && body[7] == 'u' {
@@ -370,12 +375,12 @@ func decodeString(raw string) string {
 			}
 			buf, n = utf8.AppendRune(buf, r), n6
 		default:
-			return string(buf) // not an escape: stop, as gjson does
+			return bytesString(buf) // not an escape: stop, as gjson does
 		}
 		body = body[n:]
 		k = strings.IndexByte(body, '\\')
 	}
-	return string(append(buf, body...))
+	return bytesString(append(buf, body...))
 }
 
 // appendRawText appends the text that body (the inside of a raw JSON string, or a

@@ -42,7 +42,7 @@ func (a stringArg) value() string {
 	case !hasByte(a.lit[2:len(a.lit)-2], '\\'):
 		return a.lit[2 : len(a.lit)-2]
 	}
-	return decodeString(decodeString(`"` + a.lit + `"`))
+	return decodeString(decodeBody(a.lit)) // a.lit is the body of the arguments string
 }
 
 // valueHead returns the argument's text, or when it is long, a prefix of it that
@@ -320,8 +320,8 @@ func escapedArgString(raw, key string) (string, bool) {
 			if bs%4 != 1 { // 3: an escaped quote inside the value; 5: a backslash then the end
 				continue
 			}
-			once := decodeString(`"` + raw[start:j-1] + `"`) // undo the outer escaping
-			return decodeString(`"` + once + `"`), true
+			once := decodeBody(raw[start : j-1]) // undo the outer escaping
+			return decodeBody(once), true
 		}
 		return "", false
 	}
