@@ -524,7 +524,8 @@ func gjsonCanonical(dst []byte, v gjson.Result) []byte {
 	return append(dst, strings.TrimSpace(v.Raw)...)
 }
 
-// FuzzCanonicalJSON holds canonicalJSON (a raw walk) to its definition over gjson.
+// FuzzCanonicalJSON holds canonicalJSON (a raw walk) to its definition over gjson,
+// and canonicalLen to its length.
 func FuzzCanonicalJSON(f *testing.F) {
 	for _, s := range []string{
 		`{"path": "a/b.py", "n": 1.50, "ok": true, "x": null}`, ` [1, "\u00e9\n\/", {"k\u0079": [ ]}, -0e5 ] `,
@@ -539,6 +540,9 @@ func FuzzCanonicalJSON(f *testing.F) {
 		v := gjson.Parse(s)
 		if got, want := string(canonicalJSON(nil, v)), string(gjsonCanonical(nil, v)); got != want {
 			t.Fatalf("canonicalJSON(%s) = %s, over gjson %s", s, got, want)
+		}
+		if got, want := canonicalLen(strings.TrimSpace(v.Raw)), len(canonicalJSON(nil, v)); got != want {
+			t.Fatalf("canonicalLen(%s) = %d, canonicalJSON is %d bytes", s, got, want)
 		}
 	})
 }

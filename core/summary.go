@@ -268,7 +268,8 @@ func renderTurns(e *escapedText, msgs []message, calls callIndex, texts []string
 			if c.args.Type == gjson.String {
 				excerptJSONTo(e, c.args.Raw, c.argsChars(), headC/2, tailC/2)
 			} else { // an Anthropic input object, in the same bytes whatever encoder sent it
-				e.text(truncateMiddle(string(canonicalJSON(nil, gjson.Parse(c.args.Raw))), headC/2, tailC/2))
+				text := canonicalJSON(make([]byte, 0, len(c.args.Raw)), gjson.Parse(c.args.Raw))
+				e.text(truncateMiddle(bytesString(text), headC/2, tailC/2)) // text is not written again
 			}
 			e.text("\n")
 		}

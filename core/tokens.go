@@ -247,7 +247,40 @@ func (c tokenCounter) value(v gjson.Result) int {
 // text (see canonicalJSON), so the estimate does not depend on how the caller's
 // JSON encoder spaced or escaped it.
 func rawTokens(v gjson.Result) int {
-	return (len(canonicalJSON(nil, v)) + roughCharsPerToken - 1) / roughCharsPerToken
+	n := 0
+	if v.Raw != "" {
+		n = canonicalLen(strings.TrimSpace(v.Raw))
+	} else {
+		n = len(canonicalJSON(nil, v))
+	}
+	return (n + roughCharsPerToken - 1) / roughCharsPerToken
+}
+
+// canonicalLen is len(canonicalJSON) of the raw JSON value raw (valid, trimmed),
+// measured without writing the text: only strings with escapes are decoded.
+func canonicalLen(raw string) int {
+	switch raw[0] {
+	case '"':
+		if !hasByte(raw[1:len(raw)-1], '\\') {
+			return len(raw)
+		}
+		return len(appendJSONString(nil, decodeString(raw)))
+	case '{':
+		n := 1 // the braces and the commas: one each per member, and one more
+		forEachField(raw, func(key, value string) bool {
+			n += len(appendJSONString(nil, key)) + 1 + canonicalLen(value) + 1 // the colon, and a comma or the brace
+			return true
+		})
+		return max(n, 2)
+	case '[':
+		n := 1
+		forEachElement(raw, func(e string) bool {
+			n += canonicalLen(e) + 1
+			return true
+		})
+		return max(n, 2)
+	}
+	return len(raw)
 }
 
 // canonicalJSON appends v as compact JSON: no insignificant whitespace, object keys

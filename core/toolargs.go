@@ -133,6 +133,7 @@ func escapedFields(raw string, keep func(string) bool) (out []stringArg, ok bool
 	if i >= len(s) || s[i] != '{' {
 		return nil, false
 	}
+	out = make([]stringArg, 0, 4) // most calls have a few string arguments: one allocation
 	i++
 	for first := true; ; first = false {
 		i = skipEscapedSpace(s, i)
