@@ -89,7 +89,7 @@ func BenchmarkCompactPhases(b *testing.B) {
 	phase("parse", func(k int) { parseCompactRequest(gjson.Parse(bytesString(reqs[k]))) })
 	phase("plan", func(k int) { parsed[k].plan() })
 	phase("summary", func(k int) { extractiveSummary(parsed[k].msgs, plans[k], "benchmark") })
-	phase("finish", func(k int) { parsed[k].finish(plans[k], "a summary", "").write(false) })
+	phase("finish", func(k int) { parsed[k].finish(plans[k], "a summary", "").appendTo(nil, false) })
 	phase("summary request", func(k int) {
 		sr := buildSummaryRequest(parsed[k].msgs, plans[k], parsed[k].cfg.Compression)
 		appendPending(nil, "ccs1.0.0.0", &sr)

@@ -2,6 +2,7 @@ package core
 
 import (
 	"encoding/json"
+	"slices"
 	"hash/fnv"
 	"sort"
 	"strconv"
@@ -469,8 +470,8 @@ func sortArchived(a []archivedMsg) {
 	})
 }
 
-// write renders a finished outcome as the op result.
-func (o *compactOutcome) write(refs bool) []byte {
+// appendTo appends a finished outcome as the op result.
+func (o *compactOutcome) appendTo(b []byte, refs bool) []byte {
 	size := 64
 	for _, m := range o.out {
 		size += len(m.raw) + 1
@@ -481,7 +482,7 @@ func (o *compactOutcome) write(refs bool) []byte {
 		}
 	}
 	report := mustMarshal(o.report)
-	b := make([]byte, 0, size+len(report)+len(o.system)+16*len(o.archived))
+	b = slices.Grow(b, size+len(report)+len(o.system)+16*len(o.archived)+1) // and the envelope's '}'
 	b = append(b, `{"done":true,"messages":`...)
 	b = writeMessages(b, o.out, refs)
 	if o.system != "" {
@@ -534,25 +535,25 @@ func writeMessages(b []byte, out []outMsg, refs bool) []byte {
 	return append(b, ']')
 }
 
-func opCompactBegin(req opRequest) ([]byte, error) {
+func opCompactBegin(req opRequest, dst []byte) ([]byte, error) {
 	r, err := parseCompactParams(req.params)
 	if err != nil {
 		return nil, err
 	}
 	o, p, done := r.begin()
 	if done {
-		return o.write(r.refs), nil
+		return o.appendTo(dst, r.refs), nil
 	}
 	sr := buildSummaryRequest(r.msgs, p, r.cfg.Compression)
 	state := r.stateFor(p)
-	out := appendPending(nil, state, &sr)
+	out := appendPending(dst, state, &sr)
 	if req.owned {
 		keepPending(req.params, len(req.Raw), state, r, p)
 	}
 	return out, nil
 }
 
-func opCompactFinish(q opRequest) ([]byte, error) {
+func opCompactFinish(q opRequest, dst []byte) ([]byte, error) {
 	req := q.params
 	sv := req.Get("state")
 	r, p, begun := takePending(req, sv.Str)
@@ -592,5 +593,5 @@ func opCompactFinish(q opRequest) ([]byte, error) {
 		}
 		summary = ""
 	}
-	return r.finish(p, summary, failure).write(r.refs), nil
+	return r.finish(p, summary, failure).appendTo(dst, r.refs), nil
 }

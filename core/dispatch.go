@@ -18,9 +18,19 @@ const MaxNestingDepth = 1000
 // CodeInputTooLarge instead of exhausting a wasm instance's memory.
 const MaxRequestBytes = 256 << 20
 
-// handler runs one op on the parsed request object and returns the JSON of its
-// result (without the {"result": ...} envelope).
-type handler func(req opRequest) ([]byte, error)
+// handler runs one op on the parsed request object and appends the JSON of its
+// result to dst, which holds the start of the response envelope: a large result
+// (a whole conversation, a summary request) is written once, not built and then
+// copied into the envelope.
+type handler func(req opRequest, dst []byte) ([]byte, error)
+
+// returning makes the handler of an op that returns its result's JSON.
+func returning(op func(req opRequest) ([]byte, error)) handler {
+	return func(req opRequest, dst []byte) ([]byte, error) {
+		result, err := op(req)
+		return append(dst, result...), err
+	}
+}
 
 // opRequest is an op's parameters: the JSON object, and its top-level fields as
 // the validating pass found them, so no op reads the (large) request again to
@@ -59,20 +69,20 @@ var ops map[string]handler
 
 func init() {
 	ops = map[string]handler{
-		"info":              opInfo,
-		"threshold.resolve": opThresholdResolve,
-		"should_compress":   opShouldCompress,
-		"hygiene.check":     opHygieneCheck,
-		"prune":             opPrune,
-		"sanitize":          opSanitize,
-		"validate":          opValidate,
+		"info":              returning(opInfo),
+		"threshold.resolve": returning(opThresholdResolve),
+		"should_compress":   returning(opShouldCompress),
+		"hygiene.check":     returning(opHygieneCheck),
+		"prune":             returning(opPrune),
+		"sanitize":          returning(opSanitize),
+		"validate":          returning(opValidate),
 		"compact.begin":     opCompactBegin,
 		"compact.finish":    opCompactFinish,
-		"cache.apply":       opCacheApply,
-		"cache.policy":      opCachePolicy,
-		"cache.simulate":    opCacheSimulate,
-		"tokens.count":      opTokensCount,
-		"tokens.calibrate":  opTokensCalibrate,
+		"cache.apply":       returning(opCacheApply),
+		"cache.policy":      returning(opCachePolicy),
+		"cache.simulate":    returning(opCacheSimulate),
+		"tokens.count":      returning(opTokensCount),
+		"tokens.calibrate":  returning(opTokensCalibrate),
 	}
 }
 
@@ -152,14 +162,11 @@ func dispatch(op string, req opRequest) (out []byte) {
 			out = errorEnvelope(errorf(CodeInternal, "", "internal error in %s: %v", op, r))
 		}
 	}()
-	result, err := h(req)
+	out, err := h(req, append(make([]byte, 0, 64), `{"result":`...))
 	if err != nil {
 		return errorEnvelope(err)
 	}
-	buf := make([]byte, 0, len(result)+12)
-	buf = append(buf, `{"result":`...)
-	buf = append(buf, result...)
-	return append(buf, '}')
+	return append(out, '}')
 }
 
 func errorEnvelope(err error) []byte {

@@ -324,6 +324,7 @@ func truncateMiddle(s string, headC, tailC int) string {
 // marshal(CompactResult{State: state, SummaryRequest: ...}) writes for ask (a test
 // holds the two equal), with the system prompt and ask's escaped user prompt.
 func appendPending(dst []byte, state string, ask *summaryAsk) []byte {
+	dst = slices.Grow(dst, len(ask.prompt)+len(summarizerSystemPrompt)+2*len(state)+256)
 	dst = append(dst, `{"done":false`...)
 	if state != "" { // omitempty
 		dst = append(dst, `,"state":`...)
