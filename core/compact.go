@@ -2,8 +2,8 @@ package core
 
 import (
 	"encoding/json"
-	"slices"
 	"hash/fnv"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
