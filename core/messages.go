@@ -279,14 +279,14 @@ var knownRoles = []string{"system", "developer", "user", "assistant", "tool"}
 // is not an object, an unknown role, a content of the wrong type, malformed
 // tool_calls) are invalid_messages errors with a JSON-pointer path; broken tool
 // pairing is not an error here: compaction repairs it and validate reports it.
-func parseMessages(v gjson.Result, tc tokenCounter) ([]message, error) {
+func parseMessages(v gjson.Result, tc tokenCounter, count int) ([]message, error) {
 	if !v.Exists() {
 		return nil, errorf(CodeInvalidMessages, "/messages", "messages is required: an array of chat messages")
 	}
 	if !v.IsArray() {
 		return nil, errorf(CodeInvalidMessages, "/messages", "messages must be an array of chat messages")
 	}
-	msgs := make([]message, 0, 64)
+	msgs := make([]message, 0, max(count, 16)) // count: the messages checkJSON found, if known
 	arr := v.Raw
 	for i := skipSpace(arr, 0) + 1; ; { // past the '['
 		i = skipSpace(arr, i)
