@@ -1,10 +1,6 @@
 package core
 
-import (
-	"sync"
-
-	"github.com/tidwall/gjson"
-)
+import "sync"
 
 // A compaction that compact.begin left waiting for the host's summary is kept for
 // compact.finish, so finishing the same request on the same instance does not read,
@@ -135,18 +131,9 @@ func finishRequest(op string, request []byte) (q opRequest, ok bool) {
 	}
 	rest := make([]byte, 0, len(request)-len(msgs)+1)
 	rest = append(append(rest, request[:len(request)-1-len(msgs)]...), '0', '}')
-	var members []member
-	if valid, depth := checkJSON(rest, &members); !valid || depth > MaxNestingDepth {
+	req, members, name, err := readEnvelope(op, rest)
+	if err != nil || name != "compact.finish" {
 		return q, false
-	}
-	req := gjson.ParseBytes(rest)
-	if !req.IsObject() {
-		return q, false
-	}
-	if op == "" {
-		if v := req.Get("op"); v.Type != gjson.String || v.Str != "compact.finish" {
-			return q, false
-		}
 	}
 	for k := len(members) - 1; k >= 0; k-- {
 		if members[k].key == `"messages"` {

@@ -119,37 +119,44 @@ func serve(op string, request []byte) []byte {
 	if q, ok := finishRequest(op, request); ok {
 		return dispatch("compact.finish", q)
 	}
-	var members []member
-	if valid, depth := checkJSON(request, &members); !valid {
-		return errorEnvelope(errorf(CodeInvalidJSON, "", "request is not valid JSON"))
-	} else if depth > MaxNestingDepth {
-		return errorEnvelope(errorf(CodeInputTooLarge, "", "request nests arrays and objects more than %d levels deep", MaxNestingDepth))
-	}
-	text := bytesString(request) // no copy: nothing returned aliases the request
-	req := gjson.Parse(text)
-	if !req.IsObject() {
-		if op != "" {
-			return errorEnvelope(errorf(CodeInvalidRequest, "", "request must be a JSON object"))
-		}
-		return errorEnvelope(errorf(CodeInvalidRequest, "", "request must be a JSON object with an \"op\" field"))
-	}
-	if op == "" {
-		v := req.Get("op")
-		if v.Type != gjson.String {
-			return errorEnvelope(errorf(CodeInvalidRequest, "/op", "\"op\" must be a string naming an operation"))
-		}
-		op = v.Str
+	req, members, op, err := readEnvelope(op, request)
+	if err != nil {
+		return errorEnvelope(err)
 	}
 	owned := false
 	if op == "compact.begin" && len(request) <= pendingMaxRequest && !builtinSummarizer(members) {
 		// What begin parses is kept for compact.finish (compact_pending.go): it
 		// must point into a copy the core owns.
-		text, owned = ownMembers(request, members), true
-		req = gjson.Parse(text)
+		req, owned = gjson.Parse(ownMembers(request, members)), true
 	}
 	q := newOpRequest(req, members)
 	q.owned = owned
 	return dispatch(op, q)
+}
+
+// readEnvelope validates request, a JSON object, and returns it with its top-level
+// members and its op: the one given, or else its "op" field. The request is read in
+// place: nothing returned is a copy.
+func readEnvelope(op string, request []byte) (req gjson.Result, members []member, name string, err error) {
+	if valid, depth := checkJSON(request, &members); !valid {
+		return req, nil, "", errorf(CodeInvalidJSON, "", "request is not valid JSON")
+	} else if depth > MaxNestingDepth {
+		return req, nil, "", errorf(CodeInputTooLarge, "", "request nests arrays and objects more than %d levels deep", MaxNestingDepth)
+	}
+	req = gjson.Parse(bytesString(request))
+	switch {
+	case !req.IsObject() && op != "":
+		return req, nil, "", errorf(CodeInvalidRequest, "", "request must be a JSON object")
+	case !req.IsObject():
+		return req, nil, "", errorf(CodeInvalidRequest, "", "request must be a JSON object with an \"op\" field")
+	case op != "":
+		return req, members, op, nil
+	}
+	v := req.Get("op")
+	if v.Type != gjson.String {
+		return req, nil, "", errorf(CodeInvalidRequest, "/op", "\"op\" must be a string naming an operation")
+	}
+	return req, members, v.Str, nil
 }
 
 func dispatch(op string, req opRequest) (out []byte) {
