@@ -145,8 +145,7 @@ func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig, f
 // messages: a slice, not a map (a few pruned messages in a run of the tail).
 type prunedSet struct {
 	from int
-	raw  []string // raw[k] is message from+k pruned; "" when it is not
-	n    int
+	raw  []string // raw[k] is message from+k pruned; "" when it is not; ends with one that is
 }
 
 func (s *prunedSet) add(i int, raw string) {
@@ -154,8 +153,10 @@ func (s *prunedSet) add(i int, raw string) {
 		s.raw = append(s.raw, "")
 	}
 	s.raw[i-s.from] = raw
-	s.n++
 }
+
+// empty reports whether no message is pruned.
+func (s *prunedSet) empty() bool { return len(s.raw) == 0 }
 
 // at returns the pruned JSON of message i, if it is pruned.
 func (s *prunedSet) at(i int) (string, bool) {

@@ -326,7 +326,7 @@ func (r *compactRequest) begin() (*compactOutcome, plan, bool) {
 	}
 	p := r.plan()
 	if p.tailStart <= p.headEnd {
-		if p.pruned.n == 0 {
+		if p.pruned.empty() {
 			return r.unchanged("nothing_to_compact"), p, true
 		}
 		return r.finish(p, "", ""), p, true

@@ -152,7 +152,7 @@ func truncateRunes(s string, n int) string {
 func prunable(m *message) (int, bool) {
 	if len(m.results) > 0 {
 		chars := 0
-		forEachLongResult(m, func(_, _, _ string, n int) { chars += n })
+		forEachLongResult(m, func(_, _ string, n int) { chars += n })
 		return chars, chars > 0
 	}
 	raw := m.contentRaw
@@ -183,7 +183,7 @@ func prunedMessage(m *message, calls callIndex, chars int) string {
 	// Anthropic: each long tool_result block's content gets a placeholder.
 	var content strings.Builder
 	done := 0 // m.contentRaw[:done] is written
-	forEachLongResult(m, func(_, c, id string, n int) {
+	forEachLongResult(m, func(c, id string, n int) {
 		off := offsetIn(m.contentRaw, c)
 		content.WriteString(m.contentRaw[done:off])
 		content.WriteString(setString(placeholder(calls, id, n)))
@@ -225,7 +225,7 @@ func placeholder(calls callIndex, id string, chars int) string {
 // forEachLongResult calls fn with each tool_result block of an Anthropic message
 // whose content is longer than pruneMinChars characters and not yet pruned, with
 // that content's raw JSON (in the block, in m.contentRaw).
-func forEachLongResult(m *message, fn func(block, content, id string, chars int)) {
+func forEachLongResult(m *message, fn func(content, id string, chars int)) {
 	forEachElement(m.contentRaw, func(block string) bool {
 		if block[0] != '{' || decodeString(rawField(block, "type")) != "tool_result" {
 			return true
@@ -241,7 +241,7 @@ func forEachLongResult(m *message, fn func(block, content, id string, chars int)
 			n = utf8.RuneCountInString(contentText(gjson.Parse(c)))
 		}
 		if n > pruneMinChars {
-			fn(block, c, decodeString(rawField(block, "tool_use_id")), n)
+			fn(c, decodeString(rawField(block, "tool_use_id")), n)
 		}
 		return true
 	})

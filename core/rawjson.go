@@ -428,7 +428,7 @@ func appendRawText(dst []byte, body string) []byte {
 		}
 		dst = append(dst, body[start:i]...)
 		if b == '\\' {
-			dst = appendTextBody(dst, decodeString(`"`+body[i:i+n]+`"`))
+			dst = appendTextBody(dst, decodeBody(body[i:i+n]))
 		} else {
 			dst = appendTextBody(dst, body[i:i+n])
 		}

@@ -234,11 +234,7 @@ func renderTurns(e *escapedText, msgs []message, calls callIndex, texts []string
 		e.b = strconv.AppendInt(e.b, int64(i), 10)
 		e.text(" ")
 		e.text(m.role)
-		answers := m.results
-		if m.role == "tool" {
-			answers = []string{m.resultFor}
-		}
-		for k, id := range answers {
+		for k, id := range m.answers() {
 			if k == 0 {
 				e.text(" result of ")
 			} else {
@@ -268,7 +264,7 @@ func renderTurns(e *escapedText, msgs []message, calls callIndex, texts []string
 			if c.args.Type == gjson.String {
 				excerptJSONTo(e, c.args.Raw, c.argsChars(), headC/2, tailC/2)
 			} else { // an Anthropic input object, in the same bytes whatever encoder sent it
-				text := canonicalJSON(make([]byte, 0, len(c.args.Raw)), gjson.Parse(c.args.Raw))
+				text := canonicalJSON(make([]byte, 0, len(c.args.Raw)), c.args)
 				e.text(truncateMiddle(bytesString(text), headC/2, tailC/2)) // text is not written again
 			}
 			e.text("\n")
