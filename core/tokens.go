@@ -264,11 +264,11 @@ func canonicalLen(raw string) int {
 		if !hasByte(raw[1:len(raw)-1], '\\') {
 			return len(raw)
 		}
-		return len(appendJSONString(nil, decodeString(raw)))
+		return jsonStringLen(decodeString(raw))
 	case '{':
 		n := 1 // the braces and the commas: one each per member, and one more
 		forEachField(raw, func(key, value string) bool {
-			n += len(appendJSONString(nil, key)) + 1 + canonicalLen(value) + 1 // the colon, and a comma or the brace
+			n += jsonStringLen(key) + 1 + canonicalLen(value) + 1 // the colon, and a comma or the brace
 			return true
 		})
 		return max(n, 2)
@@ -337,6 +337,15 @@ func appendCanonical(dst []byte, raw string) []byte {
 		return append(dst, ']')
 	}
 	return append(dst, raw...)
+}
+
+// jsonStringLen is len(appendJSONString(nil, s)), written out only when s has
+// something to escape.
+func jsonStringLen(s string) int {
+	if stringRun(s, 0) == len(s) {
+		return len(s) + 2
+	}
+	return len(appendJSONString(nil, s))
 }
 
 func appendJSONString(dst []byte, s string) []byte {
