@@ -132,11 +132,11 @@ func (p params) Get(key string) gjson.Result {
 }
 
 func parseCompactRequest(q gjson.Result) (*compactRequest, error) {
-	return parseCompactParams(paramsOf(q), 0)
+	return parseCompactParams(paramsOf(q), nil)
 }
 
 // parseCompactParams is parseCompactRequest of a request's fields.
-func parseCompactParams(req params, count int) (*compactRequest, error) {
+func parseCompactParams(req params, known *arrayParts) (*compactRequest, error) {
 	r := &compactRequest{summarizer: SummarizerHost}
 	var err error
 	if r.cfg, err = parseConfig(req.Get("config"), "/config"); err != nil {
@@ -146,7 +146,7 @@ func parseCompactParams(req params, count int) (*compactRequest, error) {
 		return nil, err
 	}
 	mv := req.Get("messages")
-	if r.msgs, err = parseMessages(mv, r.tc, count); err != nil {
+	if r.msgs, err = parseMessages(mv, r.tc, known); err != nil {
 		return nil, err
 	}
 	r.msgsRaw, r.cfgRaw = mv.Raw, req.Get("config").Raw
@@ -536,7 +536,7 @@ func writeMessages(b []byte, out []outMsg, refs bool) []byte {
 }
 
 func opCompactBegin(req opRequest, dst []byte) ([]byte, error) {
-	r, err := parseCompactParams(req.params, len(req.elements["messages"]))
+	r, err := parseCompactParams(req.params, req.arrays["messages"])
 	if err != nil {
 		return nil, err
 	}
@@ -559,7 +559,7 @@ func opCompactFinish(q opRequest, dst []byte) ([]byte, error) {
 	r, p, begun := takePending(req, sv.Str)
 	if !begun {
 		var err error
-		if r, err = parseCompactParams(req, len(q.elements["messages"])); err != nil {
+		if r, err = parseCompactParams(req, q.arrays["messages"]); err != nil {
 			return nil, err
 		}
 	}

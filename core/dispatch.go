@@ -38,8 +38,8 @@ func returning(op func(req opRequest) ([]byte, error)) handler {
 type opRequest struct {
 	gjson.Result
 	params params
-	// elements holds the elements of the fields that are arrays (messages).
-	elements map[string][]string
+	// arrays holds what validation found in the fields that are arrays (messages).
+	arrays map[string]*arrayParts
 	// owned is true when the request lies in memory the core owns, so what is
 	// parsed from it may be kept after the call.
 	owned bool
@@ -48,17 +48,18 @@ type opRequest struct {
 // newOpRequest makes the opRequest of a validated request and the members
 // checkJSON recorded. As in paramsOf, the last of duplicate keys wins.
 func newOpRequest(req gjson.Result, members []member) opRequest {
-	r := opRequest{Result: req, params: make(params, len(members)), elements: map[string][]string{}}
-	for _, m := range members {
+	r := opRequest{Result: req, params: make(params, len(members)), arrays: map[string]*arrayParts{}}
+	for i := range members {
+		m := &members[i]
 		k := m.key[1 : len(m.key)-1]
 		if hasByte(k, '\\') {
 			k = decodeString(m.key)
 		}
 		r.params[k] = rawValue(m.value)
 		if m.value[0] == '[' {
-			r.elements[k] = m.elements
+			r.arrays[k] = &m.arrayParts
 		} else {
-			delete(r.elements, k) // a later duplicate that is not an array
+			delete(r.arrays, k) // a later duplicate that is not an array
 		}
 	}
 	return r

@@ -221,7 +221,7 @@ func TestDeepNestingIsRejected(t *testing.T) {
 // members it records of an object are the fields walkObject finds, with the
 // elements forEachElement finds in those that are arrays.
 func FuzzCheckJSON(f *testing.F) {
-	for _, s := range []string{`{"a":[1,2.5e-3,{"b":null}],"c":"x\"\u00e9\\"}`, `[]`, `{}`, ` [ ] `, `[1,]`, `{"a":1,}`, `{"a" 1}`,
+	for _, s := range []string{`{"messages":[{"role":"user","content":"h\u00e9llo \ud83d\ude00 中文"},{"content":null,"c\u006fntent":"x"},[],3]}`, `{"a":[1,2.5e-3,{"b":null}],"c":"x\"\u00e9\\"}`, `[]`, `{}`, ` [ ] `, `[1,]`, `{"a":1,}`, `{"a" 1}`,
 		`-0.1E+5`, `01`, `1.`, `-`, `"\u12"`, "\"a\tb\"", `"\x"`, `[[[]]`, `[}`, `{]`, `tru`, `nulll`, `"é\ud83d"`, ``, `   `, `{"a":{"b":[{}]}} x`} {
 		f.Add([]byte(s))
 	}
@@ -252,7 +252,37 @@ func FuzzCheckJSON(f *testing.F) {
 				})
 			}
 			require.Equal(t, elements, m.elements, "the elements of %s in %s", m.value, data)
-			m.elements = nil
+			if m.value[0] == '[' {
+				require.Len(t, m.firstField, len(elements)+1, "where the fields of each element of %s start", m.value)
+				require.Equal(t, len(m.value), m.size, "the length of the array the fields are offsets in")
+				for e, raw := range elements {
+					type field struct {
+						key, value                string
+						roughTokens1, roughChars1 int32
+					}
+					var want, got []field
+					if raw[0] == '{' {
+						walkObject(raw, 0, func(k, v string) bool {
+							want = append(want, field{key: k, value: v})
+							return true
+						})
+					}
+					recorded, ok := m.fieldsOf(e)
+					require.True(t, ok)
+					for j := range recorded {
+						f := &recorded[j]
+						key, value := f.key(m.value), f.value(m.value)
+						// A string content is counted when its key is written plainly.
+						if j < len(want) && key == `"content"` && value[0] == '"' {
+							tokens, chars := roughString(value)
+							want[j].roughTokens1, want[j].roughChars1 = int32(tokens+1), int32(chars+1)
+						}
+						got = append(got, field{decodeString(key), value, f.roughTokens1, f.roughChars1})
+					}
+					require.Equal(t, want, got, "the fields of %s", raw)
+				}
+			}
+			m.arrayParts = arrayParts{}
 		}
 		require.Equal(t, fields, members, "the fields of %s", data)
 		deepest, level, text := 0, 0, string(data)
@@ -543,6 +573,32 @@ func FuzzCanonicalJSON(f *testing.F) {
 		}
 		if got, want := canonicalLen(strings.TrimSpace(v.Raw)), len(canonicalJSON(nil, v)); got != want {
 			t.Fatalf("canonicalLen(%s) = %d, canonicalJSON is %d bytes", s, got, want)
+		}
+	})
+}
+
+// FuzzValidRoughString: validating and counting a JSON string in one pass agrees
+// with validString, and on valid strings with roughString.
+func FuzzValidRoughString(f *testing.F) {
+	for _, s := range []string{`"plain ascii text that is longer than eight bytes"`, `"a\nb\t\"c\"\\d\/"`, `"\u00e9\ud83d\ude00"`,
+		`"\ud83d\u0041"`, `"\ud83d\u00"`, `"\ud83d"`, `"中文かな한국어 mixed"`, "\"\xe2\x82\"", "\"tab\there\"", `"\x"`, `"unterminated`, `""`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if s == "" || s[0] != '"' {
+			s = `"` + s
+		}
+		end, ok := validString(s, 0)
+		fEnd, fOK, tokens, chars := validRoughString(s, 0)
+		if fOK != ok {
+			t.Fatalf("validRoughString(%q) ok = %v, validString says %v", s, fOK, ok)
+		}
+		if !ok {
+			return
+		}
+		wantTokens, wantChars := roughString(s[:end])
+		if fEnd != end || tokens != wantTokens || chars != wantChars {
+			t.Fatalf("validRoughString(%q) = %d, %d tokens, %d chars; want %d, %d, %d", s, fEnd, tokens, chars, end, wantTokens, wantChars)
 		}
 	})
 }

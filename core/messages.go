@@ -31,6 +31,9 @@ type message struct {
 	// chars1 is the number of characters of a string content plus one; 0 until
 	// counted (see contentChars).
 	chars1 int
+	// contentTokens1 is roughString of a string content plus one, when validation
+	// counted it; else 0.
+	contentTokens1 int
 }
 
 type toolCall struct {
@@ -279,14 +282,37 @@ var knownRoles = []string{"system", "developer", "user", "assistant", "tool"}
 // is not an object, an unknown role, a content of the wrong type, malformed
 // tool_calls) are invalid_messages errors with a JSON-pointer path; broken tool
 // pairing is not an error here: compaction repairs it and validate reports it.
-func parseMessages(v gjson.Result, tc tokenCounter, count int) ([]message, error) {
+func parseMessages(v gjson.Result, tc tokenCounter, known *arrayParts) ([]message, error) {
 	if !v.Exists() {
 		return nil, errorf(CodeInvalidMessages, "/messages", "messages is required: an array of chat messages")
 	}
 	if !v.IsArray() {
 		return nil, errorf(CodeInvalidMessages, "/messages", "messages must be an array of chat messages")
 	}
+	count := 0
+	if known != nil {
+		count = len(known.elements)
+	}
 	msgs := make([]message, 0, max(count, 16)) // count: the messages checkJSON found, if known
+	add := func(m message) {
+		if tc.exact == nil {
+			m.tokens = tc.scaled(tc.roughView(&m))
+		} else {
+			m.tokens = tc.message(rawValue(m.raw))
+		}
+		msgs = append(msgs, m)
+	}
+	if known.hasFields(v.Raw) { // the validating pass found every message and its fields
+		for k, raw := range known.elements {
+			fields, _ := known.fieldsOf(k)
+			m, err := readMessageFields(v.Raw, raw, fields, func() string { return pointer("/messages", k) })
+			if err != nil {
+				return nil, err
+			}
+			add(m)
+		}
+		return msgs, nil
+	}
 	arr := v.Raw
 	for i := skipSpace(arr, 0) + 1; ; { // past the '['
 		i = skipSpace(arr, i)
@@ -302,12 +328,7 @@ func parseMessages(v gjson.Result, tc tokenCounter, count int) ([]message, error
 		if err != nil {
 			return nil, err
 		}
-		if tc.exact == nil {
-			m.tokens = tc.scaled(tc.roughView(&m))
-		} else {
-			m.tokens = tc.message(rawValue(m.raw))
-		}
-		msgs = append(msgs, m)
+		add(m)
 		i = end
 	}
 }
@@ -320,80 +341,128 @@ func parseMessage(mv gjson.Result, path string) (message, error) {
 }
 
 // readMessage reads the message object that starts at s[i] in one walk over its
-// fields, and returns the index just past it. path builds the message's JSON pointer
-// only when there is an error to report.
+// fields, and returns where it ends; path gives its JSON pointer, for errors.
 func readMessage(s string, i int, path func() string) (m message, end int, err error) {
 	if i >= len(s) || s[i] != '{' {
 		m.raw = s[i:skipValue(s, i)]
 		return m, 0, errorf(CodeInvalidMessages, path(), "a message must be a JSON object")
 	}
-	var calls string // the raw tool_calls, read in place as the walk meets them
-	var parsed []toolCall
+	r := messageReader{m: &m, path: path}
 	end = walkFields(s, i, func(k string, v int) int {
-		if k == "tool_calls" && s[v] == '[' {
+		if k == "tool_calls" && s[v] == '[' { // read in place: the walk needs its end
 			var vEnd int
-			parsed, vEnd = readToolCalls(s, v)
+			r.parsed, vEnd = readToolCalls(s, v)
 			if vEnd > v {
-				calls = s[v:vEnd]
+				r.calls = s[v:vEnd]
 			}
 			return vEnd
 		}
 		vEnd := skipValue(s, v)
-		if vEnd <= v {
-			return -1
-		}
-		raw := s[v:vEnd]
-		switch k {
-		case "role":
-			if raw[0] != '"' {
-				err = errorf(CodeInvalidMessages, path()+"/role", "role must be a string")
-			}
-			m.role = decodeString(raw)
-		case "content":
-			if raw[0] != '"' && raw[0] != 'n' && raw[0] != '[' {
-				err = errorf(CodeInvalidMessages, path()+"/content", "content must be a string, null or an array of parts")
-			}
-			m.contentRaw = raw
-		case "tool_calls":
-			calls = raw
-		case "tool_call_id":
-			if raw[0] == '"' {
-				m.resultFor = decodeString(raw)
-			}
-		}
-		if err != nil {
+		if vEnd <= v || !r.field(k, s[v:vEnd]) {
 			return -1
 		}
 		return vEnd
 	})
-	if err != nil {
-		return m, 0, err
+	if r.err != nil {
+		return m, 0, r.err
 	}
 	if end < 0 { // unreachable on validated input; refuse rather than misread
 		return m, 0, errorf(CodeInvalidMessages, path(), "a message must be a JSON object")
 	}
 	m.raw = s[i:end]
+	return m, end, r.finish()
+}
+
+// readMessageFields is readMessage of a message whose fields checkJSON recorded in
+// array, the text of the messages: nothing is walked or skipped again, and a string
+// content comes counted.
+func readMessageFields(array, raw string, fields []elementField, path func() string) (m message, err error) {
+	m.raw = raw
+	if raw[0] != '{' {
+		return m, errorf(CodeInvalidMessages, path(), "a message must be a JSON object")
+	}
+	r := messageReader{m: &m, path: path}
+	for i := range fields {
+		f := &fields[i]
+		key, value := f.key(array), f.value(array)
+		k := key[1 : len(key)-1]
+		if hasByte(k, '\\') {
+			k = decodeString(key)
+		}
+		if k == "tool_calls" && value[0] == '[' {
+			r.parsed, _ = readToolCalls(value, 0)
+			r.calls = value
+			continue
+		}
+		if !r.field(k, value) {
+			return m, r.err
+		}
+		if k == "content" {
+			m.contentTokens1 = int(f.roughTokens1)
+			m.chars1 = int(f.roughChars1)
+		}
+	}
+	return m, r.finish()
+}
+
+// messageReader holds what the fields of one message tell, as they are read.
+type messageReader struct {
+	m      *message
+	path   func() string
+	calls  string     // the raw tool_calls
+	parsed []toolCall // read from calls when it is an array
+	err    error
+}
+
+// field reads one field of the message (raw is its value); false when it is invalid.
+func (r *messageReader) field(k, raw string) bool {
+	m := r.m
+	switch k {
+	case "role":
+		if raw[0] != '"' {
+			r.err = errorf(CodeInvalidMessages, r.path()+"/role", "role must be a string")
+		}
+		m.role = decodeString(raw)
+	case "content":
+		if raw[0] != '"' && raw[0] != 'n' && raw[0] != '[' {
+			r.err = errorf(CodeInvalidMessages, r.path()+"/content", "content must be a string, null or an array of parts")
+		}
+		m.contentRaw, m.contentTokens1, m.chars1 = raw, 0, 0
+	case "tool_calls":
+		r.calls, r.parsed = raw, nil
+	case "tool_call_id":
+		if raw[0] == '"' {
+			m.resultFor = decodeString(raw)
+		}
+	}
+	return r.err == nil
+}
+
+// finish checks what the fields left to check, and reads the content's blocks and
+// the tool calls.
+func (r *messageReader) finish() error {
+	m, path := r.m, r.path
 	if m.role == "" {
-		return m, 0, errorf(CodeInvalidMessages, path()+"/role", "role is required (one of %s)", strings.Join(knownRoles, ", "))
+		return errorf(CodeInvalidMessages, path()+"/role", "role is required (one of %s)", strings.Join(knownRoles, ", "))
 	}
 	if !contains(knownRoles, m.role) {
-		return m, 0, errorf(CodeInvalidMessages, path()+"/role", "unknown role %q; allowed: %s", m.role, strings.Join(knownRoles, ", "))
+		return errorf(CodeInvalidMessages, path()+"/role", "unknown role %q; allowed: %s", m.role, strings.Join(knownRoles, ", "))
 	}
 	if len(m.contentRaw) > 0 && m.contentRaw[0] == '[' {
-		readBlocks(&m)
+		readBlocks(m)
 	}
-	if calls != "" && calls[0] != 'n' {
-		if calls[0] != '[' {
-			return m, 0, errorf(CodeInvalidMessages, path()+"/tool_calls", "tool_calls must be an array")
+	if r.calls != "" && r.calls[0] != 'n' {
+		if r.calls[0] != '[' {
+			return errorf(CodeInvalidMessages, path()+"/tool_calls", "tool_calls must be an array")
 		}
-		m.calls = parsed
+		m.calls = r.parsed
 		for k, c := range m.calls {
 			if c.raw[0] != '{' {
-				return m, 0, errorf(CodeInvalidMessages, pointer(path()+"/tool_calls", k), "a tool call must be an object")
+				return errorf(CodeInvalidMessages, pointer(path()+"/tool_calls", k), "a tool call must be an object")
 			}
 		}
 	}
-	return m, end, nil
+	return nil
 }
 
 // readBlocks reads the Anthropic tool_use blocks of m's content as its calls and

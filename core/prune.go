@@ -266,7 +266,7 @@ type PruneResult struct {
 // opPrune prunes long tool outputs between the head and the token-budgeted tail,
 // with no summary: the cheap first phase on its own.
 func opPrune(req opRequest) ([]byte, error) {
-	r, err := parseCompactParams(req.params, len(req.elements["messages"]))
+	r, err := parseCompactParams(req.params, req.arrays["messages"])
 	if err != nil {
 		return nil, err
 	}

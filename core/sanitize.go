@@ -177,7 +177,7 @@ func indexOf(list []string, s string) int {
 }
 
 func opSanitize(req opRequest) ([]byte, error) {
-	msgs, err := parseMessages(req.Get("messages"), roughCounter, len(req.elements["messages"]))
+	msgs, err := parseMessages(req.Get("messages"), roughCounter, req.arrays["messages"])
 	if err != nil {
 		return nil, err
 	}

@@ -126,6 +126,8 @@ func (c tokenCounter) roughView(m *message) int {
 	n := messageOverheadTokens
 	switch raw := m.contentRaw; {
 	case raw == "":
+	case raw[0] == '"' && m.contentTokens1 > 0: // counted while it was validated
+		n += m.contentTokens1 - 1
 	case raw[0] == '"':
 		t, chars := roughString(raw)
 		n, m.chars1 = n+t, chars+1

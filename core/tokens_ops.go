@@ -150,7 +150,7 @@ type tokensCountResult struct {
 // {encoding, calibration, total, per_message[], cache_hits (when asked)}.
 func opTokensCount(q opRequest) ([]byte, error) {
 	req := q.params // one pass over the request, not one per field
-	msgs, err := tokenMessages(req.Get("messages"), q.elements["messages"], "/messages")
+	msgs, err := tokenMessages(req.Get("messages"), q.arrays["messages"].elementList(), "/messages")
 	if err != nil {
 		return nil, err
 	}

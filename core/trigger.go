@@ -97,7 +97,7 @@ func opShouldCompress(req opRequest) ([]byte, error) {
 }
 
 func opHygieneCheck(req opRequest) ([]byte, error) {
-	r, err := parseCompactParams(req.params, len(req.elements["messages"]))
+	r, err := parseCompactParams(req.params, req.arrays["messages"])
 	if err != nil {
 		return nil, err
 	}

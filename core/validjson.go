@@ -1,10 +1,63 @@
 package core
 
+import "unicode/utf8"
+
 // member is one field of a JSON object: its key and value as raw JSON, and when the
-// value is an array, its elements as raw JSON.
+// value is an array, what the validating pass found in it.
 type member struct {
 	key, value string
-	elements   []string
+	arrayParts
+}
+
+// arrayParts is what checkJSON records of an array that is a top-level field's
+// value (messages): its elements, and the fields of those that are objects, so no
+// later pass walks a message again to find its fields.
+type arrayParts struct {
+	elements []string
+	// fields holds the fields of every element that is an object, in order;
+	// firstField[k] is where elements[k]'s start (len(elements)+1 entries, the last
+	// len(fields)), or nil when they were not recorded.
+	fields     []elementField
+	firstField []int32
+	size       int // the length of the array's text, which fields are offsets in
+}
+
+// elementField is one field of an array element, as offsets in the array's text:
+// no pointers, so the GC neither scans these nor pays write barriers for them. A
+// "content" that is a string carries its rough count, made while it was validated:
+// content is most of a request's bytes, and reading them once for both is what
+// keeps the pass single.
+type elementField struct {
+	keyStart, keyEnd, valueStart, valueEnd int32
+	// roughTokens1 and roughChars1 are roughString(value) plus one; 0 when not counted.
+	roughTokens1, roughChars1 int32
+}
+
+// key and value return the field's raw JSON in array, the text it was recorded in.
+func (f *elementField) key(array string) string   { return array[f.keyStart:f.keyEnd] }
+func (f *elementField) value(array string) string { return array[f.valueStart:f.valueEnd] }
+
+// hasFields reports whether a holds the fields of every element of array, the text
+// a was recorded from (a may be nil).
+func (a *arrayParts) hasFields(array string) bool {
+	return a != nil && len(a.firstField) == len(a.elements)+1 && a.size == len(array)
+}
+
+// elementList returns a's elements (nil when a is).
+func (a *arrayParts) elementList() []string {
+	if a == nil {
+		return nil
+	}
+	return a.elements
+}
+
+// fieldsOf returns the recorded fields of elements[k], and whether they were
+// recorded (elements that are not objects have none).
+func (a *arrayParts) fieldsOf(k int) ([]elementField, bool) {
+	if a.firstField == nil || k+1 >= len(a.firstField) {
+		return nil, false
+	}
+	return a.fields[a.firstField[k]:a.firstField[k+1]], true
 }
 
 // checkJSON validates data as one JSON value and measures how deeply it nests, in a
@@ -13,12 +66,15 @@ type member struct {
 // depth is the deepest nesting of arrays and objects seen, even past an error-free
 // limit, so the caller can refuse valid but hostile input after checking validity.
 // When data is an object and members is not nil, its fields are appended to
-// *members on the way, with the elements of those that are arrays: no later pass
-// has to skip over a large value to find a field or a message.
+// *members on the way, with what arrayParts holds of those that are arrays: no
+// later pass has to skip over a large value to find a field, a message or one of
+// its fields, nor read a message's content again to estimate its size.
 func checkJSON(data []byte, members *[]member) (valid bool, depth int) {
 	s := bytesString(data)
 	keyStart, keyEnd, valueStart, elementStart := 0, 0, 0, 0
-	var elements []string
+	fieldKeyStart, fieldKeyEnd, fieldStart := 0, 0, 0
+	var fieldTokens1, fieldChars1 int32
+	var parts arrayParts
 	var stack []uint64 // one bit per open container: 1 for an object
 	level := 0
 	push := func(object bool) {
@@ -35,6 +91,12 @@ func checkJSON(data []byte, members *[]member) (valid bool, depth int) {
 		depth = max(depth, level)
 	}
 	inObject := func() bool { return stack[(level-1)>>6]>>((level-1)&63)&1 == 1 }
+	// Where a value is, when members are recorded: in an element of an array that
+	// is a top-level field's value (the envelope an object, the field an array), or
+	// in a field of such an element that is an object.
+	recording := members != nil
+	inElement := func() bool { return recording && level == 2 && stack[0]&3 == 1 }
+	inElementField := func() bool { return recording && level == 3 && stack[0]&7 == 5 }
 
 	i := skipSpace(s, 0)
 value:
@@ -43,9 +105,12 @@ value:
 	}
 	switch {
 	case level == 1:
-		valueStart, elements = i, nil
-	case level == 2 && members != nil && !inObject() && stack[0]&1 == 1:
-		elementStart = i // an element of an array that is a field's value
+		valueStart, parts = i, arrayParts{}
+	case inElement():
+		elementStart = i
+		parts.firstField = append(parts.firstField, int32(len(parts.fields)))
+	case inElementField():
+		fieldStart = i
 	}
 	switch c := s[i]; c {
 	case '{':
@@ -66,7 +131,13 @@ value:
 		goto value
 	case '"':
 		var ok bool
-		if i, ok = validString(s, i); !ok {
+		if inElementField() && s[fieldKeyStart:fieldKeyEnd] == `"content"` {
+			var tokens, chars int
+			if i, ok, tokens, chars = validRoughString(s, i); !ok {
+				return false, depth
+			}
+			fieldTokens1, fieldChars1 = int32(tokens+1), int32(chars+1)
+		} else if i, ok = validString(s, i); !ok {
 			return false, depth
 		}
 	case 't':
@@ -92,10 +163,19 @@ value:
 	}
 next: // a value ended at i
 	switch {
-	case level == 1 && members != nil && inObject():
-		*members = append(*members, member{key: s[keyStart:keyEnd], value: s[valueStart:i], elements: elements})
-	case level == 2 && members != nil && !inObject() && stack[0]&1 == 1:
-		elements = append(elements, s[elementStart:i])
+	case level == 1 && recording && inObject():
+		if s[valueStart] == '[' {
+			parts.firstField = append(parts.firstField, int32(len(parts.fields)))
+			parts.size = i - valueStart
+		}
+		*members = append(*members, member{key: s[keyStart:keyEnd], value: s[valueStart:i], arrayParts: parts})
+	case inElement():
+		parts.elements = append(parts.elements, s[elementStart:i])
+	case inElementField():
+		at := func(k int) int32 { return int32(k - valueStart) }
+		parts.fields = append(parts.fields, elementField{keyStart: at(fieldKeyStart), keyEnd: at(fieldKeyEnd),
+			valueStart: at(fieldStart), valueEnd: at(i), roughTokens1: fieldTokens1, roughChars1: fieldChars1})
+		fieldTokens1, fieldChars1 = 0, 0
 	}
 	i = skipSpace(s, i)
 	if level == 0 {
@@ -132,6 +212,8 @@ key: // a member's key is expected at i
 		}
 		if level == 1 {
 			keyStart, keyEnd = start, i
+		} else if inElementField() {
+			fieldKeyStart, fieldKeyEnd = start, i
 		}
 	}
 	if i = skipSpace(s, i); i >= len(s) || s[i] != ':' {
@@ -171,7 +253,7 @@ func validString(s string, i int) (int, bool) {
 		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			i += 2
 		case 'u':
-			if len(s)-i < 6 || !isHex(s[i+2]) || !isHex(s[i+3]) || !isHex(s[i+4]) || !isHex(s[i+5]) {
+			if !validHex4(s, i) {
 				return i, false
 			}
 			i += 6
@@ -179,6 +261,83 @@ func validString(s string, i int) (int, bool) {
 			return i, false
 		}
 	}
+}
+
+// validRoughString is validString and roughString in one pass: it checks the JSON
+// string starting at the quote s[i], and counts its rough tokens and characters as
+// roughString counts them (FuzzValidRoughString holds it to both).
+func validRoughString(s string, i int) (end int, ok bool, tokens, chars int) {
+	other, dense := 0, 0
+	for i++; ; {
+		for i+8 <= len(s) { // plain ASCII eight bytes at a time, inline (calls are dear in wasm)
+			w := word(s, i)
+			if m := stringSpecials(w) | w&hi8; m != 0 {
+				k := firstFlagged(m)
+				other += k
+				i += k
+				break
+			}
+			other += 8
+			i += 8
+		}
+		if i >= len(s) {
+			return i, false, 0, 0
+		}
+		switch b := s[i]; {
+		case b == '"':
+			return i + 1, true, dense + (other+roughCharsPerToken-1)/roughCharsPerToken, dense + other
+		case b < 0x20:
+			return i, false, 0, 0
+		case b == '\\':
+			if i+1 >= len(s) {
+				return i, false, 0, 0
+			}
+			switch s[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				other++
+				i += 2
+			case 'u':
+				if !validHex4(s, i) {
+					return i, false, 0, 0
+				}
+				r := rune(hexValue(s[i+2 : i+6]))
+				i += 6
+				// As roughString: a high surrogate and the \u escape after it are one
+				// character, whatever that escape holds.
+				if r >= 0xD800 && r < 0xDC00 && i+5 < len(s) && s[i] == '\\' && s[i+1] == 'u' {
+					if !validHex4(s, i) {
+						return i, false, 0, 0
+					}
+					lo := rune(hexValue(s[i+2 : i+6]))
+					r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
+					i += 6
+				}
+				if isCJKDense(r) {
+					dense++
+				} else {
+					other++
+				}
+			default:
+				return i, false, 0, 0
+			}
+		case b < utf8.RuneSelf:
+			other++
+			i++
+		default:
+			r, size := decodeRune(s, i)
+			if isCJKDense(r) {
+				dense++
+			} else {
+				other++
+			}
+			i += size
+		}
+	}
+}
+
+// validHex4 reports whether the escape at s[i] ("\u") has four hex digits.
+func validHex4(s string, i int) bool {
+	return len(s)-i >= 6 && isHex(s[i+2]) && isHex(s[i+3]) && isHex(s[i+4]) && isHex(s[i+5])
 }
 
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
