@@ -294,22 +294,26 @@ func parseMessages(v gjson.Result, tc tokenCounter, known *arrayParts) ([]messag
 		count = len(known.elements)
 	}
 	msgs := make([]message, 0, max(count, 16)) // count: the messages checkJSON found, if known
-	add := func(m message) {
+	// next reads the next message into its place in msgs and estimates it.
+	next := func(read func(m *message, path messagePath) error) error {
+		msgs = append(msgs, message{})
+		m := &msgs[len(msgs)-1]
+		if err := read(m, messagePath{"/messages", len(msgs) - 1}); err != nil {
+			return err
+		}
 		if tc.exact == nil {
-			m.tokens = tc.scaled(tc.roughView(&m))
+			m.tokens = tc.scaled(tc.roughView(m))
 		} else {
 			m.tokens = tc.message(rawValue(m.raw))
 		}
-		msgs = append(msgs, m)
+		return nil
 	}
 	if known.hasFields(v.Raw) { // the validating pass found every message and its fields
 		for k, raw := range known.elements {
 			fields, _ := known.fieldsOf(k)
-			m, err := readMessageFields(v.Raw, raw, fields, func() string { return pointer("/messages", k) })
-			if err != nil {
+			if err := next(func(m *message, path messagePath) error { return readMessageFields(m, v.Raw, raw, fields, path) }); err != nil {
 				return nil, err
 			}
-			add(m)
 		}
 		return msgs, nil
 	}
@@ -323,31 +327,45 @@ func parseMessages(v gjson.Result, tc tokenCounter, known *arrayParts) ([]messag
 			i++
 			continue
 		}
-		k := len(msgs)
-		m, end, err := readMessage(arr, i, func() string { return pointer("/messages", k) })
+		err := next(func(m *message, path messagePath) (err error) {
+			i, err = readMessage(m, arr, i, path)
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
-		add(m)
-		i = end
 	}
 }
 
+// messagePath is the JSON pointer of a message, for errors: the array's and an
+// index, or (index < 0) the array's pointer alone. It is built only for an error.
+type messagePath struct {
+	array string
+	index int
+}
+
+func (p messagePath) String() string {
+	if p.index < 0 {
+		return p.array
+	}
+	return pointer(p.array, p.index)
+}
+
 // parseMessage reads one message object; path is its JSON pointer, for errors.
-func parseMessage(mv gjson.Result, path string) (message, error) {
-	m, _, err := readMessage(mv.Raw, skipSpace(mv.Raw, 0), func() string { return path })
+func parseMessage(mv gjson.Result, path string) (m message, err error) {
+	_, err = readMessage(&m, mv.Raw, skipSpace(mv.Raw, 0), messagePath{path, -1})
 	m.raw = mv.Raw // the value as the caller holds it
 	return m, err
 }
 
-// readMessage reads the message object that starts at s[i] in one walk over its
-// fields, and returns where it ends; path gives its JSON pointer, for errors.
-func readMessage(s string, i int, path func() string) (m message, end int, err error) {
+// readMessage reads into m the message object that starts at s[i], in one walk
+// over its fields, and returns where it ends.
+func readMessage(m *message, s string, i int, path messagePath) (end int, err error) {
 	if i >= len(s) || s[i] != '{' {
 		m.raw = s[i:skipValue(s, i)]
-		return m, 0, errorf(CodeInvalidMessages, path(), "a message must be a JSON object")
+		return 0, errorf(CodeInvalidMessages, path.String(), "a message must be a JSON object")
 	}
-	r := messageReader{m: &m, path: path}
+	r := messageReader{m: m, path: path}
 	end = walkFields(s, i, func(k string, v int) int {
 		if k == "tool_calls" && s[v] == '[' { // read in place: the walk needs its end
 			var vEnd int
@@ -364,24 +382,24 @@ func readMessage(s string, i int, path func() string) (m message, end int, err e
 		return vEnd
 	})
 	if r.err != nil {
-		return m, 0, r.err
+		return 0, r.err
 	}
 	if end < 0 { // unreachable on validated input; refuse rather than misread
-		return m, 0, errorf(CodeInvalidMessages, path(), "a message must be a JSON object")
+		return 0, errorf(CodeInvalidMessages, path.String(), "a message must be a JSON object")
 	}
 	m.raw = s[i:end]
-	return m, end, r.finish()
+	return end, r.finish()
 }
 
 // readMessageFields is readMessage of a message whose fields checkJSON recorded in
 // array, the text of the messages: nothing is walked or skipped again, and a string
 // content comes counted.
-func readMessageFields(array, raw string, fields []elementField, path func() string) (m message, err error) {
+func readMessageFields(m *message, array, raw string, fields []elementField, path messagePath) error {
 	m.raw = raw
 	if raw[0] != '{' {
-		return m, errorf(CodeInvalidMessages, path(), "a message must be a JSON object")
+		return errorf(CodeInvalidMessages, path.String(), "a message must be a JSON object")
 	}
-	r := messageReader{m: &m, path: path}
+	r := messageReader{m: m, path: path}
 	for i := range fields {
 		f := &fields[i]
 		key, value := f.key(array), f.value(array)
@@ -395,20 +413,20 @@ func readMessageFields(array, raw string, fields []elementField, path func() str
 			continue
 		}
 		if !r.field(k, value) {
-			return m, r.err
+			return r.err
 		}
 		if k == "content" {
 			m.contentTokens1 = int(f.roughTokens1)
 			m.chars1 = int(f.roughChars1)
 		}
 	}
-	return m, r.finish()
+	return r.finish()
 }
 
 // messageReader holds what the fields of one message tell, as they are read.
 type messageReader struct {
 	m      *message
-	path   func() string
+	path   messagePath
 	calls  string     // the raw tool_calls
 	parsed []toolCall // read from calls when it is an array
 	err    error
@@ -420,12 +438,12 @@ func (r *messageReader) field(k, raw string) bool {
 	switch k {
 	case "role":
 		if raw[0] != '"' {
-			r.err = errorf(CodeInvalidMessages, r.path()+"/role", "role must be a string")
+			r.err = errorf(CodeInvalidMessages, r.path.String()+"/role", "role must be a string")
 		}
 		m.role = decodeString(raw)
 	case "content":
 		if raw[0] != '"' && raw[0] != 'n' && raw[0] != '[' {
-			r.err = errorf(CodeInvalidMessages, r.path()+"/content", "content must be a string, null or an array of parts")
+			r.err = errorf(CodeInvalidMessages, r.path.String()+"/content", "content must be a string, null or an array of parts")
 		}
 		m.contentRaw, m.contentTokens1, m.chars1 = raw, 0, 0
 	case "tool_calls":
@@ -441,7 +459,7 @@ func (r *messageReader) field(k, raw string) bool {
 // finish checks what the fields left to check, and reads the content's blocks and
 // the tool calls.
 func (r *messageReader) finish() error {
-	m, path := r.m, r.path
+	m, path := r.m, r.path.String
 	if m.role == "" {
 		return errorf(CodeInvalidMessages, path()+"/role", "role is required (one of %s)", strings.Join(knownRoles, ", "))
 	}
