@@ -78,14 +78,18 @@ func previousSummary(msgs []message, from, to int) (string, int) {
 }
 
 // summaryAsk is the summary request compact.begin answers with, its user prompt
-// already escaped for the JSON string it goes in (appendTextBody's form, no quotes):
-// the prompt is mostly excerpts of the request's own strings, copied in their
-// escaped form rather than decoded and escaped again.
+// in the escaped form of the JSON string it goes in (appendTextBody's form, no
+// quotes): the prompt is mostly excerpts of the request's own strings, copied in
+// their escaped form rather than decoded and escaped again.
 type summaryAsk struct {
 	targetTokens, maxTokens int
 	iterative               bool
 	middle                  IndexRange
-	prompt                  []byte
+	// writePrompt appends the escaped prompt to dst, or prompt holds it: written
+	// straight into the response, the prompt (a large part of it) is neither
+	// buffered nor copied.
+	writePrompt func(dst []byte) []byte
+	prompt      []byte
 }
 
 // escapedText is text being written in appendTextBody's form.
@@ -123,8 +127,15 @@ func buildSummaryRequest(msgs []message, p plan, cc CompressionConfig) summaryAs
 	// Characters the serialized turns may use: the window less the answer, the
 	// template and the previous summary, at ~4 characters per token.
 	budget := (window-req.maxTokens-summaryReserve)*roughCharsPerToken - len(prev)
+	req.writePrompt = func(dst []byte) []byte {
+		return appendSummaryPrompt(dst, msgs, p, prev, prevIdx, budget, req.targetTokens, req.maxTokens)
+	}
+	return req
+}
 
-	var e escapedText
+// appendSummaryPrompt appends the escaped prompt of buildSummaryRequest to dst.
+func appendSummaryPrompt(dst []byte, msgs []message, p plan, prev string, prevIdx, budget, targetTokens, maxTokens int) []byte {
+	e := escapedText{b: dst}
 	if prev != "" {
 		e.text("Below is the summary written at the previous compaction, then the conversation turns that happened after it (or that were not covered by it). Update the summary: keep what is still true, move items from In Progress to Done when the turns show they were finished, add the new progress, decisions, files and errors, and drop what is obsolete. Do not start over.\n\n<previous_summary>\n")
 		e.text(prev)
@@ -141,9 +152,8 @@ func buildSummaryRequest(msgs []message, p plan, cc CompressionConfig) summaryAs
 	if p.activeRequest >= 0 {
 		e.text("\nThe user's newest request (turn #" + strconv.Itoa(p.activeRequest) + ") is still open: state it verbatim under Next Steps as the active request.\n")
 	}
-	e.text("\nAim for about " + formatCount(req.targetTokens) + " tokens (at most " + formatCount(req.maxTokens) + "). Output only the summary.")
-	req.prompt = e.b
-	return req
+	e.text("\nAim for about " + formatCount(targetTokens) + " tokens (at most " + formatCount(maxTokens) + "). Output only the summary.")
+	return e.b
 }
 
 // serializeTurns writes msgs[from:to] (skipping index skip) to e as numbered turns,
@@ -320,7 +330,7 @@ func truncateMiddle(s string, headC, tailC int) string {
 // marshal(CompactResult{State: state, SummaryRequest: ...}) writes for ask (a test
 // holds the two equal), with the system prompt and ask's escaped user prompt.
 func appendPending(dst []byte, state string, ask *summaryAsk) []byte {
-	dst = slices.Grow(dst, len(ask.prompt)+len(summarizerSystemPrompt)+2*len(state)+256)
+	dst = slices.Grow(dst, len(ask.prompt)+len(summarizerSystemPrompt)+2*len(state)+256) // writePrompt grows it by what it writes
 	dst = append(dst, `{"done":false`...)
 	if state != "" { // omitempty
 		dst = append(dst, `,"state":`...)
@@ -329,7 +339,11 @@ func appendPending(dst []byte, state string, ask *summaryAsk) []byte {
 	dst = append(dst, `,"summary_request":{"messages":[{"role":"system","content":`...)
 	dst = appendJSONText(dst, summarizerSystemPrompt)
 	dst = append(dst, `},{"role":"user","content":"`...)
-	dst = append(dst, ask.prompt...)
+	if ask.writePrompt != nil {
+		dst = ask.writePrompt(dst)
+	} else {
+		dst = append(dst, ask.prompt...)
+	}
 	dst = append(dst, `"}],"target_tokens":`...)
 	dst = strconv.AppendInt(dst, int64(ask.targetTokens), 10)
 	dst = append(dst, `,"max_tokens":`...)
