@@ -2,7 +2,6 @@ package core
 
 import (
 	"encoding/json"
-	"hash/fnv"
 	"slices"
 	"sort"
 	"strconv"
@@ -250,28 +249,43 @@ func (r *compactRequest) tokensBefore() int {
 // encoder (Python's json.dumps escapes differently from JSON.stringify) must
 // finish in any runtime.
 func (r *compactRequest) stateFor(p plan) string {
-	h := fnv.New64a()
+	h := fnv64a(fnvOffset64)
 	cfg, _ := marshal(r.cfg)
-	h.Write(cfg)
-	h.Write([]byte{0, boolByte(r.force)})
-	var num [8]byte
+	h = h.bytes(cfg)
+	h = h.byte(0).byte(boolByte(r.force))
 	for i := range r.msgs {
 		m := &r.msgs[i]
-		h.Write([]byte(m.role))
-		h.Write([]byte{0})
-		h.Write([]byte(m.resultFor))
-		for _, c := range m.calls {
-			h.Write([]byte{1})
-			h.Write([]byte(c.id))
+		h = h.string(m.role).byte(0).string(m.resultFor)
+		for k := range m.calls {
+			h = h.byte(1).string(m.calls[k].id)
 		}
-		n := uint64(m.tokens)
-		for k := range num {
-			num[k] = byte(n >> (8 * k))
+		for n, k := uint64(m.tokens), 0; k < 8; k++ {
+			h = h.byte(byte(n >> (8 * k)))
 		}
-		h.Write(num[:])
 	}
-	return "ccs1." + strconv.FormatUint(h.Sum64(), 16) + "." + strconv.Itoa(p.headEnd) + "." + strconv.Itoa(p.tailStart)
+	return "ccs1." + strconv.FormatUint(uint64(h), 16) + "." + strconv.Itoa(p.headEnd) + "." + strconv.Itoa(p.tailStart)
 }
+
+// fnv64a is a running FNV-1a 64-bit hash (hash/fnv's New64a, whose sums it gives),
+// written out so hashing a message's few short strings makes no call through an
+// interface and no []byte copy of each string.
+type fnv64a uint64
+
+const (
+	fnvOffset64 = 14695981039346656037
+	fnvPrime64  = 1099511628211
+)
+
+func (h fnv64a) byte(b byte) fnv64a { return (h ^ fnv64a(b)) * fnvPrime64 }
+
+func (h fnv64a) string(s string) fnv64a {
+	for i := 0; i < len(s); i++ {
+		h = (h ^ fnv64a(s[i])) * fnvPrime64
+	}
+	return h
+}
+
+func (h fnv64a) bytes(b []byte) fnv64a { return h.string(bytesString(b)) }
 
 func boolByte(b bool) byte {
 	if b {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -287,4 +288,14 @@ func TestScenarioMeanings(t *testing.T) {
 	full := reports["worked-example-45-messages-summary-request"].SummaryRequest
 	require.Less(t, len(small.Messages[1].Content), len(full.Messages[1].Content))
 	require.LessOrEqual(t, len(small.Messages[1].Content)/roughCharsPerToken, 8000-small.MaxTokens)
+}
+
+// TestFNV64a: the written-out hash behind compact.begin's state is hash/fnv's.
+func TestFNV64a(t *testing.T) {
+	for _, s := range []string{"", "a", "assistant", "call_9f\x00\xff", strings.Repeat("é中", 50)} {
+		want := fnv.New64a()
+		want.Write([]byte(s))
+		want.Write([]byte{0, 1})
+		require.Equal(t, want.Sum64(), uint64(fnv64a(fnvOffset64).string(s).byte(0).bytes([]byte{1})), "FNV-1a of %q", s)
+	}
 }
