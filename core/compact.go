@@ -550,6 +550,9 @@ func writeMessages(b []byte, out []outMsg, refs bool) []byte {
 }
 
 func opCompactBegin(req opRequest, dst []byte) ([]byte, error) {
+	if err := checkTicket(req.params); err != nil {
+		return nil, err
+	}
 	r, err := parseCompactParams(req.params, req.arrays["messages"])
 	if err != nil {
 		return nil, err
@@ -567,10 +570,33 @@ func opCompactBegin(req opRequest, dst []byte) ([]byte, error) {
 	return out, nil
 }
 
+// maxTicketBytes bounds a compaction's ticket: it names, it does not carry.
+const maxTicketBytes = 128
+
+// checkTicket checks the optional "ticket" of compact.begin and compact.finish: a
+// string the host picks, unique among the compactions it runs at once, sent with
+// both. A compact.finish that carries the ticket may leave out the messages when the
+// instance that began the compaction keeps it (see compact_pending.go).
+func checkTicket(req params) error {
+	if v := req.Get("ticket"); v.Exists() && (v.Type != gjson.String || v.Str == "" || len(v.Raw) > maxTicketBytes+2) {
+		return errorf(CodeInvalidRequest, "/ticket", "ticket must be a non-empty string of at most %d bytes", maxTicketBytes)
+	}
+	return nil
+}
+
 func opCompactFinish(q opRequest, dst []byte) ([]byte, error) {
 	req := q.params
 	sv := req.Get("state")
+	if err := checkTicket(req); err != nil {
+		return nil, err
+	}
 	r, p, begun := takePending(req, sv.Str)
+	if !begun && !req.Get("messages").Exists() {
+		if !req.Get("ticket").Exists() {
+			return nil, errorf(CodeInvalidRequest, "/ticket", "a compact.finish without messages needs the ticket that its compact.begin was sent with")
+		}
+		return nil, errorf(CodeInvalidState, "/messages", "no compaction begun with this ticket and state is kept on this instance (another instance began it, or it was finished or evicted): send compact.finish the messages")
+	}
 	if !begun {
 		var err error
 		if r, err = parseCompactParams(req, q.arrays["messages"]); err != nil {

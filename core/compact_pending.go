@@ -9,6 +9,14 @@ import "sync"
 // and a finish that finds no entry here (another instance began it, the entry was
 // evicted, or the request differs) does the whole work as before, with the same
 // result. An entry is used once; each holds a private copy of its request.
+//
+// A host that sends a "ticket" with both calls may leave the messages out of
+// finish: the entry begun with that ticket (and the same state and fields) stands
+// for them, so they are neither sent, copied nor compared again. When no entry is
+// kept, that finish fails with invalid_state at /messages and the host sends the
+// whole finish. The ticket, unique among the host's compactions in flight, is what
+// makes this safe: the state alone could name two conversations that differ only
+// in their text.
 
 const (
 	// pendingMaxEntries is how many unfinished compactions are kept: a JS or Python
@@ -89,9 +97,15 @@ func defaultSummarizer(k, raw string) bool {
 }
 
 // sameParams reports whether req has exactly the fields kept, byte for byte,
-// besides the finish-only ones.
+// besides the finish-only ones. A request that leaves out the messages but names
+// the compaction by its ticket stands for the messages kept.
 func sameParams(kept map[string]string, req params) bool {
 	n := 0
+	if _, ok := req["messages"]; !ok && req["ticket"].Exists() {
+		if _, ok := kept["messages"]; ok {
+			n++
+		}
+	}
 	for k, v := range req {
 		if finishOnlyParams[k] || defaultSummarizer(k, v.Raw) {
 			continue

@@ -244,3 +244,70 @@ func TestPendingDefaultSummarizer(t *testing.T) {
 		require.Equal(t, 0, pendingCount(), "finish took the kept compaction")
 	}
 }
+
+// withTicket adds a ticket to a compact.begin or compact.finish envelope and, when
+// short, leaves out its messages (which pendingEnvelopes writes last).
+func withTicket(t *testing.T, envelope []byte, ticket string, short bool) []byte {
+	s := string(envelope)
+	if short {
+		k := strings.Index(s, `,"messages":`)
+		require.Positive(t, k)
+		s = s[:k] + "}"
+	}
+	return []byte(strings.Replace(s, `,"config":`, `,"ticket":"`+ticket+`","config":`, 1))
+}
+
+// TestFinishWithoutMessages: a finish that names its compaction by ticket and
+// leaves out the messages answers, on the instance that began it, byte for byte
+// what the whole finish answers; anywhere else it fails with invalid_state at
+// /messages, and the whole finish still works.
+func TestFinishWithoutMessages(t *testing.T) {
+	names, begins, finishes, failures := pendingEnvelopes(t)
+	for _, name := range names {
+		for kind, finish := range map[string][]byte{"summary": finishes[name], "error": failures[name]} {
+			t.Run(name+"/"+kind, func(t *testing.T) {
+				dropPending()
+				want := string(Call(finish))
+				require.True(t, gjson.GetBytes([]byte(want), "result.done").Bool(), "%.300s", want)
+
+				Call(withTicket(t, begins[name], "t-1", false))
+				short := withTicket(t, finish, "t-1", true)
+				require.Less(t, len(short), 1000)
+				require.Equal(t, want, string(Call(short)))
+				require.Equal(t, 0, pendingCount(), "an entry is used once")
+
+				missed := Call(short) // taken: as on another instance
+				require.Equal(t, "invalid_state", gjson.GetBytes(missed, "error.code").Str, "%s", missed)
+				require.Equal(t, "/messages", gjson.GetBytes(missed, "error.path").Str)
+				require.Equal(t, want, string(Call(withTicket(t, finish, "t-1", false))), "the whole finish, sent after the miss")
+			})
+		}
+	}
+}
+
+// TestTicketNamesTheCompaction: a short finish takes only the compaction begun with
+// its ticket, state and fields; without a ticket it is refused; a ticket must be a
+// short non-empty string.
+func TestTicketNamesTheCompaction(t *testing.T) {
+	names, begins, finishes, _ := pendingEnvelopes(t)
+	name := names[0]
+	dropPending()
+	want := string(Call(finishes[name]))
+	code := func(out []byte) string {
+		return gjson.GetBytes(out, "error.code").Str + " " + gjson.GetBytes(out, "error.path").Str
+	}
+
+	Call(withTicket(t, begins[name], "a", false))
+	require.Equal(t, "invalid_state /messages", code(Call(withTicket(t, finishes[name], "b", true))), "another ticket")
+	noTicket := strings.Replace(string(withTicket(t, finishes[name], "a", true)), `"ticket":"a",`, ``, 1)
+	require.Equal(t, "invalid_request /ticket", code(Call([]byte(noTicket))))
+	require.Equal(t, "invalid_state /messages", code(Call([]byte(strings.Replace(string(withTicket(t, finishes[name], "a", true)), `"force":true`, `"force":false`, 1)))), "other fields")
+	require.Equal(t, 1, pendingCount(), "misses leave the entry")
+	require.Equal(t, want, string(Call(withTicket(t, finishes[name], "a", true))))
+
+	for _, bad := range []string{`""`, `7`, `null`, `"` + strings.Repeat("x", maxTicketBytes+1) + `"`} {
+		out := Call([]byte(strings.Replace(string(begins[name]), `{"op":"compact.begin"`, `{"op":"compact.begin","ticket":`+bad, 1)))
+		require.Equal(t, "invalid_request /ticket", code(out), "ticket %.20s", bad)
+	}
+	dropPending()
+}
