@@ -5,7 +5,8 @@
 
 For every shared trace (../shared/traces/*.json, key "messages") it times
 ``Compactor.compact(messages, summarize=..., force=True)`` from a Python list of dicts
-to a Python list of dicts (compact.begin + compact.finish with a fixed summary), and
+to a Python list of dicts (compact.begin + compact.finish with a fixed summary; the
+finish names the compaction by its ticket and leaves out the messages), and
 splits the time into: serialization (json of the messages + envelope), copy into
 wasm memory, wasm work (the two ctxc_call), reading + parsing the small refs
 response, building the result list. The same request envelopes are then timed in
@@ -66,15 +67,12 @@ def timed_compact(c: ctxcompact.Compactor, inst: R.Instance, messages: List[dict
         return res
 
     t0 = pc()
-    msgs, mj = C._messages_json(messages)
-    parts = c._compact_parts(CONFIG, True, None, True)
-    env = C._envelope(b"compact.begin", parts + [(b"messages", mj)])
+    msgs, _mj, parts, env = c._begin_env(messages, CONFIG, True, None, True)
     t["serialize"] += pc() - t0
     r = roundtrip(env)
     if not r.get("done"):
         t0 = pc()
-        tail = [(b"state", C.dumps(r["state"])), (b"summary", C.dumps(SUMMARY))]
-        env = C._envelope(b"compact.finish", parts + tail + [(b"messages", mj)])
+        env = c._finish_env(None, parts, r["state"], SUMMARY, None)  # this instance kept it
         t["serialize"] += pc() - t0
         r = roundtrip(env)
     t0 = pc()

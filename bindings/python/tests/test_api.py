@@ -301,9 +301,38 @@ def test_messages_are_serialized_once_and_finish_reuses_the_bytes(compactor, mon
     mj = encoded[0].encode("utf-8")
     assert begin.startswith(b'{"op":"compact.begin"') and finish.startswith(b'{"op":"compact.finish"')
     assert begin.endswith(b',"messages":' + mj + b"}")
-    assert finish.endswith(b',"messages":' + mj + b"}")
-    fin = json.loads(finish)
+    # The instance that began it keeps the compaction: finish names it by ticket
+    # and does not send the messages again.
+    assert b'"messages"' not in finish
+    fin, beg = json.loads(finish), json.loads(begin)
     assert fin["summary"] == SUMMARY and fin["output"] == "refs" and fin["state"]
+    assert fin["ticket"] and fin["ticket"] == beg["ticket"]
+
+
+def test_finish_sends_the_messages_when_the_instance_changed(compactor, monkeypatch):
+    msgs = conversation()
+    want = compactor.compact(msgs, summarize=lambda r: SUMMARY, config=SMALL)
+    envelopes = []
+    real_call = _runtime.Pool.call
+
+    def spy(self, envelope):
+        envelopes.append(envelope)
+        return real_call(self, envelope)
+
+    def summarize_elsewhere(request):
+        pool = compactor._p()
+        pool._drop(pool.take())  # finish runs on a fresh instance, which kept nothing
+        return SUMMARY
+
+    monkeypatch.setattr(_runtime.Pool, "call", spy)
+    got = compactor.compact(msgs, summarize=summarize_elsewhere, config=SMALL)
+    assert got.messages == want.messages and got.report == want.report
+    begin, short, whole = envelopes
+    assert b'"messages"' not in short and whole.endswith(b"]}") and b'"messages":[' in whole
+    assert json.loads(short)["ticket"] == json.loads(whole)["ticket"] == json.loads(begin)["ticket"]
+    tickets = {json.loads(begin)["ticket"]}
+    compactor.compact(msgs, summarize=lambda r: SUMMARY, config=SMALL)
+    assert json.loads(envelopes[-1])["ticket"] not in tickets, "every compaction has its own ticket"
 
 
 # --- pure ops --------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from typing import (
@@ -62,6 +63,22 @@ _encode = json.JSONEncoder(
 ).encode
 _ENCODE_ERRORS = (TypeError, ValueError, RecursionError)
 _loads = json.loads
+
+# Tickets name this process's compactions in flight (unique within the process,
+# where the wasm instances live): a random prefix and a counter.
+_TICKET_PREFIX = os.urandom(6).hex()
+_ticket_numbers = itertools.count(1)
+
+
+def _new_ticket() -> bytes:
+    return dumps(f"{_TICKET_PREFIX}-{next(_ticket_numbers)}")
+
+
+def _not_kept(e: CompactError) -> bool:
+    """The error of a finish without messages on an instance that does not keep
+    the compaction: send the whole finish instead."""
+    return e.code == "invalid_state" and e.path == "/messages"
+
 
 #: acompact runs requests at least this big in the loop's default executor.
 OFFLOAD_BYTES = 256 << 10
@@ -379,20 +396,47 @@ class Compactor:
     ) -> Tuple[List[Message], bytes, List[Tuple[bytes, bytes]], bytes]:
         msgs, mj = _messages_json(messages)
         parts = self._compact_parts(config, force, prompt_tokens, host, system, format)
+        if host:  # finish may then leave out the messages (see _finish_env)
+            parts.append((b"ticket", _new_ticket()))
         return msgs, mj, parts, _envelope(b"compact.begin", parts + [(b"messages", mj)])
 
     @staticmethod
     def _finish_env(
-        mj: bytes, parts: List[Tuple[bytes, bytes]], state: Any, summary: Optional[str], error: Optional[str]
+        mj: Optional[bytes], parts: List[Tuple[bytes, bytes]], state: Any, summary: Optional[str], error: Optional[str]
     ) -> bytes:
-        """The finish envelope: the same params and the same messages bytes as begin
-        (joined, not re-encoded), plus state and summary or error."""
+        """The finish envelope: the same params as begin (its ticket among them), plus
+        state and summary or error, and the same messages bytes (joined, not
+        re-encoded) unless mj is None. Without them, the instance that began the
+        compaction finishes the one it kept; any other answers invalid_state at
+        /messages (_not_kept), and the whole envelope goes."""
         tail = [(b"state", dumps(state))]
         if error is not None:
             tail.append((b"error", dumps(error)))
         else:
             tail.append((b"summary", dumps(summary)))
+        if mj is None:
+            return _envelope(b"compact.finish", parts + tail)
         return _envelope(b"compact.finish", parts + tail + [(b"messages", mj)])
+
+    def _finish(self, mj: bytes, parts: List[Tuple[bytes, bytes]], state: Any, summary: Optional[str], error: Optional[str]) -> Any:
+        """compact.finish, without the messages first (the pool hands back the
+        instance that ran begin when no other call took it since)."""
+        pool = self._p()
+        try:
+            return parse_response(pool.call(self._finish_env(None, parts, state, summary, error)))
+        except CompactError as e:
+            if not _not_kept(e):
+                raise
+        return parse_response(pool.call(self._finish_env(mj, parts, state, summary, error)))
+
+    async def _afinish(self, mj: bytes, parts: List[Tuple[bytes, bytes]], state: Any, summary: Optional[str], error: Optional[str]) -> Any:
+        """_finish from a coroutine."""
+        try:
+            return await self._arun_env(self._finish_env(None, parts, state, summary, error))
+        except CompactError as e:
+            if not _not_kept(e):
+                raise
+        return await self._arun_env(self._finish_env(mj, parts, state, summary, error))
 
     async def _arun_env(self, env: bytes) -> Any:
         """Run an envelope from a coroutine: big requests in the loop's default
@@ -435,8 +479,7 @@ class Compactor:
         if r.get("done"):
             return _result(msgs, r)
         summary, error = _run_sync_summarizer(summarize, r["summary_request"])
-        env = self._finish_env(mj, parts, r["state"], summary, error)
-        return _result(msgs, parse_response(self._p().call(env)))
+        return _result(msgs, self._finish(mj, parts, r["state"], summary, error))
 
     async def acompact(
         self,
@@ -468,8 +511,7 @@ class Compactor:
             summary, error = _check_summary(out)
         except Exception as e:  # the fallback covers any summarizer failure
             error = _describe(e)
-        env = self._finish_env(mj, parts, r["state"], summary, error)
-        return _result(msgs, await self._arun_env(env))
+        return _result(msgs, await self._afinish(mj, parts, r["state"], summary, error))
 
 
 def _isawaitable(x: Any) -> bool:
