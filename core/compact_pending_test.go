@@ -311,3 +311,22 @@ func TestTicketNamesTheCompaction(t *testing.T) {
 	}
 	dropPending()
 }
+
+// TestCallTakingKeepsTheEnvelope: a begin handed over with CallTaking is kept
+// without a copy, and its finish answers what Call's does.
+func TestCallTakingKeepsTheEnvelope(t *testing.T) {
+	names, begins, finishes, _ := pendingEnvelopes(t)
+	for _, name := range names[:3] {
+		dropPending()
+		want := string(Call(finishes[name]))
+		begin := append([]byte(nil), begins[name]...)
+		require.Equal(t, string(Call(begins[name])), string(CallTaking(begin)))
+		require.Equal(t, 2, pendingCount())
+		e := pending.entries[1]
+		raw := e.params["messages"]
+		require.Equal(t, offsetIn(bytesString(begin), raw), strings.Index(string(begin), `"messages":`)+len(`"messages":`), "kept in place")
+		require.Equal(t, want, string(Call(finishes[name])))
+		require.Equal(t, want, string(Call(finishes[name])))
+		require.Equal(t, 0, pendingCount())
+	}
+}

@@ -102,18 +102,25 @@ func Ops() []string {
 // The wasm guest and the CLI both call it; its bytes are the contract. The
 // envelope is read in place: it must not change until Call returns.
 func Call(envelope []byte) []byte {
-	return serve("", envelope)
+	return serve("", envelope, false)
+}
+
+// CallTaking is Call for an envelope the caller hands over: it must never change
+// again (the wasm guest's ctxc_call_take, whose host gives up the buffer). A
+// compact.begin then keeps the envelope itself for compact.finish instead of a copy.
+func CallTaking(envelope []byte) []byte {
+	return serve("", envelope, true)
 }
 
 // Dispatch runs op on request, a JSON object of the op's parameters (an "op" field in
 // it is ignored). It is Call with the op given separately. The request is read in place,
 // as Call reads its envelope.
 func Dispatch(op string, request []byte) []byte {
-	return serve(op, request)
+	return serve(op, request, false)
 }
 
-// serve is Call (op "", read from the request) and Dispatch.
-func serve(op string, request []byte) []byte {
+// serve is Call (op "", read from the request), CallTaking (taken) and Dispatch.
+func serve(op string, request []byte, taken bool) []byte {
 	if len(request) > MaxRequestBytes {
 		return errorEnvelope(errorf(CodeInputTooLarge, "", "request is %d bytes; the limit is %d", len(request), MaxRequestBytes))
 	}
@@ -127,8 +134,11 @@ func serve(op string, request []byte) []byte {
 	owned := false
 	if op == "compact.begin" && len(request) <= pendingMaxRequest && !builtinSummarizer(members) {
 		// What begin parses is kept for compact.finish (compact_pending.go): it
-		// must point into a copy the core owns.
-		req, owned = gjson.Parse(ownMembers(request, members)), true
+		// must point into memory the core owns, a copy unless the caller gave it.
+		if !taken {
+			req = gjson.Parse(ownMembers(request, members))
+		}
+		owned = true
 	}
 	q := newOpRequest(req, members)
 	q.owned = owned

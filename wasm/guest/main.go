@@ -10,6 +10,12 @@
 //  3. ctxc_free(p). The response buffer stays valid until the next ctxc_call or
 //     ctxc_free(r), whichever comes first; the guest frees it on the next call.
 //
+// ctxc_call_take(p, n) is ctxc_call for a host that is done with its request
+// buffer: the buffer passes to the guest, which may keep it (a compact.begin keeps
+// its request for compact.finish) instead of copying it. The host must not write
+// pass or free it again (once the guest frees it, its address may come back from
+// ctxc_alloc).
+//
 // No export traps on bad arguments: an unknown pointer, a length past the end of its
 // buffer or a panic in the core becomes an error envelope (ctxc_call), 0
 // (ctxc_alloc) or nothing (ctxc_free). Every export yields (runtime.Gosched) before
@@ -109,7 +115,25 @@ func ctxcCall(ptr, n int32) (resp int32) {
 		delete(live, last.ptr)
 		last.ptr, last.n = 0, 0
 	}
-	return keep(call(ptr, n))
+	return keep(call(ptr, n, false))
+}
+
+// ctxc_call_take is ctxc_call, and the request buffer passes to the guest (see the
+// package doc): it is no longer the host's to write, free or pass again.
+//
+//go:wasmexport ctxc_call_take
+func ctxcCallTake(ptr, n int32) (resp int32) {
+	defer runtime.Gosched()
+	defer func() {
+		if recover() != nil {
+			resp = keep(append([]byte(nil), errPanic...))
+		}
+	}()
+	if last.ptr != 0 {
+		delete(live, last.ptr)
+		last.ptr, last.n = 0, 0
+	}
+	return keep(call(ptr, n, true))
 }
 
 // keep registers out (never empty) as the latest response and returns its address.
@@ -129,9 +153,10 @@ func ctxcResultLen() int32 {
 	return last.n
 }
 
-// call looks up the request buffer and runs core.Call on it; the result is never
-// empty.
-func call(ptr, n int32) (out []byte) {
+// call looks up the request buffer and runs core.Call on it, or core.CallTaking
+// when the host hands the buffer over (it is then no longer live: the GC frees it
+// when the core does not keep it); the result is never empty.
+func call(ptr, n int32, take bool) (out []byte) {
 	defer func() {
 		if recover() != nil || len(out) == 0 {
 			out = append([]byte(nil), errPanic...)
@@ -140,6 +165,10 @@ func call(ptr, n int32) (out []byte) {
 	buf, ok := live[uintptr(uint32(ptr))]
 	if !ok || n < 0 || int(n) > len(buf) {
 		return append([]byte(nil), errBadBuffer...)
+	}
+	if take {
+		delete(live, uintptr(uint32(ptr)))
+		return core.CallTaking(buf[:n])
 	}
 	return core.Call(buf[:n])
 }

@@ -470,6 +470,7 @@ def _wat(abi=1, drop=None, extra_import=""):
         "ctxc_alloc": "(func (export \"ctxc_alloc\") (param i32) (result i32) i32.const 16)",
         "ctxc_free": "(func (export \"ctxc_free\") (param i32))",
         "ctxc_call": "(func (export \"ctxc_call\") (param i32 i32) (result i32) i32.const 16)",
+        "ctxc_call_take": "(func (export \"ctxc_call_take\") (param i32 i32) (result i32) i32.const 16)",
         "ctxc_result_len": "(func (export \"ctxc_result_len\") (result i32) i32.const 2)",
     }
     body = "".join(v for k, v in funcs.items() if k != drop)
@@ -480,7 +481,7 @@ def _wat(abi=1, drop=None, extra_import=""):
 def test_bad_binaries_are_refused():
     with pytest.raises(ErrBadBinary):
         Compactor(wasm=b"\x00asm garbage", cache_dir=False)
-    for missing in ("ctxc_call", "memory", "ctxc_result_len"):
+    for missing in ("ctxc_call", "ctxc_call_take", "memory", "ctxc_result_len"):
         with pytest.raises(ErrBadBinary, match=missing):
             Compactor(wasm=_wat(drop=missing), cache_dir=False)
     with pytest.raises(ErrBadBinary, match="env.f"):
@@ -490,6 +491,7 @@ def test_bad_binaries_are_refused():
         '(func (export "ctxc_abi_version") (result i32) i32.const 1)'
         '(func (export "ctxc_alloc") (param i64) (result i32) i32.const 16)'
         '(func (export "ctxc_free") (param i32)) (func (export "ctxc_call") (param i32 i32) (result i32) i32.const 16)'
+        '(func (export "ctxc_call_take") (param i32 i32) (result i32) i32.const 16)'
         '(func (export "ctxc_result_len") (result i32) i32.const 2))'
     )
     with pytest.raises(ErrBadBinary, match="ctxc_alloc"):

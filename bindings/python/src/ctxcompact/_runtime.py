@@ -35,6 +35,7 @@ EXPECTED_EXPORTS: Dict[str, Union[str, Tuple[Tuple[str, ...], Tuple[str, ...]]]]
     "ctxc_alloc": (("i32",), ("i32",)),
     "ctxc_free": (("i32",), ()),
     "ctxc_call": (("i32", "i32"), ("i32",)),
+    "ctxc_call_take": (("i32", "i32"), ("i32",)),
     "ctxc_result_len": ((), ("i32",)),
 }
 
@@ -297,7 +298,7 @@ class Instance:
     """One Store + instance of the module. Single-threaded: the pool hands each to
     one thread at a time. After a trap it is corrupt and must be dropped."""
 
-    __slots__ = ("store", "_mem", "_alloc", "_free", "_call", "_len", "calls")
+    __slots__ = ("store", "_mem", "_alloc", "_call", "_len", "calls")
 
     def __init__(self, module: wasmtime.Module) -> None:
         engine, linker = _shared_engine()
@@ -310,8 +311,10 @@ class Instance:
         self.store = store
         self._mem = _export(ex, "memory", wasmtime.Memory)
         self._alloc = _export(ex, "ctxc_alloc", wasmtime.Func)
-        self._free = _export(ex, "ctxc_free", wasmtime.Func)
-        self._call = _export(ex, "ctxc_call", wasmtime.Func)
+        # ctxc_call_take: the request buffer is the guest's after the call (never
+        # written, passed or freed again here), so a compact.begin keeps it for
+        # compact.finish without a copy.
+        self._call = _export(ex, "ctxc_call_take", wasmtime.Func)
         self._len = _export(ex, "ctxc_result_len", wasmtime.Func)
         self.calls = 0
         _export(ex, "_initialize", wasmtime.Func)(store)
@@ -340,7 +343,8 @@ class Instance:
         return p
 
     def run(self, p: int, n: int) -> bytes:
-        """Call the core on the request at p and copy the response out."""
+        """Call the core on the request at p, which passes to the guest, and copy the
+        response out."""
         store = self.store
         r: int = self._call(store, p, n)
         rl: int = self._len(store)
@@ -348,7 +352,6 @@ class Instance:
         if not addr or rl <= 0 or addr + rl > self._mem.data_len(store):
             raise CompactError("internal", "the module returned no response")
         out = _string_at(self._base() + addr, rl)
-        self._free(store, p)
         self.calls += 1
         return out
 
