@@ -17,6 +17,15 @@ function field(key, value) {
   return value === undefined ? "" : `,"${key}":${JSON.stringify(value)}`;
 }
 
+// Tickets name this process's compactions in flight (unique within the process,
+// where its instances live): a random prefix and a counter.
+const TICKET_PREFIX = Math.random().toString(36).slice(2, 10);
+let ticketCount = 0;
+
+function newTicket() {
+  return `${TICKET_PREFIX}-${++ticketCount}`;
+}
+
 /** Per-section shallow merge of a call's config over the compactor's default config. */
 function mergeConfig(base, over) {
   if (over === undefined || over === null) return base;
@@ -313,11 +322,14 @@ export class Compactor {
       throw new TypeError("ctxcompact: options.summarize must be a function");
     }
     await this.ready();
-    // Serialized and encoded once; begin and finish both send these exact bytes.
-    const tail = [`${this.#configField(options.config)}${field("force", options.force)}` +
+    // The same fields for begin and finish; the messages serialized and encoded once.
+    // The ticket names this compaction, so that finish may leave the messages out.
+    const params = `${this.#configField(options.config)}${field("force", options.force)}` +
       `${field("prompt_tokens", options.promptTokens)}${field("format", options.format)}${field("system", options.system)}` +
-      `,"output":"refs","messages":`, utf8(JSON.stringify(messages)), "}"];
-    const begun = unwrap(this.#callParts([`{"op":"compact.begin","summarizer":"${summarize ? "host" : "builtin"}"`, ...tail]));
+      `,"output":"refs"${summarize ? field("ticket", newTicket()) : ""}`;
+    const encoded = utf8(JSON.stringify(messages));
+    const withMessages = [`${params},"messages":`, encoded, "}"];
+    const begun = unwrap(this.#callParts([`{"op":"compact.begin","summarizer":"${summarize ? "host" : "builtin"}"`, ...withMessages]));
     if (begun.done) return toResult(materialize(begun, messages));
 
     let outcome;
@@ -330,7 +342,17 @@ export class Compactor {
       outcome = field("error", errorText(err));
     }
     await this.ready();
-    const finished = unwrap(this.#callParts([`{"op":"compact.finish","state":${JSON.stringify(begun.state)}${outcome}`, ...tail]));
+    // The instance that began it keeps the compaction: finish without the messages.
+    // Another one (the first was replaced after a trap, or the entry was evicted)
+    // answers invalid_state at /messages, and the whole finish goes.
+    const head = `{"op":"compact.finish","state":${JSON.stringify(begun.state)}${outcome}`;
+    let finished;
+    try {
+      finished = unwrap(this.#callParts([head, `${params}}`]));
+    } catch (err) {
+      if (!(err instanceof CompactError && err.code === "invalid_state" && err.path === "/messages")) throw err;
+      finished = unwrap(this.#callParts([head, ...withMessages]));
+    }
     return toResult(materialize(finished, messages));
   }
 

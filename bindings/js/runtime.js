@@ -16,6 +16,7 @@ export const EXPORTS = {
   ctxc_alloc: ["function", 1],
   ctxc_free: ["function", 1],
   ctxc_call: ["function", 2],
+  ctxc_call_take: ["function", 2],
   ctxc_result_len: ["function", 0],
 };
 
@@ -225,11 +226,12 @@ export class Instance {
 
   #finish(p, n) {
     const ex = this.#exports;
-    const r = ex.ctxc_call(p, n) >>> 0;
+    // ctxc_call_take: the request buffer is the guest's from here on (never written,
+    // passed or freed again), so a compact.begin keeps it for compact.finish
+    // without a copy.
+    const r = ex.ctxc_call_take(p, n) >>> 0;
     const len = ex.ctxc_result_len() >>> 0;
-    const out = decoder.decode(new Uint8Array(ex.memory.buffer, r, len));
-    ex.ctxc_free(p);
-    return out;
+    return decoder.decode(new Uint8Array(ex.memory.buffer, r, len));
   }
 }
 

@@ -132,6 +132,29 @@ test("refs materialize to exactly what output:\"messages\" returns", async () =>
   for (const a of full.archived) assert.deepEqual(a.message, msgs[a.index]);
 });
 
+test("finish names the compaction by ticket and leaves the messages out", async () => {
+  const d = await Compactor.create();
+  const inst = _instanceOf(d);
+  const sent = [];
+  const real = inst.callParts.bind(inst);
+  inst.callParts = (parts) => {
+    sent.push(parts.map((p) => (typeof p === "string" ? p : new TextDecoder().decode(p))).join(""));
+    return real(parts);
+  };
+  const msgs = session({ turns: 40 });
+  const res = await d.compact(msgs, { config: small, summarize: async () => "TICKETED" });
+  assert.match(summaryText(res), /TICKETED/);
+  assert.equal(sent.length, 2);
+  const [begin, finish] = sent.map((s) => JSON.parse(s));
+  assert.ok(begin.messages && !("messages" in finish), "the whole conversation goes once");
+  assert.ok(begin.ticket && finish.ticket === begin.ticket);
+  await d.compact(msgs, { config: small, summarize: async () => "TICKETED" });
+  assert.notEqual(JSON.parse(sent[2]).ticket, begin.ticket, "every compaction has its own ticket");
+  // The same result as finishing with the messages.
+  const whole = c.call("compact.finish", { config: small, output: "refs", ticket: "x", messages: msgs, state: finish.state, summary: "TICKETED" });
+  assert.deepEqual(res.report, whole.report);
+});
+
 test("concurrent compactions on one compactor, summaries resolving out of order", async () => {
   const N = 6;
   const inputs = Array.from({ length: N }, (_, k) => session({ turns: 40 + k, tag: ` #${k}` }));

@@ -68,6 +68,7 @@ export function tinyModule({ abi = 1, omit = [], allocParams = 1, extraImport = 
     ["ctxc_alloc", 2, [0x41, 0, 0x0b]],
     ["ctxc_free", 3, [0x0b]],
     ["ctxc_call", 4, [0x41, 0, 0x0b]],
+    ["ctxc_call_take", 4, [0x41, 0, 0x0b]],
     ["ctxc_result_len", 1, [0x41, 0, 0x0b]],
   ];
   const exports = [];
