@@ -2,6 +2,7 @@ package core
 
 import (
 	"github.com/ctxcompact/ctxcompact/internal/vectors"
+	"regexp"
 
 	"encoding/json"
 	"strconv"
@@ -303,10 +304,14 @@ func FuzzCheckJSON(f *testing.F) {
 	})
 }
 
+// highSurrogateEscape matches a \u escape of a high surrogate (or its look-alike
+// after an escaped backslash).
+var highSurrogateEscape = regexp.MustCompile(`(?i)\\ud[89ab]`)
+
 // FuzzDecodeString: decoding a raw JSON string gives gjson's text for it, and the
 // inline rune decoder agrees with utf8.DecodeRuneInString at every offset.
 func FuzzDecodeString(f *testing.F) {
-	for _, s := range []string{`"plain"`, `"a\nb\t\"c\"\\d\/"`, `"\u00e9\ud83d\ude00"`, `"\ud83d"`, `"\ude00x"`, `"\ud83d\u0041"`, `"\u0000"`,
+	for _, s := range []string{`"plain"`, `"a\nb\t\"c\"\\d\/"`, `"\u00e9\ud83d\ude00"`, `"\ud83d"`, `"\ude00x"`, `"\ud83d\u0041"`, `"\u0000"`, `"\ud83d\ud83d\ude00x\u00e9"`, `"a\\u00e9\\\u00e9 \ud83d"`, `"\u2500\u2500 \u2713 done \u2026"`,
 		`"é中文😀"`, "\"\xe0\x80\x80\xed\xa0\x80\xc1\xbf\xe2\x82\"", "\xef\xbf\xbd"} {
 		f.Add(s)
 	}
@@ -323,7 +328,11 @@ func FuzzDecodeString(f *testing.F) {
 		}
 		n := jsonStringChars(raw)
 		for k := 0; k <= n; k += max(1, n/50) { // linear in the input, not quadratic
-			if got, ok := jsonTailOffset(raw, k); ok {
+			got, ok := jsonTailOffset(raw, k)
+			if !ok && utf8.ValidString(raw) && !highSurrogateEscape.MatchString(raw) {
+				t.Fatalf("jsonTailOffset(%s, %d) gave up on valid UTF-8 without high-surrogate escapes", raw, k)
+			}
+			if ok {
 				if _, want := jsonCharOffset(raw, n-k); got != want {
 					t.Fatalf("jsonTailOffset(%s, %d) = %d; counting forward gives %d", raw, k, got, want)
 				}

@@ -282,9 +282,12 @@ func jsonCharOffset(raw string, limit int) (count, offset int) {
 
 // jsonTailOffset returns the byte offset in the raw JSON string raw where its last
 // k characters start, walking back from the end instead of counting from the start
-// (a long tool output's tail is near its end). ok is false when the walk meets a
-// \u escape or bytes that are not UTF-8, whose boundaries only a forward walk
-// settles; jsonCharOffset(raw, n-k) is then the answer.
+// (a long tool output's tail is near its end). A \uXXXX escape is one character,
+// or half of one when a high-surrogate escape comes before it, as jsonCharOffset
+// pairs them (Python's json.dumps writes every character that is not ASCII so).
+// ok is false when the walk meets bytes that are not UTF-8, or a run of
+// high-surrogate escapes, whose boundaries only a forward walk settles;
+// jsonCharOffset(raw, n-k) is then the answer.
 func jsonTailOffset(raw string, k int) (offset int, ok bool) {
 	// backslashes counts the backslashes that end just before raw[e].
 	backslashes := func(e int) int {
@@ -293,6 +296,14 @@ func jsonTailOffset(raw string, k int) (offset int, ok bool) {
 			n++
 		}
 		return n
+	}
+	// highEscapeAt reports whether a \u escape of a high surrogate starts at raw[st].
+	highEscapeAt := func(st int) bool {
+		if st < 1 || raw[st] != '\\' || raw[st+1] != 'u' || backslashes(st)%2 == 1 {
+			return false
+		}
+		h := hexValue(raw[st+2 : st+6])
+		return h >= 0xD800 && h < 0xDC00
 	}
 	e := len(raw) - 1 // the closing quote; characters end before it
 	for c := 0; c < k && e > 1; c++ {
@@ -314,8 +325,15 @@ func jsonTailOffset(raw string, k int) (offset int, ok bool) {
 			e -= 2
 		case b == '\\':
 			return 0, false // an escape cannot end here: not valid JSON
-		case e-6 >= 1 && raw[e-5] == 'u' && backslashes(e-5)%2 == 1:
-			return 0, false // the last digit of a \uXXXX escape
+		case e-6 >= 1 && raw[e-5] == 'u' && backslashes(e-5)%2 == 1: // a \uXXXX escape ends here
+			st := e - 6
+			if highEscapeAt(st - 6) {
+				if highEscapeAt(st - 12) {
+					return 0, false // which two pair up depends on where the run starts
+				}
+				st -= 6 // the second half of a pair: one character
+			}
+			e = st
 		default:
 			e--
 		}
