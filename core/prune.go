@@ -86,6 +86,15 @@ func appendQuote(buf []byte, s string) []byte {
 	buf = append(buf, '"')
 	for i := 0; i < len(s); {
 		c := s[i]
+		if c >= ' ' && c < 0x7f && c != '"' && c != '\\' { // a run of printable ASCII, copied at once
+			j := i + 1
+			for j < len(s) && s[j] >= ' ' && s[j] < 0x7f && s[j] != '"' && s[j] != '\\' {
+				j++
+			}
+			buf = append(buf, s[i:j]...)
+			i = j
+			continue
+		}
 		if c < utf8.RuneSelf {
 			switch {
 			case c == '"' || c == '\\':

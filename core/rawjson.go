@@ -445,7 +445,9 @@ func appendRawText(dst []byte, body string) []byte {
 			n = size
 		}
 		dst = append(dst, body[start:i]...)
-		if b == '\\' {
+		if r := escapedRune(body[i : i+n]); r >= utf8.RuneSelf && r != '\u2028' && r != '\u2029' {
+			dst = utf8.AppendRune(dst, r) // as appendTextBody writes it; no string built
+		} else if b == '\\' {
 			dst = appendTextBody(dst, decodeBody(body[i:i+n]))
 		} else {
 			dst = appendTextBody(dst, body[i:i+n])
@@ -454,6 +456,27 @@ func appendRawText(dst []byte, body string) []byte {
 		start = i
 	}
 	return append(dst, body[start:]...)
+}
+
+// escapedRune returns the character a \uXXXX escape, or a pair of them that
+// encodes a surrogate pair, stands for; -1 for anything else (a lone surrogate,
+// another escape, text).
+func escapedRune(esc string) rune {
+	isEscape := func(i int) bool { return esc[i] == '\\' && esc[i+1] == 'u' && validHex4(esc, i) }
+	if len(esc) != 6 && len(esc) != 12 || !isEscape(0) || len(esc) == 12 && !isEscape(6) {
+		return -1
+	}
+	r := rune(hexValue(esc[2:6]))
+	if len(esc) == 12 {
+		if lo := rune(hexValue(esc[8:12])); r >= 0xD800 && r < 0xDC00 && lo >= 0xDC00 && lo < 0xE000 {
+			return 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
+		}
+		return -1
+	}
+	if r >= 0xD800 && r < 0xE000 {
+		return -1
+	}
+	return r
 }
 
 // keptEscape reports whether the escape \c is written as appendTextBody writes the
