@@ -222,7 +222,7 @@ func TestDeepNestingIsRejected(t *testing.T) {
 // members it records of an object are the fields walkObject finds, with the
 // elements forEachElement finds in those that are arrays.
 func FuzzCheckJSON(f *testing.F) {
-	for _, s := range []string{`{"messages":[{"role":"user","content":"h\u00e9llo \ud83d\ude00 中文"},{"content":null,"c\u006fntent":"x"},[],3]}`, `{"a":[1,2.5e-3,{"b":null}],"c":"x\"\u00e9\\"}`, `[]`, `{}`, ` [ ] `, `[1,]`, `{"a":1,}`, `{"a" 1}`,
+	for _, s := range []string{`{"messages":[{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":"{\"path\":\"\u00e9\"}"}},{"arguments":"x","\u0061rguments":"y"}],"arguments":"top"}]}`, `{"messages":[{"role":"user","content":"h\u00e9llo \ud83d\ude00 中文"},{"content":null,"c\u006fntent":"x"},[],3]}`, `{"a":[1,2.5e-3,{"b":null}],"c":"x\"\u00e9\\"}`, `[]`, `{}`, ` [ ] `, `[1,]`, `{"a":1,}`, `{"a" 1}`,
 		`-0.1E+5`, `01`, `1.`, `-`, `"\u12"`, "\"a\tb\"", `"\x"`, `[[[]]`, `[}`, `{]`, `tru`, `nulll`, `"é\ud83d"`, ``, `   `, `{"a":{"b":[{}]}} x`} {
 		f.Add([]byte(s))
 	}
@@ -256,6 +256,38 @@ func FuzzCheckJSON(f *testing.F) {
 			if m.value[0] == '[' {
 				require.Len(t, m.firstField, len(elements)+1, "where the fields of each element of %s start", m.value)
 				require.Equal(t, len(m.value), m.size, "the length of the array the fields are offsets in")
+				// Every string value of a key written "arguments" deeper in an object
+				// element is counted, in order.
+				var want []stringCount
+				argumentsValue := func(v string) bool {
+					before := strings.TrimRight(m.value[:offsetIn(m.value, v)], " \t\r\n")
+					before, colon := strings.CutSuffix(before, ":")
+					before = strings.TrimRight(before, " \t\r\n")
+					return colon && strings.HasSuffix(before, `"arguments"`) && !strings.HasSuffix(before, `\"arguments"`)
+				}
+				var walk func(v string, deep bool)
+				walk = func(v string, deep bool) {
+					switch {
+					case v[0] == '"' && deep && argumentsValue(v):
+						tokens, chars := roughString(v)
+						want = append(want, stringCount{int32(offsetIn(m.value, v)), int32(tokens + 1), int32(chars + 1)})
+					case v[0] == '{':
+						walkObject(v, 0, func(_, fv string) bool { walk(fv, true); return true })
+					case v[0] == '[':
+						forEachElement(v, func(ev string) bool { walk(ev, true); return true })
+					}
+				}
+				for _, raw := range elements {
+					if raw[0] == '{' {
+						walkObject(raw, 0, func(_, fv string) bool {
+							if fv[0] == '{' || fv[0] == '[' {
+								walk(fv, false)
+							}
+							return true
+						})
+					}
+				}
+				require.Equal(t, want, m.arguments, "the counted arguments of %s", m.value)
 				for e, raw := range elements {
 					type field struct {
 						key, value                string

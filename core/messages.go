@@ -42,8 +42,9 @@ type toolCall struct {
 	args     gjson.Result // function.arguments (a string) or a tool_use input (an object), undecoded; see argsText
 	raw      string       // the whole call object or tool_use block
 	// argsChars1 is the number of characters of string arguments plus one; 0 until
-	// counted (see argsChars).
-	argsChars1 int
+	// counted (see argsChars). argsTokens1 is their roughString plus one, when
+	// validation counted them; else 0.
+	argsChars1, argsTokens1 int
 	// described is describeCall's text, "" until asked for.
 	described string
 }
@@ -311,7 +312,7 @@ func parseMessages(v gjson.Result, tc tokenCounter, known *arrayParts) ([]messag
 	if known.hasFields(v.Raw) { // the validating pass found every message and its fields
 		for k, raw := range known.elements {
 			fields, _ := known.fieldsOf(k)
-			if err := next(func(m *message, path messagePath) error { return readMessageFields(m, v.Raw, raw, fields, path) }); err != nil {
+			if err := next(func(m *message, path messagePath) error { return readMessageFields(m, known, v.Raw, raw, fields, path) }); err != nil {
 				return nil, err
 			}
 		}
@@ -392,9 +393,9 @@ func readMessage(m *message, s string, i int, path messagePath) (end int, err er
 }
 
 // readMessageFields is readMessage of a message whose fields checkJSON recorded in
-// array, the text of the messages: nothing is walked or skipped again, and a string
-// content comes counted.
-func readMessageFields(m *message, array, raw string, fields []elementField, path messagePath) error {
+// parts of array, the text of the messages: nothing is walked or skipped again, and
+// a string content and string tool-call arguments come counted.
+func readMessageFields(m *message, parts *arrayParts, array, raw string, fields []elementField, path messagePath) error {
 	m.raw = raw
 	if raw[0] != '{' {
 		return errorf(CodeInvalidMessages, path.String(), "a message must be a JSON object")
@@ -410,6 +411,15 @@ func readMessageFields(m *message, array, raw string, fields []elementField, pat
 		if k == "tool_calls" && value[0] == '[' {
 			r.parsed, _ = readToolCalls(value, 0)
 			r.calls = value
+			for j := range r.parsed {
+				c := &r.parsed[j]
+				if c.args.Type != gjson.String {
+					continue
+				}
+				if n, ok := parts.argumentsCount(offsetIn(array, c.args.Raw)); ok {
+					c.argsTokens1, c.argsChars1 = int(n.roughTokens1), int(n.roughChars1)
+				}
+			}
 			continue
 		}
 		if !r.field(k, value) {

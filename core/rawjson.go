@@ -308,6 +308,12 @@ func jsonTailOffset(raw string, k int) (offset int, ok bool) {
 	e := len(raw) - 1 // the closing quote; characters end before it
 	for c := 0; c < k && e > 1; c++ {
 		b := raw[e-1]
+		// Most characters are plain ASCII with no backslash before them and not the
+		// last digit of a \u escape: one byte, decided without a call.
+		if b < utf8.RuneSelf && b != '\\' && raw[e-2] != '\\' && (e < 7 || raw[e-5] != 'u') {
+			e--
+			continue
+		}
 		switch {
 		case b >= utf8.RuneSelf:
 			st := e - 1

@@ -140,7 +140,9 @@ func (c tokenCounter) roughView(m *message) int {
 	for k := range m.calls {
 		call := &m.calls[k]
 		n += toolCallOverheadTokens + c.value(rawValue(call.nameRaw))
-		if call.args.Type == gjson.String {
+		if call.args.Type == gjson.String && call.argsTokens1 > 0 { // counted while it was validated
+			n += call.argsTokens1 - 1
+		} else if call.args.Type == gjson.String {
 			t, chars := roughString(call.args.Raw)
 			n, call.argsChars1 = n+t, chars+1
 		} else {

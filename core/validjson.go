@@ -1,6 +1,9 @@
 package core
 
-import "unicode/utf8"
+import (
+	"sort"
+	"unicode/utf8"
+)
 
 // member is one field of a JSON object: its key and value as raw JSON, and when the
 // value is an array, what the validating pass found in it.
@@ -19,7 +22,26 @@ type arrayParts struct {
 	// len(fields)), or nil when they were not recorded.
 	fields     []elementField
 	firstField []int32
-	size       int // the length of the array's text, which fields are offsets in
+	// arguments are the rough counts of the string values of "arguments" fields
+	// deeper in the elements (OpenAI tool calls' function.arguments), in order.
+	arguments []stringCount
+	size      int // the length of the array's text, which fields are offsets in
+}
+
+// stringCount is roughString of the JSON string at offset at in an array's text,
+// each count plus one.
+type stringCount struct {
+	at, roughTokens1, roughChars1 int32
+}
+
+// argumentsCount returns the recorded counts of the "arguments" string at offset
+// at in the array's text, if it was counted.
+func (a *arrayParts) argumentsCount(at int) (stringCount, bool) {
+	k := sort.Search(len(a.arguments), func(k int) bool { return int(a.arguments[k].at) >= at })
+	if k < len(a.arguments) && int(a.arguments[k].at) == at {
+		return a.arguments[k], true
+	}
+	return stringCount{}, false
 }
 
 // elementField is one field of an array element, as offsets in the array's text:
@@ -73,6 +95,7 @@ func checkJSON(data []byte, members *[]member) (valid bool, depth int) {
 	s := bytesString(data)
 	keyStart, keyEnd, valueStart, elementStart := 0, 0, 0, 0
 	fieldKeyStart, fieldKeyEnd, fieldStart := 0, 0, 0
+	deepKeyStart, deepKeyEnd := 0, 0 // the last key read deeper in an element
 	var fieldTokens1, fieldChars1 int32
 	var parts arrayParts
 	var stack []uint64 // one bit per open container: 1 for an object
@@ -97,6 +120,7 @@ func checkJSON(data []byte, members *[]member) (valid bool, depth int) {
 	recording := members != nil
 	inElement := func() bool { return recording && level == 2 && stack[0]&3 == 1 }
 	inElementField := func() bool { return recording && level == 3 && stack[0]&7 == 5 }
+	deepInElement := func() bool { return recording && level > 3 && stack[0]&7 == 5 }
 
 	i := skipSpace(s, 0)
 value:
@@ -137,6 +161,13 @@ value:
 				return false, depth
 			}
 			fieldTokens1, fieldChars1 = int32(tokens+1), int32(chars+1)
+		} else if deepInElement() && inObject() && s[deepKeyStart:deepKeyEnd] == `"arguments"` {
+			start := i
+			var tokens, chars int
+			if i, ok, tokens, chars = validRoughString(s, i); !ok {
+				return false, depth
+			}
+			parts.arguments = append(parts.arguments, stringCount{at: int32(start - valueStart), roughTokens1: int32(tokens + 1), roughChars1: int32(chars + 1)})
 		} else if i, ok = validString(s, i); !ok {
 			return false, depth
 		}
@@ -214,6 +245,8 @@ key: // a member's key is expected at i
 			keyStart, keyEnd = start, i
 		} else if inElementField() {
 			fieldKeyStart, fieldKeyEnd = start, i
+		} else if deepInElement() {
+			deepKeyStart, deepKeyEnd = start, i
 		}
 	}
 	if i = skipSpace(s, i); i >= len(s) || s[i] != ':' {
