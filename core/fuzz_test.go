@@ -479,6 +479,9 @@ func FuzzSummaryText(f *testing.F) {
 		}
 		tool := message{role: "tool", contentRaw: string(text)}
 		require.Equal(t, lines, errorLines(&tool), "error lines of %q", s)
+		if got, want := jsonStringLen(s), len(appendJSONString(nil, s)); got != want {
+			t.Fatalf("jsonStringLen(%q) = %d, the encoding is %d bytes", s, got, want)
+		}
 		if got, want := string(appendQuote([]byte("x"), s)), "x"+strconv.Quote(s); got != want {
 			t.Fatalf("appendQuote(%q) = %s, strconv.Quote gives %s", s, got, want)
 		}

@@ -343,13 +343,19 @@ func appendCanonical(dst []byte, raw string) []byte {
 	return append(dst, raw...)
 }
 
-// jsonStringLen is len(appendJSONString(nil, s)), written out only when s has
-// something to escape.
+// jsonStringLen is len(appendJSONString(nil, s)), counted without writing it: the
+// quotes, and what each byte to escape adds.
 func jsonStringLen(s string) int {
-	if stringRun(s, 0) == len(s) {
-		return len(s) + 2
+	n := len(s) + 2
+	for i := stringRun(s, 0); i < len(s); i = stringRun(s, i+1) {
+		switch b := s[i]; {
+		case b == '"' || b == '\\' || b == '\n' || b == '\r' || b == '\t' || b == '\b' || b == '\f':
+			n++
+		case b < 0x20:
+			n += 5
+		}
 	}
-	return len(appendJSONString(nil, s))
+	return n
 }
 
 func appendJSONString(dst []byte, s string) []byte {

@@ -330,18 +330,18 @@ func validRoughString(s string, i int) (end int, ok bool, tokens, chars int) {
 				other++
 				i += 2
 			case 'u':
-				if !validHex4(s, i) {
+				r, ok := hex4(s, i+2)
+				if !ok {
 					return i, false, 0, 0
 				}
-				r := rune(hexValue(s[i+2 : i+6]))
 				i += 6
 				// As roughString: a high surrogate and the \u escape after it are one
 				// character, whatever that escape holds.
 				if r >= 0xD800 && r < 0xDC00 && i+5 < len(s) && s[i] == '\\' && s[i+1] == 'u' {
-					if !validHex4(s, i) {
+					lo, ok := hex4(s, i+2)
+					if !ok {
 						return i, false, 0, 0
 					}
-					lo := rune(hexValue(s[i+2 : i+6]))
 					r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
 					i += 6
 				}
@@ -366,6 +366,33 @@ func validRoughString(s string, i int) (end int, ok bool, tokens, chars int) {
 			i += size
 		}
 	}
+}
+
+// hexDigits maps a byte to its value as a hex digit, and every other byte to 0xFF.
+var hexDigits = func() (t [256]byte) {
+	for c := range t {
+		switch {
+		case c >= '0' && c <= '9':
+			t[c] = byte(c - '0')
+		case c >= 'a' && c <= 'f':
+			t[c] = byte(c - 'a' + 10)
+		case c >= 'A' && c <= 'F':
+			t[c] = byte(c - 'A' + 10)
+		default:
+			t[c] = 0xFF
+		}
+	}
+	return t
+}()
+
+// hex4 decodes the four hex digits at s[i:i+4] (ok is false when one is not, or s
+// is shorter), with table lookups and no call.
+func hex4(s string, i int) (rune, bool) {
+	if len(s)-i < 4 {
+		return 0, false
+	}
+	a, b, c, d := hexDigits[s[i]], hexDigits[s[i+1]], hexDigits[s[i+2]], hexDigits[s[i+3]]
+	return rune(a)<<12 | rune(b)<<8 | rune(c)<<4 | rune(d), a|b|c|d < 16
 }
 
 // validHex4 reports whether the escape at s[i] ("\u") has four hex digits.
