@@ -37,6 +37,14 @@ func withSystemNote(m *message) (string, bool) {
 	var err error
 	switch {
 	case content.Type == gjson.String:
+		// The note goes in before the closing quote: the content keeps the caller's
+		// bytes, and a long system prompt is not decoded and escaped again.
+		if at, ok := partOf(m.raw, m.contentRaw); ok {
+			end := at + len(m.contentRaw) - 1
+			b := make([]byte, 0, len(m.raw)+len(SystemNote)+8)
+			b = appendTextBody(append(b, m.raw[:end]...), SystemNote)
+			return bytesString(append(b, m.raw[end:]...)), true
+		}
 		out, err = sjson.Set(m.raw, "content", content.Str+SystemNote)
 	case content.IsArray():
 		out, err = sjson.Set(m.raw, "content.-1", map[string]string{"type": "text", "text": strings.TrimPrefix(SystemNote, "\n\n")})

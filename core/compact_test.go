@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
 )
 
 // loadTraces returns every shared OpenAI-format trace's messages by file name, or
@@ -298,4 +299,25 @@ func TestFNV64a(t *testing.T) {
 		want.Write([]byte{0, 1})
 		require.Equal(t, want.Sum64(), uint64(fnv64a(fnvOffset64).string(s).byte(0).bytes([]byte{1})), "FNV-1a of %q", s)
 	}
+}
+
+// TestSystemNoteKeepsTheContentBytes: the note is written after a string content
+// as the caller encoded it; a message whose content does not lie in its raw JSON
+// (one built in the core) gets it through sjson.
+func TestSystemNoteKeepsTheContentBytes(t *testing.T) {
+	raw := `{"role":"system","content":"<policy> caf\u00e9 \"q\"","name":"x"}`
+	m, err := parseMessage(gjson.Parse(raw), "/messages/0")
+	require.NoError(t, err)
+	got, ok := withSystemNote(&m)
+	require.True(t, ok)
+	note, _ := marshal(SystemNote)
+	require.Equal(t, `{"role":"system","content":"<policy> caf\u00e9 \"q\"`+string(note[1:len(note)-1])+`","name":"x"}`, got)
+	require.Equal(t, "<policy> café \"q\""+SystemNote, gjson.Get(got, "content").Str)
+
+	built := message{role: "system", raw: raw, contentRaw: strings.Clone(`"<policy>"`)}
+	got, ok = withSystemNote(&built)
+	require.True(t, ok)
+	require.Equal(t, "<policy>"+SystemNote, gjson.Get(got, "content").Str)
+	_, again := withSystemNote(&message{role: "system", raw: got, contentRaw: gjson.Get(got, "content").Raw})
+	require.False(t, again, "the note is added once")
 }

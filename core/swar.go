@@ -34,6 +34,13 @@ func offsetIn(s, part string) int {
 	return int(uintptr(unsafe.Pointer(unsafe.StringData(part))) - uintptr(unsafe.Pointer(unsafe.StringData(s))))
 }
 
+// partOf returns where part starts in s when part lies in s's memory (as the raw
+// JSON walkers cut values out of their input), and false for any other string.
+func partOf(s, part string) (int, bool) {
+	off := int(uintptr(unsafe.Pointer(unsafe.StringData(part))) - uintptr(unsafe.Pointer(unsafe.StringData(s))))
+	return off, len(part) > 0 && off >= 0 && off <= len(s)-len(part)
+}
+
 // zeroBytes has the high bit set in (at least) the lowest byte of w that is zero,
 // and no bit at all when w has no zero byte.
 func zeroBytes(w uint64) uint64 { return (w - lo8) &^ w & hi8 }
