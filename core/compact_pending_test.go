@@ -330,3 +330,24 @@ func TestCallTakingKeepsTheEnvelope(t *testing.T) {
 		require.Equal(t, 0, pendingCount())
 	}
 }
+
+// TestValidationCountsArguments: a message's tool calls take the counts and ends of
+// their string arguments from the validating pass, equal to counting them again.
+func TestValidationCountsArguments(t *testing.T) {
+	req := []byte(`{"op":"prune","messages":[{"role":"assistant","content":null,"tool_calls":[` +
+		`{"id":"a","type":"function","function":{"name":"write","arguments":"{\"path\":\"x.py\",\"text\":\"caf\\u00e9 \\\"q\\\"\"}"}},` +
+		`{"id":"b","function":{"arguments":"{}","name":"ls"}}]}]}`)
+	var members []member
+	valid, _ := checkJSON(req, &members)
+	require.True(t, valid)
+	q := newOpRequest(gjson.ParseBytes(req), members)
+	msgs, err := parseMessages(q.params.Get("messages"), roughCounter, q.arrays["messages"])
+	require.NoError(t, err)
+	require.Len(t, msgs[0].calls, 2)
+	for _, c := range msgs[0].calls {
+		require.Positive(t, c.argsTokens1, "counted while validated: %s", c.args.Raw)
+		tokens, chars := roughString(c.args.Raw)
+		require.Equal(t, []int{tokens, chars}, []int{c.argsTokens1 - 1, c.argsChars1 - 1})
+		require.Equal(t, gjson.Get(c.raw, "function.arguments").Raw, c.args.Raw)
+	}
+}

@@ -270,7 +270,7 @@ func FuzzCheckJSON(f *testing.F) {
 					switch {
 					case v[0] == '"' && deep && argumentsValue(v):
 						tokens, chars := roughString(v)
-						want = append(want, stringCount{int32(offsetIn(m.value, v)), int32(tokens + 1), int32(chars + 1)})
+						want = append(want, stringCount{int32(offsetIn(m.value, v)), int32(len(v)), int32(tokens + 1), int32(chars + 1)})
 					case v[0] == '{':
 						walkObject(v, 0, func(_, fv string) bool { walk(fv, true); return true })
 					case v[0] == '[':

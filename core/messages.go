@@ -68,14 +68,34 @@ func (c *toolCall) argsChars() int {
 // rawToolCalls reads a raw tool_calls array. Elements that are not objects are
 // returned with only raw set; parseMessage rejects them.
 func rawToolCalls(arr string) []toolCall {
-	calls, _ := readToolCalls(arr, skipSpace(arr, 0))
+	calls, _ := readToolCalls(arr, skipSpace(arr, 0), nil)
 	return calls
 }
 
+// countedArguments are the "arguments" strings that checkJSON counted in array.
+type countedArguments struct {
+	parts *arrayParts
+	array string
+}
+
+// at returns the counts of the string value at s[v], when s lies in the array and
+// it was counted.
+func (c *countedArguments) at(s string, v int) (stringCount, bool) {
+	if c == nil {
+		return stringCount{}, false
+	}
+	off, ok := partOf(c.array, s)
+	if !ok {
+		return stringCount{}, false
+	}
+	return c.parts.argumentsCount(off + v)
+}
+
 // readToolCalls reads the tool_calls array that starts at s[i] in one walk (each
-// call's arguments are skipped once) and returns its calls and the index just past
-// it (-1 if it is not a valid array).
-func readToolCalls(s string, i int) ([]toolCall, int) {
+// call's arguments are skipped once, or not at all when counted says where they
+// end) and returns its calls and the index just past it (-1 if it is not a valid
+// array).
+func readToolCalls(s string, i int, counted *countedArguments) ([]toolCall, int) {
 	if i >= len(s) || s[i] != '[' {
 		return nil, -1
 	}
@@ -95,7 +115,7 @@ func readToolCalls(s string, i int) ([]toolCall, int) {
 		var tc toolCall
 		end := -1
 		if s[i] == '{' {
-			end = walkFields(s, i, func(k string, v int) int { return tc.readField(s, k, v) })
+			end = walkFields(s, i, func(k string, v int) int { return tc.readField(s, k, v, counted) })
 		}
 		if end < 0 { // not an object: kept raw, for the caller to refuse
 			end = skipValue(s, i)
@@ -110,8 +130,9 @@ func readToolCalls(s string, i int) ([]toolCall, int) {
 }
 
 // readField reads the field k of a tool call, whose value starts at s[v], and
-// returns the index just past the value.
-func (tc *toolCall) readField(s, k string, v int) int {
+// returns the index just past the value. String arguments that checkJSON counted
+// (counted may be nil) are neither skipped nor counted again.
+func (tc *toolCall) readField(s, k string, v int, counted *countedArguments) int {
 	switch {
 	case k == "id":
 		end := skipValue(s, v)
@@ -119,12 +140,20 @@ func (tc *toolCall) readField(s, k string, v int) int {
 		return end
 	case k == "function" && s[v] == '{':
 		return walkFields(s, v, func(fk string, fv int) int {
+			if fk == "arguments" && s[fv] == '"' {
+				if n, ok := counted.at(s, fv); ok {
+					end := fv + int(n.size)
+					tc.args = rawValue(s[fv:end])
+					tc.argsTokens1, tc.argsChars1 = int(n.roughTokens1), int(n.roughChars1)
+					return end
+				}
+			}
 			end := skipValue(s, fv)
 			switch fk {
 			case "name":
 				tc.nameRaw, tc.name = s[fv:end], decodeString(s[fv:end])
 			case "arguments":
-				tc.args = rawValue(s[fv:end])
+				tc.args, tc.argsTokens1, tc.argsChars1 = rawValue(s[fv:end]), 0, 0
 			}
 			return end
 		})
@@ -370,7 +399,7 @@ func readMessage(m *message, s string, i int, path messagePath) (end int, err er
 	end = walkFields(s, i, func(k string, v int) int {
 		if k == "tool_calls" && s[v] == '[' { // read in place: the walk needs its end
 			var vEnd int
-			r.parsed, vEnd = readToolCalls(s, v)
+			r.parsed, vEnd = readToolCalls(s, v, nil)
 			if vEnd > v {
 				r.calls = s[v:vEnd]
 			}
@@ -409,17 +438,8 @@ func readMessageFields(m *message, parts *arrayParts, array, raw string, fields 
 			k = decodeString(key)
 		}
 		if k == "tool_calls" && value[0] == '[' {
-			r.parsed, _ = readToolCalls(value, 0)
+			r.parsed, _ = readToolCalls(value, 0, &countedArguments{parts, array})
 			r.calls = value
-			for j := range r.parsed {
-				c := &r.parsed[j]
-				if c.args.Type != gjson.String {
-					continue
-				}
-				if n, ok := parts.argumentsCount(offsetIn(array, c.args.Raw)); ok {
-					c.argsTokens1, c.argsChars1 = int(n.roughTokens1), int(n.roughChars1)
-				}
-			}
 			continue
 		}
 		if !r.field(k, value) {

@@ -28,10 +28,10 @@ type arrayParts struct {
 	size      int // the length of the array's text, which fields are offsets in
 }
 
-// stringCount is roughString of the JSON string at offset at in an array's text,
-// each count plus one.
+// stringCount is roughString of the JSON string of size bytes at offset at in an
+// array's text, each count plus one.
 type stringCount struct {
-	at, roughTokens1, roughChars1 int32
+	at, size, roughTokens1, roughChars1 int32
 }
 
 // argumentsCount returns the recorded counts of the "arguments" string at offset
@@ -167,7 +167,8 @@ value:
 			if i, ok, tokens, chars = validRoughString(s, i); !ok {
 				return false, depth
 			}
-			parts.arguments = append(parts.arguments, stringCount{at: int32(start - valueStart), roughTokens1: int32(tokens + 1), roughChars1: int32(chars + 1)})
+			parts.arguments = append(parts.arguments, stringCount{at: int32(start - valueStart), size: int32(i - start),
+				roughTokens1: int32(tokens + 1), roughChars1: int32(chars + 1)})
 		} else if i, ok = validString(s, i); !ok {
 			return false, depth
 		}
