@@ -392,7 +392,7 @@ func FuzzStringArgs(f *testing.F) {
 		for _, text := range []string{string(args), nested, content, strings.ReplaceAll(string(args), ",", ",\n ")} {
 			raw, _ := json.Marshal(text)
 			call := toolCall{args: gjson.Result{Type: gjson.String, Raw: string(raw)}}
-			got, ok := escapedFields(string(raw), func(string) bool { return true })
+			got, ok := escapedFields(nil, string(raw), func(string) bool { return true })
 			if text == string(args) && !ok {
 				t.Fatalf("escapedFields refused %s", raw)
 			}

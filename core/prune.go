@@ -52,9 +52,10 @@ func indexCalls(msgs []message) callIndex {
 // or nothing.
 func appendKeyArgument(dst []byte, c toolCall) []byte {
 	best := len(keyArgNames)
-	args := c.stringArgs(nil)
+	var buf [8]stringArg
+	args := c.appendStringArgs(buf[:0], nil)
 	if len(args) == 0 {
-		args = c.stringArgs(keyArgNames) // big arguments that could not be walked are searched
+		args = c.appendStringArgs(buf[:0], keyArgNames) // big arguments that could not be walked are searched
 	}
 	chosen := -1
 	for k, a := range args {

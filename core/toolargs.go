@@ -96,10 +96,15 @@ const bigArgs = 8 << 10
 // are big, the wanted keys are searched for in the raw text instead (see
 // escapedArgString).
 func (c toolCall) stringArgs(want []string) []stringArg {
-	var out []stringArg
+	return c.appendStringArgs(nil, want)
+}
+
+// appendStringArgs is stringArgs appending to out (a caller's buffer on its stack
+// spares the allocation).
+func (c *toolCall) appendStringArgs(out []stringArg, want []string) []stringArg {
 	keep := func(key string) bool { return want == nil || contains(want, key) }
 	if c.args.Type == gjson.String {
-		if fields, ok := escapedFields(c.args.Raw, keep); ok {
+		if fields, ok := escapedFields(out, c.args.Raw, keep); ok {
 			return fields
 		}
 		if len(c.args.Raw) > bigArgs {
@@ -124,7 +129,7 @@ func (c toolCall) stringArgs(want []string) []stringArg {
 // returns its top-level string fields whose keys pass keep. ok is false when raw is
 // not a string holding exactly one object, or when the object uses an escape this
 // walker does not read (\u outside a string): the caller then decodes.
-func escapedFields(raw string, keep func(string) bool) (out []stringArg, ok bool) {
+func escapedFields(out []stringArg, raw string, keep func(string) bool) ([]stringArg, bool) {
 	if len(raw) < 2 || raw[0] != '"' {
 		return nil, false
 	}
@@ -133,7 +138,9 @@ func escapedFields(raw string, keep func(string) bool) (out []stringArg, ok bool
 	if i >= len(s) || s[i] != '{' {
 		return nil, false
 	}
-	out = make([]stringArg, 0, 4) // most calls have a few string arguments: one allocation
+	if out == nil {
+		out = make([]stringArg, 0, 4) // most calls have a few string arguments: one allocation
+	}
 	i++
 	for first := true; ; first = false {
 		i = skipEscapedSpace(s, i)
