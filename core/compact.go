@@ -401,14 +401,24 @@ func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome
 	rep.Pruned = p.pruned.indices()
 
 	out, removed, repaired, san := sanitizeToolPairs(a.out)
-	archivedAlready := map[int]bool{}
-	for _, x := range a.archived {
-		archivedAlready[x.index] = true
+	// archivedAlready reports whether the assembly archived message i; its index is
+	// built only when a message was removed or repaired (the middle can be most of
+	// the conversation).
+	var archived []bool
+	archivedBefore := a.archived
+	archivedAlready := func(i int) bool {
+		if archived == nil {
+			archived = make([]bool, len(r.msgs))
+			for _, x := range archivedBefore {
+				archived[x.index] = true
+			}
+		}
+		return archived[i]
 	}
 	for _, m := range removed {
 		if m.src >= 0 {
 			rep.OrphansRemoved = append(rep.OrphansRemoved, m.src)
-			if !archivedAlready[m.src] {
+			if !archivedAlready(m.src) {
 				a.archived = append(a.archived, archivedMsg{index: m.src, reason: ArchivedOrphanRemoved, raw: r.msgs[m.src].raw})
 			}
 		}
@@ -416,7 +426,7 @@ func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome
 	for _, m := range repaired {
 		if m.src >= 0 {
 			rep.Repaired = append(rep.Repaired, m.src)
-			if !archivedAlready[m.src] {
+			if !archivedAlready(m.src) {
 				a.archived = append(a.archived, archivedMsg{index: m.src, reason: ArchivedRepaired, raw: r.msgs[m.src].raw})
 			}
 		}

@@ -542,8 +542,34 @@ func FuzzContentText(f *testing.F) {
 		if got := rawContentText(strings.TrimSpace(s)); got != want {
 			t.Fatalf("rawContentText(%q) = %q, gjson reads %q", s, got, want)
 		}
+		if v.IsArray() {
+			if got, want := firstTextPart(strings.TrimSpace(s)), firstText(v); got != want {
+				t.Fatalf("firstTextPart(%q) = %q, gjson reads %q", s, got, want)
+			}
+		}
 	})
 }
+
+// firstText is the text of a content's first text part as gjson reads it: the
+// definition firstTextPart is held to.
+func firstText(content gjson.Result) string {
+	if content.Type == gjson.String {
+		return content.Str
+	}
+	if content.IsArray() {
+		var s string
+		content.ForEach(func(_, p gjson.Result) bool {
+			if p.Get("type").Str == "text" {
+				s = p.Get("text").Str
+				return false
+			}
+			return true
+		})
+		return s
+	}
+	return ""
+}
+
 
 // FuzzRawText: appendRawText writes what escaping the decoded string writes.
 func FuzzRawText(f *testing.F) {

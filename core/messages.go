@@ -205,32 +205,44 @@ func (m *message) isSummary() bool {
 			}
 		}
 	}
-	return strings.HasPrefix(strings.TrimLeft(firstText(m.content()), " \n"), SummaryPrefix)
+	return strings.HasPrefix(strings.TrimLeft(firstTextPart(raw), " \n"), SummaryPrefix)
+}
+
+// firstTextPart is firstText of a raw content array, read by the raw walkers: the
+// text of its first part whose "type" is "text" (each key's first occurrence
+// counts, as gjson finds it).
+func firstTextPart(arr string) (text string) {
+	if len(arr) == 0 || arr[0] != '[' {
+		return ""
+	}
+	forEachElement(arr, func(part string) bool {
+		if part[0] != '{' {
+			return true
+		}
+		var typ, txt string
+		var haveType, haveText bool
+		forEachField(part, func(k, raw string) bool {
+			switch {
+			case k == "type" && !haveType:
+				typ, haveType = raw, true
+			case k == "text" && !haveText:
+				txt, haveText = raw, true
+			}
+			return true
+		})
+		if typ == `"text"` || haveType && typ[0] == '"' && decodeString(typ) == "text" {
+			text = decodeString(txt)
+			return false
+		}
+		return true
+	})
+	return text
 }
 
 // isRealUser reports whether m is a request typed by the user: role user and not a
 // compaction summary.
 func (m *message) isRealUser() bool {
 	return m.role == "user" && len(m.results) == 0 && !m.isSummary()
-}
-
-// firstText returns the text of a string content or of its first text part.
-func firstText(content gjson.Result) string {
-	if content.Type == gjson.String {
-		return content.Str
-	}
-	if content.IsArray() {
-		var s string
-		content.ForEach(func(_, p gjson.Result) bool {
-			if p.Get("type").Str == "text" {
-				s = p.Get("text").Str
-				return false
-			}
-			return true
-		})
-		return s
-	}
-	return ""
 }
 
 // contentText returns all text of a content value, parts joined by newlines.
