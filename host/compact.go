@@ -2,8 +2,13 @@ package host
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strconv"
+	"sync/atomic"
 
 	"github.com/ctxcompact/ctxcompact/core"
 )
@@ -25,6 +30,10 @@ type CompactRequest struct {
 	Summarizer string
 	// Output is "messages" (the default) or "refs" (unchanged messages as indices).
 	Output string
+	// Ticket, when set, names the compaction (unique among those in flight): the
+	// instance that ran CompactBegin keeps what it parsed, and a CompactFinish with
+	// the same ticket can then leave the messages out (see CompactFinishKept).
+	Ticket string
 }
 
 // CompactOptions are the optional parameters of Compact.
@@ -55,15 +64,49 @@ func (e *Engine) CompactFinish(ctx context.Context, req CompactRequest, state, s
 	return r, err
 }
 
+// CompactFinishKept is CompactFinish without sending the messages again: the
+// instance that ran CompactBegin with req.Ticket finishes the compaction it kept.
+// When the call lands on another instance (or the kept compaction was evicted),
+// the core answers invalid_state at /messages and the whole finish is sent.
+func (e *Engine) CompactFinishKept(ctx context.Context, req CompactRequest, state, summary, summaryErr string) (core.CompactResult, error) {
+	if req.Ticket == "" {
+		return e.CompactFinish(ctx, req, state, summary, summaryErr)
+	}
+	var r core.CompactResult
+	err := e.run(ctx, req.finishParams(state, summary, summaryErr), &r)
+	var ce *core.Error
+	if errors.As(err, &ce) && ce.Code == core.CodeInvalidState && ce.Path == "/messages" {
+		return e.CompactFinish(ctx, req, state, summary, summaryErr)
+	}
+	return r, err
+}
+
+// tickets name this process's compactions: a random prefix and a counter.
+var tickets = struct {
+	prefix string
+	n      atomic.Uint64
+}{prefix: func() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}()}
+
+func newTicket() string {
+	return tickets.prefix + "-" + strconv.FormatUint(tickets.n.Add(1), 10)
+}
+
 // Compact compacts messages under cfg: compact.begin, then, when the core asks for a
-// summary, summarize and compact.finish. With a nil summarize the built-in
-// extractive summarizer is used and no callback runs. The instance is not held
-// while summarize runs.
+// summary, summarize and compact.finish (without the messages when the instance
+// that began it still keeps it: CompactFinishKept). With a nil summarize the
+// built-in extractive summarizer is used and no callback runs. The instance is not
+// held while summarize runs.
 func (e *Engine) Compact(ctx context.Context, messages, cfg json.RawMessage, summarize Summarize, opts CompactOptions) (core.CompactResult, error) {
 	req := CompactRequest{Messages: messages, Config: cfg, Force: opts.Force, PromptTokens: opts.PromptTokens,
 		Summarizer: core.SummarizerHost, Output: opts.Output}
 	if summarize == nil {
 		req.Summarizer = core.SummarizerBuiltin
+	} else {
+		req.Ticket = newTicket()
 	}
 	res, err := e.CompactBegin(ctx, req)
 	if err != nil || res.Done {
@@ -83,7 +126,7 @@ func (e *Engine) Compact(ctx context.Context, messages, cfg json.RawMessage, sum
 			failure = "summarizer failed"
 		}
 	}
-	return e.CompactFinish(ctx, req, res.State, summary, failure)
+	return e.CompactFinishKept(ctx, req, res.State, summary, failure)
 }
 
 // beginEnvelope is the compact.begin request.
@@ -96,20 +139,25 @@ func (req CompactRequest) beginEnvelope() *request {
 // compact.begin, so an instance that kept the begun compaction reads the finish
 // without reading them again.
 func (req CompactRequest) finishEnvelope(state, summary, summaryErr string) *request {
+	return req.finishParams(state, summary, summaryErr).raw("messages", req.Messages)
+}
+
+// finishParams is finishEnvelope without the messages.
+func (req CompactRequest) finishParams(state, summary, summaryErr string) *request {
 	env := req.params("compact.finish").str("state", state)
 	if summaryErr != "" {
 		env.str("error", summaryErr)
 	} else {
 		env.raw("summary", mustString(summary))
 	}
-	return env.raw("messages", req.Messages)
+	return env
 }
 
 // params starts the request of op with every field but the messages.
 func (req CompactRequest) params(op string) *request {
 	return newRequest(op).raw("config", req.Config).
 		flag("force", req.Force).num("prompt_tokens", req.PromptTokens).
-		str("summarizer", req.Summarizer).str("output", req.Output)
+		str("summarizer", req.Summarizer).str("output", req.Output).str("ticket", req.Ticket)
 }
 
 // mustString is s as a JSON string value (even when empty).

@@ -256,3 +256,67 @@ func TestFinishEnvelopeEndsWithMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestFinishKept: with a ticket, the engine whose instance ran compact.begin
+// finishes without the messages (the request below has none to send); an engine
+// whose instances kept nothing answers invalid_state at /messages to the short
+// finish and CompactFinishKept sends the whole one. Both equal the native finish.
+func TestFinishKept(t *testing.T) {
+	requireOps(t, "compact.begin", "compact.finish")
+	ctx := context.Background()
+	req := CompactRequest{Messages: traceNamed(t, smallTrace), Config: json.RawMessage(`{"model":{"context_length":32000}}`),
+		Force: true, Summarizer: core.SummarizerHost, Output: "refs", Ticket: newTicket()}
+	want := core.Call(env(t, req.finishEnvelope(stateOf(t, req), "## Goal\nRebook.", "")))
+
+	kept := newEngine(t, WithPoolSize(1))
+	begin, err := kept.CompactBegin(ctx, req)
+	if err != nil || begin.Done {
+		t.Fatalf("compact.begin: %v %+v", err, begin)
+	}
+	noMessages := req
+	noMessages.Messages = nil
+	got, err := kept.CompactFinishKept(ctx, noMessages, begin.State, "## Goal\nRebook.", "")
+	if err != nil {
+		t.Fatalf("the finish without messages on the instance that began it: %v", err)
+	}
+	requireSameResult(t, want, got)
+
+	_, err = kept.CompactFinishKept(ctx, noMessages, begin.State, "## Goal\nRebook.", "")
+	if !errors.Is(err, &core.Error{Code: core.CodeInvalidState}) {
+		t.Fatalf("a second finish without messages (nothing kept, none to send): %v", err)
+	}
+	other := newEngine(t, WithPoolSize(1))
+	got, err = other.CompactFinishKept(ctx, req, begin.State, "## Goal\nRebook.", "")
+	if err != nil {
+		t.Fatalf("the whole finish after the miss: %v", err)
+	}
+	requireSameResult(t, want, got)
+	if a, b := newTicket(), newTicket(); a == b {
+		t.Fatalf("two tickets alike: %s", a)
+	}
+}
+
+// stateOf is the state compact.begin gives req, natively.
+func stateOf(t *testing.T, req CompactRequest) string {
+	var r core.CompactResult
+	raw, err := splitResponse(core.Call(env(t, req.beginEnvelope())))
+	if err != nil || json.Unmarshal(raw, &r) != nil || r.State == "" {
+		t.Fatalf("native compact.begin: %v %s", err, raw)
+	}
+	return r.State
+}
+
+// requireSameResult compares a typed result with a native response envelope.
+func requireSameResult(t *testing.T, envelope []byte, got core.CompactResult) {
+	t.Helper()
+	var want core.CompactResult
+	raw, err := splitResponse(envelope)
+	if err != nil || json.Unmarshal(raw, &want) != nil {
+		t.Fatalf("native compact.finish: %v %s", err, clip(envelope))
+	}
+	w, _ := json.Marshal(want)
+	g, _ := json.Marshal(got)
+	if !bytes.Equal(w, g) {
+		t.Fatalf("finish: got %s\nwant %s", clip(g), clip(w))
+	}
+}
