@@ -107,10 +107,15 @@ type configReader struct {
 	err  error
 }
 
-func (r *configReader) get(key string) (gjson.Result, string, bool) {
+// get returns the value of key and whether it is set (not null); at(key) is its
+// JSON pointer, built only for an error.
+func (r *configReader) get(key string) (gjson.Result, bool) {
 	v := r.obj.Get(gjson.Escape(key))
-	return v, pointer(r.path, key), r.err == nil && v.Exists() && v.Type != gjson.Null
+	return v, r.err == nil && v.Exists() && v.Type != gjson.Null
 }
+
+// at is the JSON pointer of key in this object.
+func (r *configReader) at(key string) string { return pointer(r.path, key) }
 
 func (r *configReader) fail(path, format string, args ...any) {
 	if r.err == nil {
@@ -119,9 +124,9 @@ func (r *configReader) fail(path, format string, args ...any) {
 }
 
 func (r *configReader) boolean(key string, dst *bool) {
-	if v, p, ok := r.get(key); ok {
+	if v, ok := r.get(key); ok {
 		if !v.IsBool() {
-			r.fail(p, "%s must be true or false", key)
+			r.fail(r.at(key), "%s must be true or false", key)
 			return
 		}
 		*dst = v.Bool()
@@ -130,13 +135,13 @@ func (r *configReader) boolean(key string, dst *bool) {
 
 // fraction reads a number in (lo, 1] (or [0, 1] when zeroOK).
 func (r *configReader) fraction(key string, dst *float64, zeroOK bool) {
-	if v, p, ok := r.get(key); ok {
+	if v, ok := r.get(key); ok {
 		if v.Type != gjson.Number || v.Num > 1 || v.Num < 0 || (!zeroOK && v.Num == 0) || math.IsNaN(v.Num) {
 			lo := "greater than 0"
 			if zeroOK {
 				lo = "at least 0 (0 disables it)"
 			}
-			r.fail(p, "%s must be a number %s and at most 1, got %s", key, lo, v.Raw)
+			r.fail(r.at(key), "%s must be a number %s and at most 1, got %s", key, lo, v.Raw)
 			return
 		}
 		*dst = v.Num
@@ -144,9 +149,9 @@ func (r *configReader) fraction(key string, dst *float64, zeroOK bool) {
 }
 
 func (r *configReader) integer(key string, dst *int, min, max int) {
-	if v, p, ok := r.get(key); ok {
+	if v, ok := r.get(key); ok {
 		if v.Type != gjson.Number || v.Num != math.Trunc(v.Num) || v.Num < float64(min) || v.Num > float64(max) {
-			r.fail(p, "%s must be an integer from %d to %d, got %s", key, min, max, v.Raw)
+			r.fail(r.at(key), "%s must be an integer from %d to %d, got %s", key, min, max, v.Raw)
 			return
 		}
 		*dst = int(v.Num)
@@ -154,13 +159,13 @@ func (r *configReader) integer(key string, dst *int, min, max int) {
 }
 
 func (r *configReader) str(key string, dst *string, allowed ...string) {
-	if v, p, ok := r.get(key); ok {
+	if v, ok := r.get(key); ok {
 		if v.Type != gjson.String {
-			r.fail(p, "%s must be a string", key)
+			r.fail(r.at(key), "%s must be a string", key)
 			return
 		}
 		if len(allowed) > 0 && !contains(allowed, v.Str) {
-			r.fail(p, "%s must be one of %s, got %q", key, strings.Join(allowed, ", "), v.Str)
+			r.fail(r.at(key), "%s must be one of %s, got %q", key, strings.Join(allowed, ", "), v.Str)
 			return
 		}
 		*dst = v.Str
@@ -169,8 +174,8 @@ func (r *configReader) str(key string, dst *string, allowed ...string) {
 
 // object opens a nested object, rejecting keys outside allowed.
 func (r *configReader) object(key string, allowed ...string) *configReader {
-	v, p, ok := r.get(key)
-	sub := &configReader{obj: v, path: p}
+	v, ok := r.get(key)
+	sub := &configReader{obj: v, path: r.at(key)}
 	if !ok {
 		sub.obj = gjson.Result{}
 		return sub
@@ -239,7 +244,8 @@ func parseConfig(v gjson.Result, path string) (Config, error) {
 	c.integer("small_context_limit", &cc.SmallContextLimit, 0, maxContextLength)
 	c.fraction("hygiene_threshold", &cc.HygieneThreshold, false)
 	c.integer("summary_context_length", &cc.SummaryContextLength, 0, maxContextLength)
-	if mt, p, ok := c.get("model_thresholds"); ok {
+	if mt, ok := c.get("model_thresholds"); ok {
+		p := c.at("model_thresholds")
 		if !mt.IsObject() {
 			c.fail(p, "model_thresholds must be an object mapping a model-name substring to a fraction")
 		}
@@ -277,9 +283,9 @@ func parseConfig(v gjson.Result, path string) (Config, error) {
 
 	t := root.object("tokens", "encoding", "calibration")
 	t.str("encoding", &cfg.Tokens.Encoding)
-	if v, p, ok := t.get("calibration"); ok {
+	if v, ok := t.get("calibration"); ok {
 		if v.Type != gjson.Number || v.Num <= 0 || v.Num > 10 {
-			t.fail(p, "calibration must be a number greater than 0 and at most 10, got %s", v.Raw)
+			t.fail(t.at("calibration"), "calibration must be a number greater than 0 and at most 10, got %s", v.Raw)
 		} else {
 			cfg.Tokens.Calibration = v.Num
 		}
