@@ -570,7 +570,6 @@ func firstText(content gjson.Result) string {
 	return ""
 }
 
-
 // FuzzRawText: appendRawText writes what escaping the decoded string writes.
 func FuzzRawText(f *testing.F) {
 	for _, s := range []string{
