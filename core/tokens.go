@@ -421,11 +421,7 @@ func roughString(raw string) (tokens, chars int) {
 					r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
 					i += 6
 				}
-				if isCJKDense(r) {
-					dense++
-				} else {
-					other++
-				}
+				dense, other = tally(r, dense, other)
 				continue
 			}
 			other++
@@ -435,15 +431,19 @@ func roughString(raw string) (tokens, chars int) {
 			i++
 		default:
 			r, size := decodeRune(raw, i)
-			if isCJKDense(r) {
-				dense++
-			} else {
-				other++
-			}
+			dense, other = tally(r, dense, other)
 			i += size
 		}
 	}
 	return dense + (other+roughCharsPerToken-1)/roughCharsPerToken, dense + other
+}
+
+// tally counts r as a dense (CJK) character or another one, for the rough estimate.
+func tally(r rune, dense, other int) (int, int) {
+	if isCJKDense(r) {
+		return dense + 1, other
+	}
+	return dense, other + 1
 }
 
 func hexValue(s string) int {

@@ -346,11 +346,7 @@ func validRoughString(s string, i int) (end int, ok bool, tokens, chars int) {
 					r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
 					i += 6
 				}
-				if isCJKDense(r) {
-					dense++
-				} else {
-					other++
-				}
+				dense, other = tally(r, dense, other)
 			default:
 				return i, false, 0, 0
 			}
@@ -359,11 +355,7 @@ func validRoughString(s string, i int) (end int, ok bool, tokens, chars int) {
 			i++
 		default:
 			r, size := decodeRune(s, i)
-			if isCJKDense(r) {
-				dense++
-			} else {
-				other++
-			}
+			dense, other = tally(r, dense, other)
 			i += size
 		}
 	}

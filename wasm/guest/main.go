@@ -116,25 +116,17 @@ func ctxcFree(ptr int32) {
 // becomes an error envelope.
 //
 //go:wasmexport ctxc_call
-func ctxcCall(ptr, n int32) (resp int32) {
-	defer runtime.Gosched()
-	defer func() {
-		if recover() != nil {
-			resp = keep(append([]byte(nil), errPanic...))
-		}
-	}()
-	if last.ptr != 0 {
-		delete(live, last.ptr)
-		last.ptr, last.n = 0, 0
-	}
-	return keep(call(ptr, n, false))
-}
+func ctxcCall(ptr, n int32) int32 { return respond(ptr, n, false) }
 
 // ctxc_call_take is ctxc_call, and the request buffer passes to the guest (see the
 // package doc): it is no longer the host's to write, free or pass again.
 //
 //go:wasmexport ctxc_call_take
-func ctxcCallTake(ptr, n int32) (resp int32) {
+func ctxcCallTake(ptr, n int32) int32 { return respond(ptr, n, true) }
+
+// respond is ctxc_call and ctxc_call_take: it frees the previous response, runs the
+// request (taking its buffer when take is set) and keeps the new response.
+func respond(ptr, n int32, take bool) (resp int32) {
 	defer runtime.Gosched()
 	defer func() {
 		if recover() != nil {
@@ -145,7 +137,7 @@ func ctxcCallTake(ptr, n int32) (resp int32) {
 		delete(live, last.ptr)
 		last.ptr, last.n = 0, 0
 	}
-	return keep(call(ptr, n, true))
+	return keep(call(ptr, n, take))
 }
 
 // keep registers out (never empty) as the latest response and returns its address.
