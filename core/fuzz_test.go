@@ -256,19 +256,19 @@ func FuzzCheckJSON(f *testing.F) {
 			if m.value[0] == '[' {
 				require.Len(t, m.firstField, len(elements)+1, "where the fields of each element of %s start", m.value)
 				require.Equal(t, len(m.value), m.size, "the length of the array the fields are offsets in")
-				// Every string value of a key written "arguments" deeper in an object
-				// element is counted, in order.
+				// Counted, in order: the string value of each object element's key
+				// written "content", and of every key written "arguments" deeper in it.
 				var want []stringCount
-				argumentsValue := func(v string) bool {
+				keyedValue := func(v, key string) bool {
 					before := strings.TrimRight(m.value[:offsetIn(m.value, v)], " \t\r\n")
 					before, colon := strings.CutSuffix(before, ":")
 					before = strings.TrimRight(before, " \t\r\n")
-					return colon && strings.HasSuffix(before, `"arguments"`) && !strings.HasSuffix(before, `\"arguments"`)
+					return colon && strings.HasSuffix(before, `"`+key+`"`) && !strings.HasSuffix(before, `\"`+key+`"`)
 				}
 				var walk func(v string, deep bool)
 				walk = func(v string, deep bool) {
 					switch {
-					case v[0] == '"' && deep && argumentsValue(v):
+					case v[0] == '"' && (!deep && keyedValue(v, "content") || deep && keyedValue(v, "arguments")):
 						tokens, chars := roughString(v)
 						want = append(want, stringCount{int32(offsetIn(m.value, v)), int32(len(v)), int32(tokens + 1), int32(chars + 1)})
 					case v[0] == '{':
@@ -279,24 +279,15 @@ func FuzzCheckJSON(f *testing.F) {
 				}
 				for _, raw := range elements {
 					if raw[0] == '{' {
-						walkObject(raw, 0, func(_, fv string) bool {
-							if fv[0] == '{' || fv[0] == '[' {
-								walk(fv, false)
-							}
-							return true
-						})
+						walkObject(raw, 0, func(_, fv string) bool { walk(fv, false); return true })
 					}
 				}
-				require.Equal(t, want, m.arguments, "the counted arguments of %s", m.value)
+				require.Equal(t, want, m.counted, "the counted strings of %s", m.value)
 				for e, raw := range elements {
-					type field struct {
-						key, value                string
-						roughTokens1, roughChars1 int32
-					}
-					var want, got []field
+					var want, got []member
 					if raw[0] == '{' {
 						walkObject(raw, 0, func(k, v string) bool {
-							want = append(want, field{key: k, value: v})
+							want = append(want, member{key: k, value: v})
 							return true
 						})
 					}
@@ -304,13 +295,7 @@ func FuzzCheckJSON(f *testing.F) {
 					require.True(t, ok)
 					for j := range recorded {
 						f := &recorded[j]
-						key, value := f.key(m.value), f.value(m.value)
-						// A string content is counted when its key is written plainly.
-						if j < len(want) && key == `"content"` && value[0] == '"' {
-							tokens, chars := roughString(value)
-							want[j].roughTokens1, want[j].roughChars1 = int32(tokens+1), int32(chars+1)
-						}
-						got = append(got, field{decodeString(key), value, f.roughTokens1, f.roughChars1})
+						got = append(got, member{key: decodeString(f.key(m.value)), value: f.value(m.value)})
 					}
 					require.Equal(t, want, got, "the fields of %s", raw)
 				}

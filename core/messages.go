@@ -88,7 +88,7 @@ func (c *countedArguments) at(s string, v int) (stringCount, bool) {
 	if !ok {
 		return stringCount{}, false
 	}
-	return c.parts.argumentsCount(off + v)
+	return c.parts.countAt(off + v)
 }
 
 // readToolCalls reads the tool_calls array that starts at s[i] in one walk (each
@@ -457,9 +457,8 @@ func readMessageFields(m *message, parts *arrayParts, array, raw string, fields 
 		if !r.field(k, value) {
 			return r.err
 		}
-		if k == "content" {
-			m.contentTokens1 = int(f.roughTokens1)
-			m.chars1 = int(f.roughChars1)
+		if n, ok := parts.countAt(int(f.valueStart)); ok && k == "content" {
+			m.contentTokens1, m.chars1 = int(n.roughTokens1), int(n.roughChars1)
 		}
 	}
 	return r.finish()

@@ -22,10 +22,12 @@ type arrayParts struct {
 	// len(fields)), or nil when they were not recorded.
 	fields     []elementField
 	firstField []int32
-	// arguments are the rough counts of the string values of "arguments" fields
-	// deeper in the elements (OpenAI tool calls' function.arguments), in order.
-	arguments []stringCount
-	size      int // the length of the array's text, which fields are offsets in
+	// counted are the strings counted as they were validated, in order: each
+	// element's "content" and, deeper in it, the values of "arguments" (OpenAI tool
+	// calls' function.arguments). They are most of a request's bytes, and reading
+	// them once for both is what keeps the pass single.
+	counted []stringCount
+	size    int // the length of the array's text, which fields and counts are offsets in
 }
 
 // stringCount is roughString of the JSON string of size bytes at offset at in an
@@ -34,25 +36,20 @@ type stringCount struct {
 	at, size, roughTokens1, roughChars1 int32
 }
 
-// argumentsCount returns the recorded counts of the "arguments" string at offset
-// at in the array's text, if it was counted.
-func (a *arrayParts) argumentsCount(at int) (stringCount, bool) {
-	k := sort.Search(len(a.arguments), func(k int) bool { return int(a.arguments[k].at) >= at })
-	if k < len(a.arguments) && int(a.arguments[k].at) == at {
-		return a.arguments[k], true
+// countAt returns the counts of the string at offset at in the array's text, if it
+// was counted.
+func (a *arrayParts) countAt(at int) (stringCount, bool) {
+	k := sort.Search(len(a.counted), func(k int) bool { return int(a.counted[k].at) >= at })
+	if k < len(a.counted) && int(a.counted[k].at) == at {
+		return a.counted[k], true
 	}
 	return stringCount{}, false
 }
 
 // elementField is one field of an array element, as offsets in the array's text:
-// no pointers, so the GC neither scans these nor pays write barriers for them. A
-// "content" that is a string carries its rough count, made while it was validated:
-// content is most of a request's bytes, and reading them once for both is what
-// keeps the pass single.
+// no pointers, so the GC neither scans these nor pays write barriers for them.
 type elementField struct {
 	keyStart, keyEnd, valueStart, valueEnd int32
-	// roughTokens1 and roughChars1 are roughString(value) plus one; 0 when not counted.
-	roughTokens1, roughChars1 int32
 }
 
 // key and value return the field's raw JSON in array, the text it was recorded in.
@@ -96,7 +93,6 @@ func checkJSON(data []byte, members *[]member) (valid bool, depth int) {
 	keyStart, keyEnd, valueStart, elementStart := 0, 0, 0, 0
 	fieldKeyStart, fieldKeyEnd, fieldStart := 0, 0, 0
 	deepKeyStart, deepKeyEnd := 0, 0 // the last key read deeper in an element
-	var fieldTokens1, fieldChars1 int32
 	var parts arrayParts
 	var stack []uint64 // one bit per open container: 1 for an object
 	level := 0
@@ -155,19 +151,14 @@ value:
 		goto value
 	case '"':
 		var ok bool
-		if inElementField() && s[fieldKeyStart:fieldKeyEnd] == `"content"` {
-			var tokens, chars int
-			if i, ok, tokens, chars = validRoughString(s, i); !ok {
-				return false, depth
-			}
-			fieldTokens1, fieldChars1 = int32(tokens+1), int32(chars+1)
-		} else if deepInElement() && inObject() && s[deepKeyStart:deepKeyEnd] == `"arguments"` {
+		if inElementField() && s[fieldKeyStart:fieldKeyEnd] == `"content"` ||
+			deepInElement() && inObject() && s[deepKeyStart:deepKeyEnd] == `"arguments"` {
 			start := i
 			var tokens, chars int
 			if i, ok, tokens, chars = validRoughString(s, i); !ok {
 				return false, depth
 			}
-			parts.arguments = append(parts.arguments, stringCount{at: int32(start - valueStart), size: int32(i - start),
+			parts.counted = append(parts.counted, stringCount{at: int32(start - valueStart), size: int32(i - start),
 				roughTokens1: int32(tokens + 1), roughChars1: int32(chars + 1)})
 		} else if i, ok = validString(s, i); !ok {
 			return false, depth
@@ -206,8 +197,7 @@ next: // a value ended at i
 	case inElementField():
 		at := func(k int) int32 { return int32(k - valueStart) }
 		parts.fields = append(parts.fields, elementField{keyStart: at(fieldKeyStart), keyEnd: at(fieldKeyEnd),
-			valueStart: at(fieldStart), valueEnd: at(i), roughTokens1: fieldTokens1, roughChars1: fieldChars1})
-		fieldTokens1, fieldChars1 = 0, 0
+			valueStart: at(fieldStart), valueEnd: at(i)})
 	}
 	i = skipSpace(s, i)
 	if level == 0 {
