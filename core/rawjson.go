@@ -468,13 +468,22 @@ func appendRawText(dst []byte, body string) []byte {
 // encodes a surrogate pair, stands for; -1 for anything else (a lone surrogate,
 // another escape, text).
 func escapedRune(esc string) rune {
-	isEscape := func(i int) bool { return esc[i] == '\\' && esc[i+1] == 'u' && validHex4(esc, i) }
-	if len(esc) != 6 && len(esc) != 12 || !isEscape(0) || len(esc) == 12 && !isEscape(6) {
+	// escaped decodes the \uXXXX escape at esc[i].
+	escaped := func(i int) (rune, bool) {
+		if esc[i] != '\\' || esc[i+1] != 'u' {
+			return 0, false
+		}
+		return hex4(esc, i+2)
+	}
+	if len(esc) != 6 && len(esc) != 12 {
 		return -1
 	}
-	r := rune(hexValue(esc[2:6]))
+	r, ok := escaped(0)
+	if !ok {
+		return -1
+	}
 	if len(esc) == 12 {
-		if lo := rune(hexValue(esc[8:12])); r >= 0xD800 && r < 0xDC00 && lo >= 0xDC00 && lo < 0xE000 {
+		if lo, ok := escaped(6); ok && r >= 0xD800 && r < 0xDC00 && lo >= 0xDC00 && lo < 0xE000 {
 			return 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
 		}
 		return -1

@@ -37,7 +37,7 @@ func offsetIn(s, part string) int {
 // partOf returns where part starts in s when part lies in s's memory (as the raw
 // JSON walkers cut values out of their input), and false for any other string.
 func partOf(s, part string) (int, bool) {
-	off := int(uintptr(unsafe.Pointer(unsafe.StringData(part))) - uintptr(unsafe.Pointer(unsafe.StringData(s))))
+	off := offsetIn(s, part)
 	return off, len(part) > 0 && off >= 0 && off <= len(s)-len(part)
 }
 
