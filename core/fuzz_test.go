@@ -368,6 +368,9 @@ func FuzzStringArgs(f *testing.F) {
 	f.Add("src/app.py", "line 1\n\t\"quoted\" \\ back\\slash \u00e9 \U0001F600", `{"a":[1,"x\"]"],"b":{"c":null}}`)
 	f.Add("", `\"`, `[]`)
 	f.Add(strings.Repeat("\u00e9\"\\\n", 30), strings.Repeat("\U0001F600\x01", 40), `{}`)
+	// Invalid inner escapes and control characters: once read as path="" or 0="".
+	f.Add("", `{"0":"\00"}`, `{"path":"a\qb","n":tru}`)
+	f.Add("\u00e9", "{\"a\":\"x\ty\"}", `{"a":"\u00e9\/\b","b":[1,{"c":"\x"}]}`)
 	f.Fuzz(func(t *testing.T, path, content, nested string) {
 		var extra any
 		if json.Unmarshal([]byte(nested), &extra) != nil {
@@ -380,6 +383,13 @@ func FuzzStringArgs(f *testing.F) {
 			got, ok := escapedFields(nil, string(raw), func(string) bool { return true })
 			if text == string(args) && !ok {
 				t.Fatalf("escapedFields refused %s", raw)
+			}
+			valid := gjson.Valid(text)
+			if ok && !valid {
+				t.Fatalf("escapedFields read arguments that are not JSON: %s", raw)
+			}
+			if !valid && len(call.stringArgs(nil)) != 0 {
+				t.Fatalf("stringArgs read arguments that are not JSON: %s", raw)
 			}
 			if !ok {
 				continue
