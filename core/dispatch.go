@@ -127,8 +127,14 @@ func serve(op string, request []byte, taken bool) []byte {
 	if q, ok := finishRequest(op, request); ok {
 		return dispatch("compact.finish", q)
 	}
+	given := op
 	req, members, op, err := readEnvelope(op, request)
 	if err != nil {
+		if e, ok := err.(*Error); ok && e.Code == CodeInvalidJSON && (given == "" || given == "validate") {
+			if out, ok := validateInvalidUTF8(given, bytesString(request)); ok {
+				return out
+			}
+		}
 		return errorEnvelope(err)
 	}
 	owned := false
@@ -150,7 +156,7 @@ func serve(op string, request []byte, taken bool) []byte {
 // place: nothing returned is a copy.
 func readEnvelope(op string, request []byte) (req gjson.Result, members []member, name string, err error) {
 	if valid, depth := checkJSON(request, &members); !valid {
-		return req, nil, "", errorf(CodeInvalidJSON, "", "request is not valid JSON")
+		return req, nil, "", invalidJSON(bytesString(request))
 	} else if depth > MaxNestingDepth {
 		return req, nil, "", errorf(CodeInputTooLarge, "", "request nests arrays and objects more than %d levels deep", MaxNestingDepth)
 	}
@@ -168,6 +174,16 @@ func readEnvelope(op string, request []byte) (req gjson.Result, members []member
 		return req, nil, "", errorf(CodeInvalidRequest, "/op", "\"op\" must be a string naming an operation")
 	}
 	return req, members, v.Str, nil
+}
+
+// invalidJSON is the error for a request checkJSON refused: where it stops being
+// valid JSON (the path of the value, and the byte) and why.
+func invalidJSON(request string) error {
+	path, at, what := locateInvalidJSON(request)
+	if at < 0 { // the locator and the validator disagree: say so rather than guess
+		return errorf(CodeInvalidJSON, "", "request is not valid JSON")
+	}
+	return errorf(CodeInvalidJSON, path, "request is not valid JSON: %s at byte %d", what, at)
 }
 
 func dispatch(op string, req opRequest) (out []byte) {

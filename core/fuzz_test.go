@@ -223,14 +223,21 @@ func TestDeepNestingIsRejected(t *testing.T) {
 // elements forEachElement finds in those that are arrays.
 func FuzzCheckJSON(f *testing.F) {
 	for _, s := range []string{`{"messages":[{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":"{\"path\":\"\u00e9\"}"}},{"arguments":"x","\u0061rguments":"y"}],"arguments":"top"}]}`, `{"messages":[{"role":"user","content":"h\u00e9llo \ud83d\ude00 中文"},{"content":null,"c\u006fntent":"x"},[],3]}`, `{"a":[1,2.5e-3,{"b":null}],"c":"x\"\u00e9\\"}`, `[]`, `{}`, ` [ ] `, `[1,]`, `{"a":1,}`, `{"a" 1}`,
-		`-0.1E+5`, `01`, `1.`, `-`, `"\u12"`, "\"a\tb\"", `"\x"`, `[[[]]`, `[}`, `{]`, `tru`, `nulll`, `"é\ud83d"`, ``, `   `, `{"a":{"b":[{}]}} x`} {
+		`-0.1E+5`, `01`, `1.`, `-`, `"\u12"`, "\"a\tb\"", `"\x"`, `[[[]]`, `[}`, `{]`, `tru`, `nulll`, `"é\ud83d"`, ``, `   `, `{"a":{"b":[{}]}} x`,
+		"{\"messages\":[{\"role\":\"user\",\"content\":\"ok \xff\xfe\"}]}", "[\"\xc3\"]", "{\"k\xe9\":1}", "\"\xed\xa0\x80\"", "\"\xef\xbf\xbd\""} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var members []member
 		valid, depth := checkJSON(data, &members)
-		if want := gjson.ValidBytes(data); valid != want {
-			t.Fatalf("checkJSON(%q) = %v, gjson says %v", data, valid, want)
+		if want := gjson.ValidBytes(data) && utf8.Valid(data); valid != want {
+			t.Fatalf("checkJSON(%q) = %v, gjson and utf8.Valid say %v", data, valid, want)
+		}
+		if !valid {
+			// The locator finds a problem wherever the validator refuses.
+			if _, at, what := locateInvalidJSON(string(data)); at < 0 || what == "" {
+				t.Fatalf("locateInvalidJSON(%q) found nothing", data)
+			}
 		}
 		if !valid {
 			return
