@@ -48,6 +48,16 @@ cmd_check() {
 	go run ./wasm/internal/genabi -check
 }
 
+# Debian's chromium, for the headless browser tests (cmd/ctxcompact's replay page
+# here; bindings/js/test.sh installs it the same way when run on its own).
+ensure_chromium() {
+	if [[ ! -x /usr/bin/chromium ]]; then
+		echo "build.sh: installing chromium (apt)" >&2
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+	fi
+}
+
 cmd_test_go() {
 	local unformatted
 	unformatted=$(gofmt -l core cmd host wasm internal bench)
@@ -56,6 +66,7 @@ cmd_test_go() {
 		exit 1
 	fi
 	go vet ./...
+	ensure_chromium
 	go test -count=1 ./...
 	# Fuzz each target briefly; `go test -fuzz` takes one target at a time. The budget
 	# is a count of runs, not a duration: with a duration, Go 1.26's fuzzing
