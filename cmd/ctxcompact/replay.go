@@ -515,21 +515,13 @@ func marshalNoEscape(v any) ([]byte, error) {
 func writeReplayTable(w io.Writer, results []*replayResult, window int) {
 	fmt.Fprintf(w, "window %s tokens, compacting at %s (estimate: ceil(chars/4) + 4 per message)\n\n",
 		groupDigits(int64(window)), groupDigits(int64(replayTrigger(window))))
-	head := []string{"trace", "compactions", "errors", "overflows", "peak", "billed", "paths", "asks", "summary requests"}
+	head := []string{"trace", "requests", "compactions", "errors", "overflows", "peak", "billed", "paths", "asks", "summary requests"}
 	rows := [][]string{head}
-	var tot replayResult
 	for _, r := range results {
 		rows = append(rows, replayRow(r.Trace, r))
-		tot.Compactions += r.Compactions
-		tot.Errors += r.Errors
-		tot.Overflows += r.Overflows
-		tot.Peak = max(tot.Peak, r.Peak)
-		tot.Billed += r.Billed
-		tot.Paths[0], tot.Paths[1] = tot.Paths[0]+r.Paths[0], tot.Paths[1]+r.Paths[1]
-		tot.Asks[0], tot.Asks[1] = tot.Asks[0]+r.Asks[0], tot.Asks[1]+r.Asks[1]
-		tot.SummaryRequestTokens += r.SummaryRequestTokens
 	}
-	rows = append(rows, replayRow(fmt.Sprintf("total (%d traces)", len(results)), &tot))
+	tot := replayTotals(results)
+	rows = append(rows, replayRow(fmt.Sprintf("total (%d traces)", len(results)), tot))
 	widths := make([]int, len(head))
 	for _, row := range rows {
 		for i, c := range row {
@@ -553,8 +545,26 @@ func writeReplayTable(w io.Writer, results []*replayResult, window int) {
 	}
 }
 
+// replayTotals sums the results (the largest peak).
+func replayTotals(results []*replayResult) *replayResult {
+	var tot replayResult
+	for _, r := range results {
+		tot.Messages += r.Messages
+		tot.Requests += r.Requests
+		tot.Compactions += r.Compactions
+		tot.Errors += r.Errors
+		tot.Overflows += r.Overflows
+		tot.Peak = max(tot.Peak, r.Peak)
+		tot.Billed += r.Billed
+		tot.Paths[0], tot.Paths[1] = tot.Paths[0]+r.Paths[0], tot.Paths[1]+r.Paths[1]
+		tot.Asks[0], tot.Asks[1] = tot.Asks[0]+r.Asks[0], tot.Asks[1]+r.Asks[1]
+		tot.SummaryRequestTokens += r.SummaryRequestTokens
+	}
+	return &tot
+}
+
 func replayRow(name string, r *replayResult) []string {
-	return []string{name, fmt.Sprint(r.Compactions), fmt.Sprint(r.Errors), fmt.Sprint(r.Overflows),
+	return []string{name, groupDigits(int64(r.Requests)), fmt.Sprint(r.Compactions), fmt.Sprint(r.Errors), fmt.Sprint(r.Overflows),
 		groupDigits(int64(r.Peak)), groupDigits(r.Billed),
 		fmt.Sprintf("%d/%d", r.Paths[0], r.Paths[1]), fmt.Sprintf("%d/%d", r.Asks[0], r.Asks[1]),
 		groupDigits(int64(r.SummaryRequestTokens))}

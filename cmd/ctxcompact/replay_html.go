@@ -65,21 +65,11 @@ func replayPage(results []*replayResult, window int, config string) ([]byte, err
 		Config: config, Left: chartLeft, Right: chartRight, Top: chartTop, Bottom: chartBottom,
 		LeftLabel: chartLeft - chartLabelGap, RightLabel: chartRight + chartLabelGap, XLabel: chartBottom + chartXGap,
 	}
-	var tot replayResult
 	for _, r := range results {
 		d.Rows = append(d.Rows, pageRow(r.Trace, r, false))
 		d.Charts = append(d.Charts, replayChartOf(r))
-		tot.Requests += r.Requests
-		tot.Compactions += r.Compactions
-		tot.Errors += r.Errors
-		tot.Overflows += r.Overflows
-		tot.Peak = max(tot.Peak, r.Peak)
-		tot.Billed += r.Billed
-		tot.Paths[0], tot.Paths[1] = tot.Paths[0]+r.Paths[0], tot.Paths[1]+r.Paths[1]
-		tot.Asks[0], tot.Asks[1] = tot.Asks[0]+r.Asks[0], tot.Asks[1]+r.Asks[1]
-		tot.SummaryRequestTokens += r.SummaryRequestTokens
 	}
-	d.Rows = append(d.Rows, pageRow(fmt.Sprintf("total (%d traces)", len(results)), &tot, true))
+	d.Rows = append(d.Rows, pageRow(fmt.Sprintf("total (%d traces)", len(results)), replayTotals(results), true))
 	var b bytes.Buffer
 	if err := replayPageTemplate.Execute(&b, d); err != nil {
 		return nil, fmt.Errorf("ctxcompact replay: writing the page: %w", err)
