@@ -521,7 +521,7 @@ func writeReplayTable(w io.Writer, results []*replayResult, window int) {
 		rows = append(rows, replayRow(r.Trace, r))
 	}
 	tot := replayTotals(results)
-	rows = append(rows, replayRow(fmt.Sprintf("total (%d traces)", len(results)), tot))
+	rows = append(rows, replayRow(replayTotalName(len(results)), tot))
 	widths := make([]int, len(head))
 	for _, row := range rows {
 		for i, c := range row {
@@ -543,6 +543,13 @@ func writeReplayTable(w io.Writer, results []*replayResult, window int) {
 		}
 		fmt.Fprintln(w, line.String())
 	}
+}
+
+func replayTotalName(n int) string {
+	if n == 1 {
+		return "total (1 trace)"
+	}
+	return fmt.Sprintf("total (%d traces)", n)
 }
 
 // replayTotals sums the results (the largest peak).

@@ -69,7 +69,7 @@ func replayPage(results []*replayResult, window int, config string) ([]byte, err
 		d.Rows = append(d.Rows, pageRow(r.Trace, r, false))
 		d.Charts = append(d.Charts, replayChartOf(r))
 	}
-	d.Rows = append(d.Rows, pageRow(fmt.Sprintf("total (%d traces)", len(results)), replayTotals(results), true))
+	d.Rows = append(d.Rows, pageRow(replayTotalName(len(results)), replayTotals(results), true))
 	var b bytes.Buffer
 	if err := replayPageTemplate.Execute(&b, d); err != nil {
 		return nil, fmt.Errorf("ctxcompact replay: writing the page: %w", err)
