@@ -50,6 +50,16 @@ cmd_check() {
 	go run ./wasm/internal/genabi -check
 }
 
+# Debian's chromium, for the headless browser tests (cmd/ctxcompact's replay page
+# here; bindings/js/test.sh installs it the same way when run on its own).
+ensure_chromium() {
+	if [[ ! -x /usr/bin/chromium ]]; then
+		echo "build.sh: installing chromium (apt)" >&2
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+	fi
+}
+
 cmd_test_go() {
 	local unformatted
 	unformatted=$(gofmt -l core cmd host wasm internal bench)
@@ -58,6 +68,7 @@ cmd_test_go() {
 		exit 1
 	fi
 	go vet ./...
+	ensure_chromium
 	# Fuzz targets run here on their seeds and committed corpora (testdata/fuzz)
 	# only, so a run is deterministic; exploring is ./build.sh fuzz.
 	go test -count=1 ./...
