@@ -39,7 +39,7 @@ const CONFIG = [T.object];
 const CREATE_OPTIONS = { wasm: [T.any], config: CONFIG, debug: [T.function], maxInstanceMemory: [T.count] };
 const COMPACT_OPTIONS = {
   summarize: [T.function], force: [T.boolean], config: CONFIG, promptTokens: [T.count],
-  format: [T.string], system: [T.system], timeoutMs: [T.positiveMs], signal: [T.signal],
+  format: [T.string], system: [T.system], timeoutMs: [T.positiveMs, "timeout"], signal: [T.signal],
 };
 const SHOULD_COMPRESS_OPTIONS = { config: CONFIG, lastCompactionTokens: [T.count] };
 const HYGIENE_OPTIONS = { config: CONFIG, promptTokens: [T.count] };
@@ -53,10 +53,10 @@ const CACHE_SIMULATE_PARAMS = {
   per_request: [T.boolean], timestamps: [T.array], system: [T.system], config: CONFIG,
 };
 const CALIBRATE_PARAMS = { fixed_overhead: [T.integer], baseline: [T.object], encoding: [T.string], config: CONFIG };
-const ENGINE_OPTIONS = { config: CONFIG, summarize: [T.function], state: [T.object], timeoutMs: [T.positiveMs] };
+const ENGINE_OPTIONS = { config: CONFIG, summarize: [T.function], state: [T.object], timeoutMs: [T.positiveMs, "timeout"] };
 const ENGINE_CREATE_OPTIONS = { ...CREATE_OPTIONS, ...ENGINE_OPTIONS };
 const COMPRESS_OPTIONS = {
-  currentTokens: [T.count], focusTopic: [T.string], force: [T.boolean], timeoutMs: [T.positiveMs],
+  currentTokens: [T.count], focusTopic: [T.string], force: [T.boolean], timeoutMs: [T.positiveMs, "timeout"],
   signal: [T.signal], format: [T.string], system: [T.system],
 };
 const UPDATE_MODEL_OPTIONS = { provider: [T.string], baseUrl: [T.string], apiKey: [T.string], apiMode: [T.string] };
@@ -268,21 +268,15 @@ export class Compactor {
    */
   #mergeConfig(base, over) {
     const text = `{"op":"config.merge"${base === undefined ? "" : `,"base":${base}`},"config":${serialize(over, "/config", "invalid_config")}}`;
-    // TEMPORARY until the core's config.merge is merged: a module without it.
-    const env = this.callRaw(text);
-    if (env.includes('"unknown_op"')) {
-      const b = base === undefined ? {} : JSON.parse(base);
-      const out = { ...b };
-      for (const [k, v] of Object.entries(over)) out[k] = v !== null && typeof v === "object" && b[k] ? { ...b[k], ...v } : v;
-      unwrap(this.callRaw(`{"op":"threshold.resolve","config":${JSON.stringify(out)}}`));
-      return JSON.stringify(out);
-    }
-    return JSON.stringify(unwrap(env).config);
+    return JSON.stringify(unwrap(this.callRaw(text)).config);
   }
 
   /** The JSON of the config a call runs with: the call's merged over the compactor's. */
   #callConfig(config) {
     if (config === undefined || config === null) return this.#configJSON;
+    // Without a compactor config there is nothing to merge over: the op that gets
+    // the call's config validates it, with the same /config/... paths.
+    if (this.#configJSON === undefined) return serialize(config, "/config", "invalid_config");
     return this.#mergeConfig(this.#configJSON, config);
   }
 
