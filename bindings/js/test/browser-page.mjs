@@ -38,8 +38,10 @@ async function run() {
   out.engineTriggers = engine.shouldCompress();
   // 5. An error envelope.
   try { c.call("nope"); } catch (e) { out.error = { isCompactError: e instanceof CompactError, code: e.code, path: e.path }; }
-  // 6. A trap on the main thread. Chromium refuses synchronous instantiation of a
-  // module this size there, so the replacement starts asynchronously: ready() waits.
+  // 6. A trap on the main thread. Where the browser refuses synchronous
+  // instantiation (large modules on a main thread), the replacement starts
+  // asynchronously and ready() waits; where it allows it (syncInstantiate below),
+  // ready() returns at once.
   const before = _instanceOf(c);
   new Uint8Array(before.exports.memory.buffer).fill(0xaa);
   try { c.info(); } catch (e) { out.trapCode = e.code; }

@@ -9,7 +9,7 @@ import { loadTrace, session, sleep, traceFiles, tracesSkip } from "./helpers.mjs
 const c = await Compactor.create();
 const small = { model: { context_length: 32000 } };
 
-/** Every input message is kept (same object) or archived with that same object (DESIGN §8.7). */
+/** Every input message is kept (same object) or archived with that same object (docs/DESIGN.md §8.7). */
 function assertNothingLost(input, res) {
   const kept = new Set();
   for (const m of res.messages) {
