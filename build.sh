@@ -3,7 +3,9 @@
 #   wasm    rebuild wasm/ctxcompact.wasm (needs the pinned Go version)
 #   check   rebuild into a temp dir and fail if it differs from the committed .wasm
 #   test    every test: Go (native + wazero), wasm reproducibility, Node, Python
-#   bench   benchmarks (ratios measured side by side in one run)
+#   bench   benchmarks and timings (ratios measured side by side in one run): core,
+#           token counting native vs wasm (bench/tokens), Python start-up; no test
+#           asserts on time, these print the numbers
 #   bench-wasm  the module on wazero: wasm/native ratio on the shared traces, cold start
 #           with and without the compilation cache, instantiate, per-call overhead, memory
 set -euo pipefail
@@ -76,8 +78,17 @@ cmd_test() {
 	bash bindings/python/test.sh
 }
 
+# Everything timed lives here, not in `test`: numbers are printed, never asserted, so
+# a loaded machine cannot fail a correct build.
 cmd_bench() {
 	go test -run '^$' -bench . -benchtime "${BENCHTIME:-1s}" ./core
+	# Token counting natively and in the module: the table of full vs incremental
+	# counts with their ratios (once), then the per-op benchmarks.
+	go test -run '^$' -bench '^BenchmarkSpeedTable$' -benchtime 1x ./bench/tokens
+	go test -run '^$' -bench '^Benchmark(Native|Wasm)' -benchtime "${BENCHTIME:-1s}" ./bench/tokens
+	# Python start-up: compile vs compiled-module cache, in process and in a fresh
+	# interpreter (builds and installs the wheel into the test venv first).
+	bash bindings/python/test.sh --bench
 }
 
 cmd_bench_wasm() {
