@@ -5,7 +5,9 @@
 #   test    every test: Go (native + wazero), wasm reproducibility, Node, Python;
 #           deterministic (fuzz targets replay their seeds and committed corpora)
 #   fuzz    explore every Fuzz target (FUZZTIME runs each, default 2000000x)
-#   bench   benchmarks (ratios measured side by side in one run)
+#   bench   benchmarks and timings (ratios measured side by side in one run): core,
+#           token counting native vs wasm (bench/tokens), Python start-up; no test
+#           asserts on time, these print the numbers
 #   bench-wasm  the module on wazero: wasm/native ratio on the shared traces, cold start
 #           with and without the compilation cache, instantiate, per-call overhead, memory
 set -euo pipefail
@@ -96,8 +98,17 @@ cmd_test() {
 	bash bindings/python/test.sh
 }
 
+# Everything timed lives here, not in `test`: numbers are printed, never asserted, so
+# a loaded machine cannot fail a correct build.
 cmd_bench() {
 	go test -run '^$' -bench . -benchtime "${BENCHTIME:-1s}" ./core
+	# Token counting natively and in the module: the table of full vs incremental
+	# counts with their ratios (once), then the per-op benchmarks.
+	go test -run '^$' -bench '^BenchmarkSpeedTable$' -benchtime 1x ./bench/tokens
+	go test -run '^$' -bench '^Benchmark(Native|Wasm)' -benchtime "${BENCHTIME:-1s}" ./bench/tokens
+	# Python start-up: compile vs compiled-module cache, in process and in a fresh
+	# interpreter (builds and installs the wheel into the test venv first).
+	bash bindings/python/test.sh --bench
 }
 
 cmd_bench_wasm() {
@@ -114,7 +125,7 @@ fuzz) cmd_fuzz ;;
 bench) cmd_bench ;;
 bench-wasm) cmd_bench_wasm ;;
 *)
-	sed -n '2,11p' "$0" >&2
+	sed -n '2,12p' "$0" >&2
 	exit 2
 	;;
 esac

@@ -3,8 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { CompactError, Compactor, _instanceOf } from "../index.js";
-import path from "node:path";
-import { loadTrace, session, sleep, traceFiles, tracesSkip } from "./helpers.mjs";
+import { loadTrace, session, sleep, traceFile, traceFiles, tracesSkip } from "./helpers.mjs";
 
 const c = await Compactor.create();
 const small = { model: { context_length: 32000 } };
@@ -242,7 +241,7 @@ test("real traces compact to valid conversations (builtin and host summarizers)"
 });
 
 test("the Anthropic layout: top-level system gets the note, blocks stay paired", { skip: tracesSkip() }, async () => {
-  const file = path.join(path.dirname(traceFiles()[0]), "anthropic-format", "claude-code-spotter-ae4a77f8-precompact.json");
+  const file = traceFile("anthropic-format/claude-code-spotter-ae4a77f8-precompact.json");
   const msgs = loadTrace(file);
   const system = "You are Claude Code.";
   const res = await c.compact(msgs, { system, config: small, summarize: async () => "## Goal\nTrace spans end to end." });
