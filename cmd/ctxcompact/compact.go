@@ -40,7 +40,7 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	ifNeeded := fs.Bool("if-needed", false, "compact only when the estimated tokens reach the threshold (default: always compact)")
 	contextLength := fs.Int("context-length", 0, "the model's context window in tokens, > 0 (default: config, else 200000)")
 	model := fs.String("model", "", "model name, for per-model thresholds and the auto encoding")
-	configFile := fs.String("config", "", "a JSON file with the config object (compression, model, tokens, prompt_caching)")
+	configFile := fs.String("config", "", "a JSON file with the config object (compression, model, tokens, prompt_caching); - reads stdin")
 	useWasm := fs.Bool("wasm", false, "run the embedded WebAssembly module on wazero instead of the native core (same output)")
 	noCache := fs.Bool("no-cache", false, "with --wasm, compile the module without the on-disk compilation cache")
 	endpoint := fs.String("summarizer-url", "", "an OpenAI-compatible API base URL (e.g. https://api.openai.com/v1) to write the summary; key from CTXCOMPACT_API_KEY or OPENAI_API_KEY (default: the built-in summarizer, no network)")
@@ -66,7 +66,7 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		cfg = []byte("{}")
 	}
 	if *configFile != "" {
-		if cfg, err = readJSON(*configFile, nil); err != nil {
+		if cfg, err = readJSON(*configFile, stdin); err != nil { // "-": stdin, when FILE is not
 			return err
 		}
 	}
