@@ -16,7 +16,7 @@ func init() {
 func runCache(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := commandFlags("cache", stderr,
 		"usage: ctxcompact cache FILE [--native] [--ttl 1h]\n\nFILE holds {\"messages\": [...]} or a bare array (\"-\" reads stdin).")
-	native := fs.Bool("native", false, "native Anthropic layout: tool results as tool_result blocks, a top-level \"system\" (default when the file says \"format\": \"anthropic-messages\")")
+	native := fs.Bool("native", false, "native Anthropic layout: tool results as tool_result blocks, a top-level \"system\" (default when the file has a top-level \"system\" or says \"format\": \"anthropic-messages\")")
 	ttl := fs.String("ttl", "5m", "marker TTL: 5m or 1h")
 	file, err := fileArg(fs, args)
 	if err != nil {
@@ -26,7 +26,7 @@ func runCache(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if conv.native {
+	if conv.native || conv.system != "" { // a top-level system is the native layout, as compact reads it
 		*native = true
 	}
 	req := cacheRequest(conv, *native, *ttl)
@@ -60,8 +60,9 @@ func cacheRequest(c conversation, native bool, ttl string) []byte {
 			req = append(req, c.system...)
 		}
 	} else if c.system != "" {
-		// Let the op report it: a top-level system is the native format.
-		req = append(req, `,"layout":"openai","system":`...)
+		// The op detects the layout (cache.simulate) or says a top-level system
+		// needs the native one; it is never dropped.
+		req = append(req, `,"system":`...)
 		req = append(req, c.system...)
 	}
 	req = append(req, `,"messages":`...)

@@ -67,9 +67,15 @@ func TestCacheCommandNative(t *testing.T) {
 		r.Get("messages.2.content.0.cache_control.type").Str != "ephemeral" || r.Get("messages.1.content.1.cache_control.type").Str != "ephemeral" {
 		t.Fatalf("unexpected output: %s", out)
 	}
-	// Without --native a top-level system is refused, never silently dropped.
-	if code, _, stderr := cliRun(t, "", "cache", file); code != 1 || !strings.Contains(stderr, "invalid_request") {
-		t.Errorf("without --native: exit %d, %s", code, stderr)
+	// A top-level system means the native layout, as compact reads it: without
+	// --native the output is the same, the system kept and marked.
+	if code, out2, stderr := cliRun(t, "", "cache", file); code != 0 || out2 != out {
+		t.Errorf("without --native: exit %d, %s\n%s", code, stderr, out2)
+	}
+	// simulate detects the native layout from a top-level system too.
+	sys := cliTempFile(t, "sys.json", `{"system":"sys","messages":[{"role":"user","content":"hi"}]}`)
+	if code, out, stderr := cliRun(t, "", "simulate", "--json", sys); code != 0 || gjson.Get(out, "layout").Str != "anthropic" {
+		t.Errorf("simulate of a top-level system: exit %d, %s %s", code, stderr, out)
 	}
 }
 

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
-	"os"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/tidwall/sjson"
@@ -16,37 +19,49 @@ import (
 
 func init() {
 	commands["compact"] = command{
-		summary: "compact a conversation file: compact FILE [--context-length N] [--model NAME] [--config FILE] [--wasm] [--summarizer-url URL]",
+		summary: "compact a conversation file (always, unless --if-needed): compact FILE [--if-needed] [--context-length N] [--model NAME] [--config FILE] [--wasm] [--summarizer-url URL]",
 		run:     runCompact,
 	}
 }
 
-// runCompact compacts FILE even when it is under the threshold, with the built-in
-// deterministic summarizer (no network) or, with --summarizer-url, an
-// OpenAI-compatible endpoint, and prints one JSON object
-// {"messages": [...], "report": {...}, "archived": [...]} to stdout and a short
-// human report to stderr. This output is a stable interface.
+// runCompact compacts FILE, by default even when it is under the threshold (with
+// --if-needed only when its estimate reaches it), with the built-in deterministic
+// summarizer (no network) or, with --summarizer-url, an OpenAI-compatible endpoint,
+// and prints one JSON object {"messages": [...], "system"?: ..., "report": {...},
+// "archived": [...]} to stdout and a short human report to stderr. "system" is the
+// Anthropic top-level system prompt of FILE, with the compaction note when one was
+// added. This output is a stable interface.
 func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := commandFlags("compact", stderr,
-		"usage: ctxcompact compact FILE [--context-length N] [--model NAME] [--config FILE] [--wasm] [--summarizer-url URL [--summarizer-model NAME]]",
-		"FILE holds {\"messages\": [...]} or a bare array; - reads stdin.")
-	contextLength := fs.Int("context-length", 0, "the model's context window in tokens (default: config, else 200000)")
+		"usage: ctxcompact compact FILE [--if-needed] [--context-length N] [--model NAME] [--config FILE] [--wasm [--no-cache]] [--summarizer-url URL [--summarizer-model NAME]]",
+		"FILE holds {\"messages\": [...], \"system\"?: ..., \"config\"?: {...}} or a bare array; - reads stdin.",
+		"compact always compacts (force), even under the threshold; --if-needed compacts only when the",
+		"estimate reaches the threshold, as the op's trigger does, and otherwise prints FILE's messages unchanged.")
+	ifNeeded := fs.Bool("if-needed", false, "compact only when the estimated tokens reach the threshold (default: always compact)")
+	contextLength := fs.Int("context-length", 0, "the model's context window in tokens, > 0 (default: config, else 200000)")
 	model := fs.String("model", "", "model name, for per-model thresholds and the auto encoding")
-	configFile := fs.String("config", "", "a JSON file with the config object (compression, model, tokens, prompt_caching)")
+	configFile := fs.String("config", "", "a JSON file with the config object (compression, model, tokens, prompt_caching); - reads stdin")
 	useWasm := fs.Bool("wasm", false, "run the embedded WebAssembly module on wazero instead of the native core (same output)")
+	noCache := fs.Bool("no-cache", false, "with --wasm, compile the module without the on-disk compilation cache")
 	endpoint := fs.String("summarizer-url", "", "an OpenAI-compatible API base URL (e.g. https://api.openai.com/v1) to write the summary; key from CTXCOMPACT_API_KEY or OPENAI_API_KEY (default: the built-in summarizer, no network)")
 	endpointModel := fs.String("summarizer-model", "gpt-4.1-mini", "the model to ask at --summarizer-url")
-	timeout := fs.Duration("summarizer-timeout", 120*time.Second, "how long to wait for --summarizer-url")
+	timeout := fs.Duration("summarizer-timeout", 120*time.Second, "how long to wait for --summarizer-url, > 0; then the extractive summary is used")
 	file, err := fileArg(fs, args)
 	if err != nil {
 		return err
+	}
+	if isSet(fs, "context-length") && *contextLength <= 0 {
+		return fmt.Errorf("ctxcompact compact: --context-length must be a positive number of tokens, got %d", *contextLength)
+	}
+	if *timeout <= 0 {
+		return fmt.Errorf("ctxcompact compact: --summarizer-timeout must be positive, got %v", *timeout)
 	}
 	conv, err := readConversation(file, stdin)
 	if err != nil {
 		return err
 	}
 
-	cfg, err := compactConfig("compact", conv.config, *configFile, *contextLength, *model)
+	cfg, err := compactConfig("compact", conv.config, *configFile, stdin, *contextLength, *model)
 	if err != nil {
 		return err
 	}
@@ -54,8 +69,8 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	if *endpoint != "" {
 		summarizer = "host"
 	}
-	params := compactParams(summarizer, cfg, conv.messages)
-	call := callerFor(*useWasm)
+	params := compactParams(!*ifNeeded, summarizer, cfg, conv.native, conv.system, conv.messages)
+	call := callerFor(*useWasm, !*noCache, stderr)
 	res, err := opResult(call, "compact.begin", params)
 	if err != nil {
 		return err
@@ -69,9 +84,9 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		outcome := map[string]any{"state": res.Get("state").Str}
 		summary, serr := newEndpointSummarizer(*endpoint, *endpointModel, *timeout).summarize(context.Background(), req)
 		if serr != nil {
-			outcome["error"] = serr.Error()
+			outcome["error"] = map[string]string{"code": failureCode(serr), "message": serr.Error()}
 		} else {
-			outcome["summary"] = summary
+			outcome["summary"] = summary // empty: the core falls back and says so
 		}
 		extra, _ := json.Marshal(outcome)
 		finish := append(append([]byte{}, extra[:len(extra)-1]...), ',')
@@ -84,6 +99,10 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	out := make([]byte, 0, len(res.Raw)+64)
 	out = append(out, `{"messages":`...)
 	out = append(out, res.Get("messages").Raw...)
+	if sys := res.Get("system"); sys.Exists() {
+		out = append(out, `,"system":`...)
+		out = append(out, sys.Raw...)
+	}
 	out = append(out, `,"report":`...)
 	out = append(out, res.Get("report").Raw...)
 	out = append(out, `,"archived":`...)
@@ -94,6 +113,11 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	}
 
 	r := res.Get("report")
+	if !r.Get("compacted").Bool() && *ifNeeded {
+		fmt.Fprintf(stderr, "ctxcompact: no compaction needed (%s): an estimated %s tokens against a threshold of %s; the messages are unchanged\n",
+			r.Get("reason").Str, groupDigits(r.Get("tokens_before").Int()), groupDigits(r.Get("threshold_tokens").Int()))
+		return nil
+	}
 	fmt.Fprintf(stderr, "ctxcompact: %d → %d messages, %s → %s tokens (estimated; threshold %s, %s)\n",
 		r.Get("messages_before").Int(), r.Get("messages_after").Int(),
 		groupDigits(r.Get("tokens_before").Int()), groupDigits(r.Get("tokens_after").Int()),
@@ -105,24 +129,28 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	} else {
 		fmt.Fprintf(stderr, "  nothing summarized (%s); pruned %d tool outputs\n", r.Get("reason").Str, len(r.Get("pruned").Array()))
 	}
+	if r.Get("fallback_used").Bool() {
+		code := ""
+		if c := r.Get("fallback_code").Str; c != "" {
+			code = " [" + c + "]"
+		}
+		fmt.Fprintf(stderr, "ctxcompact: the summarizer failed%s, so the summary is the extractive fallback: %s\n", code, r.Get("fallback_reason").Str)
+	}
 	return nil
 }
 
 // compactConfig is the config compact sends the core: the file's own config (raw
-// JSON, "" for none), replaced by configFile when given, with --context-length and
-// --model set over it. name is the command, for error messages.
-func compactConfig(name, fileConfig, configFile string, contextLength int, model string) ([]byte, error) {
+// JSON, "" for none), replaced by configFile when given ("-": stdin), with
+// --context-length and --model set over it. name is the command, for error messages.
+func compactConfig(name, fileConfig, configFile string, stdin io.Reader, contextLength int, model string) ([]byte, error) {
 	cfg := []byte(fileConfig)
 	if len(cfg) == 0 {
 		cfg = []byte("{}")
 	}
 	var err error
 	if configFile != "" {
-		if cfg, err = os.ReadFile(configFile); err != nil {
-			return nil, fmt.Errorf("ctxcompact %s: %w", name, err)
-		}
-		if !json.Valid(cfg) {
-			return nil, fmt.Errorf("ctxcompact %s: %s is not valid JSON", name, configFile)
+		if cfg, err = readJSON(configFile, stdin); err != nil {
+			return nil, err
 		}
 	}
 	if contextLength != 0 {
@@ -138,13 +166,38 @@ func compactConfig(name, fileConfig, configFile string, contextLength int, model
 	return cfg, nil
 }
 
-// compactParams are the params of compact.begin that compact sends: forced, with
-// summarizer "builtin" or "host", cfg and the raw messages array.
-func compactParams(summarizer string, cfg []byte, messages string) []byte {
-	params := make([]byte, 0, len(messages)+len(cfg)+64)
-	params = append(params, `{"force":true,"summarizer":"`+summarizer+`","config":`...)
+// compactParams are the params of compact.begin that compact sends: force, the
+// summarizer "builtin" or "host", cfg, the Anthropic layout when native, the
+// top-level system prompt (raw JSON, "" for none) and the raw messages array.
+func compactParams(force bool, summarizer string, cfg []byte, native bool, system, messages string) []byte {
+	params := make([]byte, 0, len(messages)+len(cfg)+len(system)+64)
+	params = append(params, `{"force":`+strconv.FormatBool(force)+`,"summarizer":"`+summarizer+`","config":`...)
 	params = append(params, bytes.TrimSpace(cfg)...)
+	if native {
+		params = append(params, `,"format":"anthropic"`...)
+	}
+	if system != "" { // the core reads it as the Anthropic layout's system prompt
+		params = append(params, `,"system":`...)
+		params = append(params, system...)
+	}
 	params = append(params, `,"messages":`...)
 	params = append(params, messages...)
 	return append(params, '}')
+}
+
+// failureCode classifies a summarizer error for the report's fallback_code: a
+// timeout or anything else.
+func failureCode(err error) string {
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return "timeout"
+	}
+	return "error"
+}
+
+// isSet tells whether flag name was given on the command line.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 
@@ -65,18 +68,9 @@ type conversation struct {
 // readConversation reads FILE ("-" for stdin) holding {"messages": [...], "system"?,
 // "config"?} (the shared traces' shape) or a bare array of messages.
 func readConversation(file string, stdin io.Reader) (conversation, error) {
-	var b []byte
-	var err error
-	if file == "-" {
-		b, err = io.ReadAll(stdin)
-	} else {
-		b, err = os.ReadFile(file)
-	}
+	b, err := readJSON(file, stdin)
 	if err != nil {
-		return conversation{}, fmt.Errorf("ctxcompact: reading %s: %w", file, err)
-	}
-	if !gjson.ValidBytes(b) {
-		return conversation{}, fmt.Errorf("ctxcompact: %s is not valid JSON", file)
+		return conversation{}, err
 	}
 	doc := gjson.ParseBytes(b)
 	switch {
@@ -92,7 +86,62 @@ func readConversation(file string, stdin io.Reader) (conversation, error) {
 		}
 		return c, nil
 	}
-	return conversation{}, fmt.Errorf("ctxcompact: %s must hold {\"messages\": [...]} or an array of messages", file)
+	return conversation{}, &core.Error{Code: core.CodeInvalidRequest,
+		Message: fmt.Sprintf("ctxcompact: %s must hold {\"messages\": [...]} or an array of messages", displayName(file))}
+}
+
+// displayName names FILE in messages: "stdin" for "-".
+func displayName(file string) string {
+	if file == "-" {
+		return "stdin"
+	}
+	return file
+}
+
+// readJSON reads FILE ("-" for stdin) and checks that it is one JSON value. A file
+// that is not is an invalid_json error naming where it breaks:
+// "ctxcompact: FILE: not valid JSON at line L, column C (byte B): what", all three
+// counted from 1 (the column in characters).
+func readJSON(file string, stdin io.Reader) ([]byte, error) {
+	var b []byte
+	var err error
+	if file == "-" {
+		b, err = io.ReadAll(stdin)
+	} else {
+		b, err = os.ReadFile(file)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ctxcompact: reading %s: %w", displayName(file), err)
+	}
+	if err := checkJSON(displayName(file), b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// checkJSON returns nil when b is one JSON value, else the invalid_json error of
+// readJSON for input called name.
+func checkJSON(name string, b []byte) *core.Error {
+	if gjson.ValidBytes(b) {
+		return nil
+	}
+	msg := "ctxcompact: " + name + ": not valid JSON"
+	var v json.RawMessage
+	var se *json.SyntaxError
+	if err := json.Unmarshal(b, &v); errors.As(err, &se) {
+		at := int(se.Offset) - 1 // the byte the decoder stopped at
+		what := se.Error()
+		if what == "unexpected end of JSON input" {
+			at, what = len(b), "unexpected end of input"
+		}
+		at = max(0, min(at, len(b)))
+		line := 1 + bytes.Count(b[:at], []byte{'\n'})
+		col := 1 + utf8.RuneCount(b[bytes.LastIndexByte(b[:at], '\n')+1:at])
+		msg += fmt.Sprintf(" at line %d, column %d (byte %d): %s", line, col, at+1, what)
+	} else if !utf8.Valid(b) {
+		msg += ": invalid UTF-8"
+	}
+	return &core.Error{Code: core.CodeInvalidJSON, Message: msg}
 }
 
 // caller runs one request envelope: core.Call natively, or the embedded wasm module
@@ -107,18 +156,49 @@ var (
 	wasmErr    error
 )
 
-// wasmCaller runs envelopes through one process-wide engine on the embedded module.
-func wasmCaller(envelope []byte) ([]byte, error) {
-	wasmOnce.Do(func() { wasmEngine, wasmErr = host.New(context.Background()) })
-	if wasmErr != nil {
-		return nil, wasmErr
+// wasmCacheDir is where --wasm keeps the module's compiled code:
+// $CTXCOMPACT_CACHE_DIR when set, else <user cache dir>/ctxcompact/wazero-<version>
+// ("" when there is no user cache dir). wazero keys each entry by the module's bytes
+// and its own version, so a rebuilt module never runs stale code.
+func wasmCacheDir() string {
+	if d := os.Getenv("CTXCOMPACT_CACHE_DIR"); d != "" {
+		return d
 	}
-	return wasmEngine.Call(context.Background(), envelope)
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(d, "ctxcompact", "wazero-"+core.Version)
 }
 
-func callerFor(useWasm bool) caller {
+// wasmCaller runs envelopes through one process-wide engine on the embedded module,
+// compiled through the on-disk cache of wasmCacheDir unless cache is false. A cache
+// that cannot be used (a read-only or broken directory) is skipped with a note on
+// stderr: the module is then compiled in memory, as without the cache.
+func wasmCaller(cache bool, stderr io.Writer) caller {
+	return func(envelope []byte) ([]byte, error) {
+		wasmOnce.Do(func() {
+			ctx := context.Background()
+			if dir := wasmCacheDir(); cache && dir != "" {
+				if wasmEngine, wasmErr = host.New(ctx, host.WithCompilationCache(dir)); wasmErr == nil {
+					return
+				}
+				fmt.Fprintf(stderr, "%v; compiling without it\n", wasmErr)
+			}
+			wasmEngine, wasmErr = host.New(ctx)
+		})
+		if wasmErr != nil {
+			return nil, wasmErr
+		}
+		return wasmEngine.Call(context.Background(), envelope)
+	}
+}
+
+// callerFor is the native core, or with useWasm the embedded module (cache: through
+// the on-disk compilation cache; notes go to stderr).
+func callerFor(useWasm, cache bool, stderr io.Writer) caller {
 	if useWasm {
-		return wasmCaller
+		return wasmCaller(cache, stderr)
 	}
 	return nativeCaller
 }

@@ -79,12 +79,12 @@ func runReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	case len(files) == 0:
 		fs.Usage()
 		return errors.New("ctxcompact replay: want at least one FILE")
-	case !flagSet(fs, "window"):
+	case !isSet(fs, "window"):
 		return errors.New("ctxcompact replay: --window N is required")
 	case *window <= 0:
 		return fmt.Errorf("ctxcompact replay: --window must be a positive number of tokens, got %d", *window)
 	}
-	cfg, err := compactConfig("replay", "", *configFile, *window, "")
+	cfg, err := compactConfig("replay", "", *configFile, stdin, *window, "")
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func runReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		}
 	}
 
-	call := callerFor(*useWasm)
+	call := callerFor(*useWasm, true, stderr)
 	results := make([]*replayResult, 0, len(files))
 	for i, file := range files {
 		r := replayTrace(filepath.Base(file), traces[i], *window, cfg, call)
@@ -332,7 +332,7 @@ func replayCompact(live []*replayMsg, cfg []byte, call caller) ([]*replayMsg, in
 		arr.WriteString(m.pyJSON())
 	}
 	arr.WriteByte(']')
-	res, err := opResult(call, "compact.begin", compactParams("builtin", cfg, arr.String()))
+	res, err := opResult(call, "compact.begin", compactParams(true, "builtin", cfg, false, "", arr.String()))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -345,7 +345,7 @@ func replayCompact(live []*replayMsg, cfg []byte, call caller) ([]*replayMsg, in
 		return true
 	})
 	srTokens := 0
-	if ask, err := opResult(call, "compact.begin", compactParams("host", cfg, arr.String())); err == nil && !ask.Get("done").Bool() {
+	if ask, err := opResult(call, "compact.begin", compactParams(true, "host", cfg, false, "", arr.String())); err == nil && !ask.Get("done").Bool() {
 		ask.Get("summary_request.messages").ForEach(func(_, m gjson.Result) bool {
 			srTokens += replayEstimate(m)
 			return true

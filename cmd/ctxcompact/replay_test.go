@@ -267,10 +267,10 @@ func TestReplayFlagErrors(t *testing.T) {
 		{[]string{"replay", good, "--window", "lots"}, "invalid value"},
 		{[]string{"replay", "--window", "1000"}, "want at least one FILE"},
 		{[]string{"replay", "--window", "1000", good, filepath.Join(t.TempDir(), "missing.json")}, "missing.json"},
-		{[]string{"replay", "--window", "1000", cliTempFile(t, "bad.json", `{"messages": [`)}, "is not valid JSON"},
+		{[]string{"replay", "--window", "1000", cliTempFile(t, "bad.json", `{"messages": [`)}, "not valid JSON at line"},
 		{[]string{"replay", "--window", "1000", cliTempFile(t, "empty.json", `{"messages": []}`)}, "has no messages"},
 		{[]string{"replay", "--window", "1000", cliTempFile(t, "obj.json", `{"msgs": []}`)}, `must hold {"messages": [...]}`},
-		{[]string{"replay", "--window", "1000", "--config", cliTempFile(t, "c.json", `{`), good}, "is not valid JSON"},
+		{[]string{"replay", "--window", "1000", "--config", cliTempFile(t, "c.json", `{`), good}, "not valid JSON at line"},
 		{[]string{"replay", "--window", "1000", "--config", filepath.Join(t.TempDir(), "none.json"), good}, "none.json"},
 	} {
 		code, out, errOut := cliRun(t, "", c.args...)

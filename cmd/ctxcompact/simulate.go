@@ -29,11 +29,14 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	native := fs.Bool("native", false, "native Anthropic layout (detected from the messages when not given)")
 	model := fs.String("model", "", "model name, for its minimum cacheable length (default 1024 tokens)")
 	strategies := fs.String("strategies", "", "comma-separated strategies (default all: "+strings.Join(core.Strategies(), ",")+")")
-	minTokens := fs.Int("min-cacheable", -1, "override the minimum cacheable prompt length in tokens")
+	minTokens := fs.Int("min-cacheable", -1, "override the minimum cacheable prompt length in tokens, >= 0 (default: the model's)")
 	perRequest := fs.Bool("per-request", false, "with --json, include each request's numbers")
 	file, err := fileArg(fs, args)
 	if err != nil {
 		return err
+	}
+	if isSet(fs, "min-cacheable") && *minTokens < 0 {
+		return fmt.Errorf("ctxcompact simulate: --min-cacheable must be 0 or more tokens, got %d", *minTokens)
 	}
 	conv, err := readConversation(file, stdin)
 	if err != nil {

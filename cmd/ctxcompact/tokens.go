@@ -3,10 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 
+	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
 	"github.com/ctxcompact/ctxcompact/core"
@@ -19,58 +19,83 @@ func init() {
 	}
 }
 
-// tokensOutput is the stable output of `ctxcompact tokens`.
+// tokensOutput is the stable output of `ctxcompact tokens`: the encoding used
+// ("auto" resolved), the calibration factor, the total and each message's count,
+// and the Anthropic top-level system prompt's count when FILE has one (in Total).
 type tokensOutput struct {
-	Total      int   `json:"total"`
-	PerMessage []int `json:"per_message"`
+	Encoding    string  `json:"encoding"`
+	Calibration float64 `json:"calibration"`
+	Total       int     `json:"total"`
+	System      *int    `json:"system,omitempty"`
+	PerMessage  []int   `json:"per_message"`
 }
 
-// runTokens prints {"total": N, "per_message": [...]} for FILE ("-" for stdin), which
-// holds {"messages": [...], "config"?: {...}} or a bare array of messages. Flags may
-// come before or after FILE.
+// runTokens prints {"encoding", "calibration", "total", "system"?, "per_message"}
+// for FILE ("-" for stdin), which holds {"messages": [...], "system"?: ...,
+// "config"?: {...}} or a bare array of messages, and names the encoding on stderr.
+// The messages are checked as compact checks them. Flags may come before or after
+// FILE.
 func runTokens(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := commandFlags("tokens", stderr,
 		"usage: ctxcompact tokens FILE [--encoding rough|o200k_base|cl100k_base|auto] [--model NAME] [--calibration F]",
-		"FILE holds {\"messages\": [...]} or a bare array; - reads stdin. Prints {\"total\": N, \"per_message\": [...]}.")
+		"FILE holds {\"messages\": [...], \"system\"?: ..., \"config\"?: {...}} or a bare array; - reads stdin.",
+		"Prints {\"encoding\", \"calibration\", \"total\", \"system\"?, \"per_message\": [...]}; a top-level system is counted",
+		"as a first system message, in total and in \"system\".")
 	encoding := fs.String("encoding", "", "token encoding: rough (default), o200k_base, cl100k_base, or auto (from --model or the file's config.model.name)")
 	model := fs.String("model", "", "model name for --encoding auto (overrides config.model.name)")
-	calibration := fs.Float64("calibration", 0, "calibration factor from tokens.calibrate (overrides config.tokens.calibration)")
-	if err := fs.Parse(args); err != nil {
+	calibration := fs.Float64("calibration", 0, "calibration factor from tokens.calibrate, > 0 (overrides config.tokens.calibration)")
+	file, err := fileArg(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return errors.New("ctxcompact tokens: FILE is required")
-	}
-	file := fs.Arg(0)
-	if err := fs.Parse(fs.Args()[1:]); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("ctxcompact tokens: one FILE only, got also %q", fs.Args())
+	if isSet(fs, "calibration") && !(*calibration > 0) {
+		return fmt.Errorf("ctxcompact tokens: --calibration must be a positive factor, got %v", *calibration)
 	}
 	conv, err := readConversation(file, stdin)
 	if err != nil {
 		return err
 	}
-	req := []byte(`{"op":"tokens.count"}`)
-	req, err = sjson.SetRawBytes(req, "messages", []byte(conv.messages))
-	if conv.config != "" && err == nil {
-		req, err = sjson.SetRawBytes(req, "config", []byte(conv.config))
-	}
+	cfg := []byte(conv.config)
 	set := func(path string, v any) {
 		if err == nil {
-			req, err = sjson.SetBytes(req, path, v)
+			if len(cfg) == 0 {
+				cfg = []byte("{}")
+			}
+			cfg, err = sjson.SetBytes(cfg, path, v)
 		}
 	}
-	if *encoding != "" {
-		set("encoding", *encoding)
-	}
 	if *model != "" {
-		set("config.model.name", *model)
+		set("model.name", *model)
 	}
 	if *calibration != 0 {
-		set("config.tokens.calibration", *calibration)
+		set("tokens.calibration", *calibration)
+	}
+	if err != nil {
+		return fmt.Errorf("ctxcompact tokens: %w", err)
+	}
+	if err := checkLikeCompact(conv, cfg); err != nil {
+		return err
+	}
+
+	// A top-level system is counted as the system message it stands for.
+	msgs := []byte(conv.messages)
+	if conv.system != "" {
+		msgs = make([]byte, 0, len(conv.messages)+len(conv.system)+40)
+		msgs = append(msgs, `[{"role":"system","content":`...)
+		msgs = append(msgs, conv.system...)
+		msgs = append(msgs, '}')
+		if rest := bytes.TrimSpace([]byte(conv.messages)[1:]); len(rest) > 0 && rest[0] != ']' {
+			msgs = append(msgs, ',')
+		}
+		msgs = append(msgs, conv.messages[1:]...)
+	}
+	req := []byte(`{"op":"tokens.count"}`)
+	req, err = sjson.SetRawBytes(req, "messages", msgs)
+	if len(cfg) > 0 && err == nil {
+		req, err = sjson.SetRawBytes(req, "config", cfg)
+	}
+	if *encoding != "" && err == nil {
+		req, err = sjson.SetBytes(req, "encoding", *encoding)
 	}
 	if err != nil {
 		return fmt.Errorf("ctxcompact tokens: %w", err)
@@ -86,12 +111,64 @@ func runTokens(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if resp.Error != nil {
 		return resp.Error
 	}
+	res := resp.Result
+	if conv.system != "" && len(res.PerMessage) > 0 {
+		n := res.PerMessage[0]
+		res.System, res.PerMessage = &n, res.PerMessage[1:]
+	}
 	var out bytes.Buffer
 	enc := json.NewEncoder(&out)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(resp.Result); err != nil {
+	if err := enc.Encode(res); err != nil {
 		return err
 	}
-	_, err = stdout.Write(out.Bytes())
+	if _, err = stdout.Write(out.Bytes()); err != nil {
+		return err
+	}
+
+	asked := *encoding
+	if asked == "" {
+		asked = gjson.GetBytes(cfg, "tokens.encoding").Str
+	}
+	how := ""
+	switch {
+	case asked == core.EncodingAuto:
+		how = " (auto"
+		if m := gjson.GetBytes(cfg, "model.name").Str; m != "" {
+			how += ", from model " + m
+		}
+		how += ")"
+	case asked == "":
+		how = " (the default)"
+	}
+	if res.Calibration != 1 {
+		how += fmt.Sprintf(", calibrated ×%g", res.Calibration)
+	}
+	fmt.Fprintf(stderr, "ctxcompact: %s tokens over %d messages, encoding %s%s\n", groupDigits(int64(res.Total)), len(res.PerMessage), res.Encoding, how)
+	return nil
+}
+
+// checkLikeCompact checks a conversation as compact.begin does (the messages, the
+// top-level system and the roles its layout allows), with the error code and path
+// compact gives: compact.begin with a reported prompt of 1 token returns unchanged
+// right after that check, and the builtin summarizer keeps nothing for a finish.
+func checkLikeCompact(conv conversation, cfg []byte) error {
+	params := make([]byte, 0, len(conv.messages)+len(conv.system)+len(cfg)+96)
+	params = append(params, `{"force":false,"prompt_tokens":1,"summarizer":"builtin","output":"refs"`...)
+	if len(cfg) > 0 {
+		params = append(params, `,"config":`...)
+		params = append(params, cfg...)
+	}
+	if conv.native {
+		params = append(params, `,"format":"anthropic"`...)
+	}
+	if conv.system != "" {
+		params = append(params, `,"system":`...)
+		params = append(params, conv.system...)
+	}
+	params = append(params, `,"messages":`...)
+	params = append(params, conv.messages...)
+	params = append(params, '}')
+	_, err := opResult(nativeCaller, "compact.begin", params)
 	return err
 }

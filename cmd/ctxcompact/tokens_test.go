@@ -19,16 +19,16 @@ const cookbook = `[
  {"role": "user", "content": "This late pivot means we don't have time to boil the ocean for the client deliverable."}
 ]`
 
-// parseTokensOutput checks the stable shape: exactly "total" and "per_message",
-// total = sum of per_message plus the reply priming.
+// parseTokensOutput checks the stable shape: exactly "encoding", "calibration",
+// "total" and "per_message", total = sum of per_message plus the reply priming.
 func parseTokensOutput(t *testing.T, stdout string, priming int) (int, []int) {
 	t.Helper()
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(stdout), &keys); err != nil {
 		t.Fatalf("output is not a JSON object: %q", stdout)
 	}
-	if len(keys) != 2 || keys["total"] == nil || keys["per_message"] == nil {
-		t.Fatalf("output must hold exactly total and per_message: %s", stdout)
+	if len(keys) != 4 || keys["encoding"] == nil || keys["calibration"] == nil || keys["total"] == nil || keys["per_message"] == nil {
+		t.Fatalf("output must hold exactly encoding, calibration, total and per_message: %s", stdout)
 	}
 	var out struct {
 		Total      int   `json:"total"`
@@ -97,13 +97,15 @@ func TestTokensCommandErrors(t *testing.T) {
 		stdin   string
 		wantErr string
 	}{
-		{nil, "", "FILE is required"},
+		{nil, "", "want exactly one FILE, got 0"},
 		{[]string{filepath.Join(t.TempDir(), "missing.json")}, "", "no such file"},
-		{[]string{"-"}, "{not json", "not valid JSON"},
+		{[]string{"-"}, "{not json", "stdin: not valid JSON at line 1, column 2 (byte 2): invalid character 'n'"},
 		{[]string{"-"}, `{"msgs": []}`, "must hold"},
 		{[]string{conv, "--encoding", "p50k_base"}, "", "unknown encoding"},
 		{[]string{"-"}, `[{"role":"user","content":"hi"}, 5]`, "/messages/1"},
-		{[]string{conv, conv}, "", "one FILE only"},
+		{[]string{conv, conv}, "", "want exactly one FILE, got 2"},
+		{[]string{conv, "--calibration", "0"}, "", "--calibration must be a positive factor"},
+		{[]string{conv, "--calibration", "-1.5"}, "", "--calibration must be a positive factor"},
 	} {
 		code, stdout, stderr := cliRun(t, c.stdin, append([]string{"tokens"}, c.args...)...)
 		if code == 0 || stdout != "" || !strings.Contains(stderr, c.wantErr) {
