@@ -2,6 +2,7 @@ package core
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -91,4 +92,20 @@ func TestInvalidJSONSaysWhere(t *testing.T) {
 		require.Equal(t, want.path, e.Path, req)
 		require.Contains(t, e.Message, want.at, req)
 	}
+}
+
+// TestInvalidJSONDeepNesting: the locator stops at the nesting limit, so a hostile
+// depth costs a walk, not its square (100,000 brackets took 14 s natively and
+// trapped the module), and the path it spells is bounded.
+func TestInvalidJSONDeepNesting(t *testing.T) {
+	for _, req := range []string{strings.Repeat("[", 100_000), `{"op":"prune","messages":` + strings.Repeat("[", 100_000) + "1" + strings.Repeat("]", 99_999)} {
+		_, e := response(t, Call([]byte(req)))
+		require.NotNil(t, e)
+		require.Contains(t, []ErrorCode{CodeInvalidJSON, CodeInputTooLarge}, e.Code)
+		require.LessOrEqual(t, len(e.Path), 2*MaxNestingDepth+len("/messages"))
+	}
+	path, at, what := locateInvalidJSON(strings.Repeat("[", 100_000))
+	require.Equal(t, MaxNestingDepth, at)
+	require.Equal(t, strings.Repeat("/0", MaxNestingDepth), path)
+	require.Contains(t, what, "nested more than")
 }

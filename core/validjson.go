@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -463,15 +464,16 @@ func walkInvalidJSON(s string, badUTF8 func(path string, at int)) (path string, 
 	}
 	var stack []frame
 	here := func() string {
-		p := ""
+		var b strings.Builder // one builder: a deep stack must not cost its square
 		for _, f := range stack {
+			b.WriteByte('/')
 			if f.object {
-				p = pointer(p, f.key)
+				b.WriteString(pointerEscaper.Replace(f.key))
 			} else {
-				p = pointer(p, f.index)
+				b.WriteString(strconv.Itoa(f.index))
 			}
 		}
-		return p
+		return b.String()
 	}
 	fail := func(i int, format string, args ...any) (string, int, string) {
 		return here(), i, fmt.Sprintf(format, args...)
@@ -523,6 +525,9 @@ func walkInvalidJSON(s string, badUTF8 func(path string, at int)) (path string, 
 		}
 		switch c := s[i]; {
 		case c == '{' || c == '[':
+			if len(stack) == MaxNestingDepth {
+				return fail(i, "arrays and objects nested more than %d levels deep", MaxNestingDepth)
+			}
 			stack = append(stack, frame{object: c == '{'})
 			i = skipSpace(s, i+1)
 			if i < len(s) && (s[i] == '}' && c == '{' || s[i] == ']' && c == '[') {
