@@ -16,7 +16,9 @@
 //
 // Errors: a request the core rejects returns its *core.Error (match the code with
 // errors.Is(err, &core.Error{Code: core.CodeInvalidMessages})); host-level failures
-// wrap ErrBadBinary, ErrABIMismatch, ErrClosed or ErrTrapped.
+// wrap ErrBadBinary, ErrABIMismatch, ErrClosed or ErrTrapped. A call whose instance
+// trapped fails with code internal, as in every runtime: the instance is replaced
+// and nothing is retried.
 //
 // Go programs that do not need the wasm boundary can call package core directly;
 // this package exists to run and test the artifact every runtime shares.
