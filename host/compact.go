@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -48,9 +49,14 @@ type CompactOptions struct {
 	Output string
 	// Timeout bounds the summarizer: past it, the compaction falls back to the
 	// extractive summary (fallback_code "timeout"), whether or not the summarizer
-	// honours its context. 0 means DefaultSummarizeTimeout; a negative Timeout
-	// sets none (the deadline of Compact's context still applies).
+	// honours its context. 0 means DefaultSummarizeTimeout; a negative Timeout is
+	// an invalid_request error at /timeout, as in JS and Python.
 	Timeout time.Duration
+	// Config, when not nil, is merged over the config the call would use
+	// (Compact's cfg, or the Compactor's or ContextEngine's config) by the core's
+	// config.merge, section by section and key by key, the same rule in every
+	// runtime; its errors read /config/... .
+	Config json.RawMessage
 }
 
 // DefaultSummarizeTimeout is how long Compact waits for the summarizer when
@@ -150,6 +156,17 @@ func newTicket() string {
 // compact.finish and returns an error wrapping ctx.Err() (and its cause). A panic
 // in summarize is re-raised on the goroutine that called Compact.
 func (e *Engine) Compact(ctx context.Context, messages, cfg json.RawMessage, summarize Summarize, opts CompactOptions) (core.CompactResult, error) {
+	if opts.Timeout < 0 {
+		return core.CompactResult{}, &core.Error{Code: core.CodeInvalidRequest, Path: "/timeout",
+			Message: fmt.Sprintf("ctxcompact: timeout must be positive, not %v (at /timeout)", opts.Timeout)}
+	}
+	if opts.Config != nil {
+		merged, err := e.MergeConfig(ctx, cfg, opts.Config)
+		if err != nil {
+			return core.CompactResult{}, err
+		}
+		cfg = merged
+	}
 	req := CompactRequest{Messages: messages, Config: cfg, Force: opts.Force, PromptTokens: opts.PromptTokens,
 		Summarizer: core.SummarizerHost, Output: opts.Output}
 	if summarize == nil {
@@ -171,13 +188,6 @@ func (e *Engine) Compact(ctx context.Context, messages, cfg json.RawMessage, sum
 	return e.compactFinishKept(ctx, req, res.State, summary, failure)
 }
 
-// Fallback codes a host sends in compact.finish's error (see docs/OPS.md).
-const (
-	fallbackTimeout   = "timeout"
-	fallbackError     = "error"
-	fallbackCancelled = "cancelled"
-)
-
 // errSummarizeTimeout is the cause of the summarizer's context at its timeout.
 var errSummarizeTimeout = errors.New("ctxcompact: the summarizer timed out")
 
@@ -193,13 +203,10 @@ type summarizeAnswer struct {
 // summary, or the error value for compact.finish (a {code, message} object) when
 // there is none, or an error when ctx is done first.
 func runSummarize(ctx context.Context, summarize Summarize, req core.SummaryRequest, timeout time.Duration) (string, json.RawMessage, error) {
-	if timeout == 0 {
+	if timeout <= 0 {
 		timeout = DefaultSummarizeTimeout
 	}
-	sctx, cancel := context.WithCancel(ctx)
-	if timeout > 0 {
-		sctx, cancel = context.WithTimeoutCause(ctx, timeout, errSummarizeTimeout)
-	}
+	sctx, cancel := context.WithTimeoutCause(ctx, timeout, errSummarizeTimeout)
 	defer cancel()
 	answers := make(chan summarizeAnswer, 1) // buffered: an abandoned goroutine never blocks
 	go func() {
@@ -230,20 +237,20 @@ func runSummarize(ctx context.Context, summarize Summarize, req core.SummaryRequ
 	ourDeadline := context.Cause(sctx) == errSummarizeTimeout
 	switch {
 	case timedOut || (ourDeadline && a.err != nil):
-		return "", summaryFailure(fallbackTimeout,
+		return "", summaryFailure(core.FallbackTimeout,
 			fmt.Sprintf("the summarizer did not answer within %d ms", timeout.Milliseconds())), nil
 	case a.err == nil:
 		return a.summary, nil, nil
 	case errors.Is(a.err, context.DeadlineExceeded):
-		return "", summaryFailure(fallbackTimeout, a.err.Error()), nil
+		return "", summaryFailure(core.FallbackTimeout, a.err.Error()), nil
 	case errors.Is(a.err, context.Canceled):
-		return "", summaryFailure(fallbackCancelled, a.err.Error()), nil
+		return "", summaryFailure(core.FallbackCancelled, a.err.Error()), nil
 	default:
 		msg := a.err.Error()
 		if msg == "" {
 			msg = "summarizer failed"
 		}
-		return "", summaryFailure(fallbackError, msg), nil
+		return "", summaryFailure(core.FallbackError, msg), nil
 	}
 }
 
@@ -288,4 +295,33 @@ func (req CompactRequest) params(op string) *request {
 // mustString is s as a JSON string value (even when empty).
 func mustString(s string) json.RawMessage {
 	return appendString(nil, s)
+}
+
+// Compactor is a config bound to an Engine, the Go counterpart of the JS and
+// Python Compactor: the config is validated once, when the Compactor is made, and
+// every compaction uses it, with a call's CompactOptions.Config merged over it. It
+// is safe for concurrent use; it holds no state but its config.
+type Compactor struct {
+	e   *Engine
+	cfg json.RawMessage
+}
+
+// NewCompactor validates cfg (a JSON config object; nil for the defaults) with
+// the core's config.merge and returns a Compactor that compacts under it. A bad
+// config is the core's invalid_config error, at /config/<section>/<key>.
+func NewCompactor(ctx context.Context, e *Engine, cfg json.RawMessage) (*Compactor, error) {
+	merged, err := e.MergeConfig(ctx, nil, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Compactor{e: e, cfg: merged}, nil
+}
+
+// Config is the Compactor's config, as config.merge wrote it.
+func (c *Compactor) Config() json.RawMessage { return bytes.Clone(c.cfg) }
+
+// Compact is Engine.Compact under the Compactor's config (with opts.Config merged
+// over it).
+func (c *Compactor) Compact(ctx context.Context, messages json.RawMessage, summarize Summarize, opts CompactOptions) (core.CompactResult, error) {
+	return c.e.Compact(ctx, messages, c.cfg, summarize, opts)
 }

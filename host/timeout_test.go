@@ -40,7 +40,7 @@ func requireFallback(t *testing.T, what string, res core.CompactResult, err erro
 	if !res.Done || r == nil || !r.FallbackUsed || !strings.Contains(r.FallbackReason, reason) {
 		t.Fatalf("%s: want a fallback whose reason contains %q, got %+v", what, reason, r)
 	}
-	if got := fallbackCode(r); got != code {
+	if got := r.FallbackCode; got != code {
 		t.Fatalf("%s: fallback_code %q, want %q (reason %q)", what, got, code, r.FallbackReason)
 	}
 }
@@ -88,7 +88,7 @@ func TestSummarizerErrors(t *testing.T) {
 
 	blank := func(context.Context, core.SummaryRequest) (string, error) { return " \n", nil }
 	res, err = compactSmall(t, e, ctx, blank, 0)
-	if err != nil || !res.Report.FallbackUsed || fallbackCode(res.Report) != "empty" {
+	if err != nil || !res.Report.FallbackUsed || res.Report.FallbackCode != "empty" {
 		t.Fatalf("a blank summary: %v %+v", err, res.Report)
 	}
 }
@@ -145,8 +145,8 @@ func TestCompactContextDone(t *testing.T) {
 }
 
 // TestSummarizeTimeoutDefault: the summarizer's context has a deadline
-// DefaultSummarizeTimeout after Compact began with Timeout 0, none with a
-// negative Timeout (the caller's context's deadline still applies).
+// DefaultSummarizeTimeout after Compact began with Timeout 0; a negative Timeout
+// is invalid_request at /timeout, as in JS and Python.
 func TestSummarizeTimeoutDefault(t *testing.T) {
 	requireOps(t, "compact.begin", "compact.finish")
 	if DefaultSummarizeTimeout != 2*time.Minute {
@@ -167,8 +167,11 @@ func TestSummarizeTimeoutDefault(t *testing.T) {
 	if !has || deadline.Before(before.Add(DefaultSummarizeTimeout)) || deadline.After(after.Add(DefaultSummarizeTimeout)) {
 		t.Fatalf("with Timeout 0 the summarizer's deadline is %v (set %v), want %v after the call began", deadline, has, DefaultSummarizeTimeout)
 	}
-	if _, err := compactSmall(t, e, context.Background(), record, -1); err != nil || has {
-		t.Fatalf("with a negative Timeout the summarizer has a deadline (%v, %v)", deadline, err)
+	has = false
+	_, err := compactSmall(t, e, context.Background(), record, -time.Millisecond)
+	var ce *core.Error
+	if !errors.As(err, &ce) || ce.Code != core.CodeInvalidRequest || ce.Path != "/timeout" || has {
+		t.Fatalf("a negative Timeout: %v (summarizer ran: %v), want invalid_request at /timeout", err, has)
 	}
 }
 
@@ -186,20 +189,4 @@ func TestSummarizerPanics(t *testing.T) {
 		panic("boom")
 	}, 0)
 	t.Fatal("Compact returned after its summarizer panicked")
-}
-
-// fallbackCode is the report's fallback_code. Until core.Report has the field,
-// it is read from the reason the core writes for a {code, message} error.
-func fallbackCode(r *core.Report) string {
-	if !r.FallbackUsed {
-		return ""
-	}
-	if strings.Contains(r.FallbackReason, "no summary") {
-		return "empty"
-	}
-	code, _, ok := strings.Cut(r.FallbackReason, ": ")
-	if !ok {
-		return "?"
-	}
-	return code
 }
