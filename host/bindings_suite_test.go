@@ -36,18 +36,18 @@ type bindingsCase struct {
 }
 
 type bindingsStep struct {
-	Do            string                     `json:"do"`
-	Config        json.RawMessage            `json:"config"`
-	Options       json.RawMessage            `json:"options"`
-	OptionsRaw    json.RawMessage            `json:"options_raw"`
-	Messages      json.RawMessage            `json:"messages"`
-	Summarizer    *bindingsSummarizer        `json:"summarizer"`
-	Usage         json.RawMessage            `json:"usage"`
-	PromptTokens  *int                       `json:"prompt_tokens"`
-	Model         string                     `json:"model"`
-	ContextLength int                        `json:"context_length"`
-	Provider      string                     `json:"provider"`
-	Want          *bindingsWant              `json:"want"`
+	Do            string              `json:"do"`
+	Config        json.RawMessage     `json:"config"`
+	Options       json.RawMessage     `json:"options"`
+	OptionsRaw    json.RawMessage     `json:"options_raw"`
+	Messages      json.RawMessage     `json:"messages"`
+	Summarizer    *bindingsSummarizer `json:"summarizer"`
+	Usage         json.RawMessage     `json:"usage"`
+	PromptTokens  *int                `json:"prompt_tokens"`
+	Model         string              `json:"model"`
+	ContextLength int                 `json:"context_length"`
+	Provider      string              `json:"provider"`
+	Want          *bindingsWant       `json:"want"`
 }
 
 type bindingsSummarizer struct {
@@ -330,14 +330,14 @@ func (r *bindingsRun) compactOptions(at string, raw json.RawMessage) CompactOpti
 		case "config":
 			opts.Config = v
 		case "force":
-			err = strictUnmarshal(v, &opts.Force)
+			err = json.Unmarshal(v, &opts.Force)
 		case "prompt_tokens":
-			err = strictUnmarshal(v, &opts.PromptTokens)
+			err = json.Unmarshal(v, &opts.PromptTokens)
 		case "output":
-			err = strictUnmarshal(v, &opts.Output)
+			err = json.Unmarshal(v, &opts.Output)
 		case "timeout_ms":
 			var ms int64
-			err = strictUnmarshal(v, &ms)
+			err = json.Unmarshal(v, &ms)
 			opts.Timeout = time.Duration(ms) * time.Millisecond
 		default:
 			err = errors.New("not an option of the Go host")
@@ -348,8 +348,6 @@ func (r *bindingsRun) compactOptions(at string, raw json.RawMessage) CompactOpti
 	}
 	return opts
 }
-
-func strictUnmarshal(v json.RawMessage, dst any) error { return json.Unmarshal(v, dst) }
 
 // messages resolves a step's messages: a list, a fixture, a value, or a special
 // value Go can hold.
