@@ -60,7 +60,7 @@ func ExampleContextEngine() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	var history json.RawMessage // the conversation so far
+	history := json.RawMessage(`[{"role":"user","content":"Fix the parser."}]`) // the conversation so far
 	// After each LLM call, its usage object as the SDK returned it:
 	if err := ce.UpdateFromResponse(ctx, json.RawMessage(`{"prompt_tokens":101000,"completion_tokens":800}`)); err != nil {
 		log.Fatal(err)
