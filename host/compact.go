@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/ctxcompact/ctxcompact/core"
 )
@@ -38,14 +40,35 @@ type CompactRequest struct {
 
 // CompactOptions are the optional parameters of Compact.
 type CompactOptions struct {
-	Force        bool
+	// Force compacts even below the threshold.
+	Force bool
+	// PromptTokens is the API-reported prompt tokens of the last response, 0 if
+	// unknown (the core then estimates).
 	PromptTokens int
-	Output       string
+	// Output is "messages" (or "") or "refs" (unchanged messages as indices).
+	Output string
+	// Timeout bounds the summarizer: past it, the compaction falls back to the
+	// extractive summary (fallback_code "timeout"), whether or not the summarizer
+	// honours its context. 0 means DefaultSummarizeTimeout; a negative Timeout is
+	// an invalid_request error at /timeout, as in JS and Python.
+	Timeout time.Duration
+	// Config, when not nil, is merged over the config the call would use
+	// (Compact's cfg, or the Compactor's or ContextEngine's config) by the core's
+	// config.merge, section by section and key by key, the same rule in every
+	// runtime; its errors read /config/... .
+	Config json.RawMessage
 }
 
+// DefaultSummarizeTimeout is how long Compact waits for the summarizer when
+// CompactOptions.Timeout is 0: the CLI's two minutes, as in the JS and Python
+// bindings.
+const DefaultSummarizeTimeout = 2 * time.Minute
+
 // Summarize asks an LLM for the summary a compaction needs. Send req.Messages with
-// req.MaxTokens and return the text. An error makes the core fall back to its
-// extractive summary (the report says fallback_used and why), unless ctx is done.
+// req.MaxTokens and return the text; honour ctx, which is done at the summarizer's
+// timeout or when Compact's own context is done. An error makes the core fall back
+// to its extractive summary (the report says fallback_used, fallback_code and
+// why), unless Compact's context is done, in which case Compact fails.
 type Summarize func(ctx context.Context, req core.SummaryRequest) (string, error)
 
 // CompactBegin runs compact.begin: a finished result (Done), or a summary request
@@ -57,11 +80,23 @@ func (e *Engine) CompactBegin(ctx context.Context, req CompactRequest) (core.Com
 }
 
 // CompactFinish runs compact.finish with the summary, or with summaryErr (non-empty)
-// when the summarizer failed.
+// when the summarizer failed (the report's fallback_code is then "error").
 func (e *Engine) CompactFinish(ctx context.Context, req CompactRequest, state, summary, summaryErr string) (core.CompactResult, error) {
+	return e.compactFinish(ctx, req, state, summary, stringFailure(summaryErr))
+}
+
+func (e *Engine) compactFinish(ctx context.Context, req CompactRequest, state, summary string, failure json.RawMessage) (core.CompactResult, error) {
 	var r core.CompactResult
-	err := e.run(ctx, req.finishEnvelope(state, summary, summaryErr), &r)
+	err := e.run(ctx, req.finishEnvelope(state, summary, failure), &r)
 	return r, err
+}
+
+// stringFailure is summaryErr as compact.finish's error value, nil when empty.
+func stringFailure(summaryErr string) json.RawMessage {
+	if summaryErr == "" {
+		return nil
+	}
+	return mustString(summaryErr)
 }
 
 // CompactFinishKept is CompactFinish without sending the messages again: the
@@ -69,14 +104,18 @@ func (e *Engine) CompactFinish(ctx context.Context, req CompactRequest, state, s
 // When the call lands on another instance (or the kept compaction was evicted),
 // the core answers invalid_state at /messages and the whole finish is sent.
 func (e *Engine) CompactFinishKept(ctx context.Context, req CompactRequest, state, summary, summaryErr string) (core.CompactResult, error) {
+	return e.compactFinishKept(ctx, req, state, summary, stringFailure(summaryErr))
+}
+
+func (e *Engine) compactFinishKept(ctx context.Context, req CompactRequest, state, summary string, failure json.RawMessage) (core.CompactResult, error) {
 	if req.Ticket == "" {
-		return e.CompactFinish(ctx, req, state, summary, summaryErr)
+		return e.compactFinish(ctx, req, state, summary, failure)
 	}
 	var r core.CompactResult
-	err := e.run(ctx, req.finishParams(state, summary, summaryErr), &r)
+	err := e.run(ctx, req.finishParams(state, summary, failure), &r)
 	var ce *core.Error
 	if errors.As(err, &ce) && ce.Code == core.CodeInvalidState && ce.Path == "/messages" {
-		return e.CompactFinish(ctx, req, state, summary, summaryErr)
+		return e.compactFinish(ctx, req, state, summary, failure)
 	}
 	return r, err
 }
@@ -100,7 +139,34 @@ func newTicket() string {
 // that began it still keeps it: CompactFinishKept). With a nil summarize the
 // built-in extractive summarizer is used and no callback runs. The instance is not
 // held while summarize runs.
+//
+// summarize runs on its own goroutine, with a context that is done at
+// opts.Timeout (DefaultSummarizeTimeout when 0) or when ctx is. How it ends
+// decides the report's fallback_code:
+//   - a summary: none ("", or "empty" when it is blank);
+//   - no answer by the timeout: "timeout", and Compact does not wait for it: the
+//     goroutine of a summarizer that ignores its context is left to finish on its
+//     own, and whatever it returns then is dropped;
+//   - an error matching context.DeadlineExceeded: "timeout";
+//   - an error matching context.Canceled while ctx is not done (the summarizer
+//     reports its own cancellation): "cancelled";
+//   - any other error: "error".
+//
+// When ctx itself is done before the summary is in, Compact sends no
+// compact.finish and returns an error wrapping ctx.Err() (and its cause). A panic
+// in summarize is re-raised on the goroutine that called Compact.
 func (e *Engine) Compact(ctx context.Context, messages, cfg json.RawMessage, summarize Summarize, opts CompactOptions) (core.CompactResult, error) {
+	if opts.Timeout < 0 {
+		return core.CompactResult{}, &core.Error{Code: core.CodeInvalidRequest, Path: "/timeout",
+			Message: fmt.Sprintf("ctxcompact: timeout must be positive, not %v (at /timeout)", opts.Timeout)}
+	}
+	if opts.Config != nil {
+		merged, err := e.MergeConfig(ctx, cfg, opts.Config)
+		if err != nil {
+			return core.CompactResult{}, err
+		}
+		cfg = merged
+	}
 	req := CompactRequest{Messages: messages, Config: cfg, Force: opts.Force, PromptTokens: opts.PromptTokens,
 		Summarizer: core.SummarizerHost, Output: opts.Output}
 	if summarize == nil {
@@ -115,18 +181,84 @@ func (e *Engine) Compact(ctx context.Context, messages, cfg json.RawMessage, sum
 	if res.SummaryRequest == nil || res.State == "" {
 		return res, fmt.Errorf("%w: compact.begin returned neither a result nor a summary request", ErrABIMismatch)
 	}
-	summary, serr := summarize(ctx, *res.SummaryRequest)
-	if err := context.Cause(ctx); err != nil {
-		return core.CompactResult{}, fmt.Errorf("ctxcompact: summarizing: %w", err)
+	summary, failure, err := runSummarize(ctx, summarize, *res.SummaryRequest, opts.Timeout)
+	if err != nil {
+		return core.CompactResult{}, err
 	}
-	failure := ""
-	if serr != nil {
-		failure = serr.Error()
-		if failure == "" {
-			failure = "summarizer failed"
+	return e.compactFinishKept(ctx, req, res.State, summary, failure)
+}
+
+// errSummarizeTimeout is the cause of the summarizer's context at its timeout.
+var errSummarizeTimeout = errors.New("ctxcompact: the summarizer timed out")
+
+// summarizeAnswer is what the summarizer's goroutine hands back.
+type summarizeAnswer struct {
+	summary  string
+	err      error
+	panicked bool
+	panicVal any
+}
+
+// runSummarize runs summarize on its own goroutine under timeout and returns the
+// summary, or the error value for compact.finish (a {code, message} object) when
+// there is none, or an error when ctx is done first.
+func runSummarize(ctx context.Context, summarize Summarize, req core.SummaryRequest, timeout time.Duration) (string, json.RawMessage, error) {
+	if timeout <= 0 {
+		timeout = DefaultSummarizeTimeout
+	}
+	sctx, cancel := context.WithTimeoutCause(ctx, timeout, errSummarizeTimeout)
+	defer cancel()
+	answers := make(chan summarizeAnswer, 1) // buffered: an abandoned goroutine never blocks
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				answers <- summarizeAnswer{panicked: true, panicVal: r}
+			}
+		}()
+		s, err := summarize(sctx, req)
+		answers <- summarizeAnswer{summary: s, err: err}
+	}()
+	var a summarizeAnswer
+	timedOut := false
+	select {
+	case a = <-answers:
+	case <-sctx.Done():
+		timedOut = true
+	}
+	if a.panicked {
+		panic(a.panicVal)
+	}
+	if err := ctx.Err(); err != nil {
+		if cause := context.Cause(ctx); cause != err {
+			return "", nil, fmt.Errorf("ctxcompact: summarizing: %w (%w)", err, cause)
 		}
+		return "", nil, fmt.Errorf("ctxcompact: summarizing: %w", err)
 	}
-	return e.CompactFinishKept(ctx, req, res.State, summary, failure)
+	ourDeadline := context.Cause(sctx) == errSummarizeTimeout
+	switch {
+	case timedOut || (ourDeadline && a.err != nil):
+		return "", summaryFailure(core.FallbackTimeout,
+			fmt.Sprintf("the summarizer did not answer within %d ms", timeout.Milliseconds())), nil
+	case a.err == nil:
+		return a.summary, nil, nil
+	case errors.Is(a.err, context.DeadlineExceeded):
+		return "", summaryFailure(core.FallbackTimeout, a.err.Error()), nil
+	case errors.Is(a.err, context.Canceled):
+		return "", summaryFailure(core.FallbackCancelled, a.err.Error()), nil
+	default:
+		msg := a.err.Error()
+		if msg == "" {
+			msg = "summarizer failed"
+		}
+		return "", summaryFailure(core.FallbackError, msg), nil
+	}
+}
+
+// summaryFailure is compact.finish's error object {"code", "message"}.
+func summaryFailure(code, message string) json.RawMessage {
+	b := append([]byte(`{"code":`), appendString(nil, code)...)
+	b = append(append(b, `,"message":`...), appendString(nil, message)...)
+	return append(b, '}')
 }
 
 // beginEnvelope is the compact.begin request.
@@ -134,19 +266,19 @@ func (req CompactRequest) beginEnvelope() *request {
 	return req.params("compact.begin").raw("messages", req.Messages)
 }
 
-// finishEnvelope is the compact.finish request with the summary, or with
-// summaryErr when it is not empty. The messages go last, byte for byte as in
-// compact.begin, so an instance that kept the begun compaction reads the finish
-// without reading them again.
-func (req CompactRequest) finishEnvelope(state, summary, summaryErr string) *request {
-	return req.finishParams(state, summary, summaryErr).raw("messages", req.Messages)
+// finishEnvelope is the compact.finish request with the summary, or with failure
+// (compact.finish's error value: a string or a {code, message} object) when it is
+// not nil. The messages go last, byte for byte as in compact.begin, so an instance
+// that kept the begun compaction reads the finish without reading them again.
+func (req CompactRequest) finishEnvelope(state, summary string, failure json.RawMessage) *request {
+	return req.finishParams(state, summary, failure).raw("messages", req.Messages)
 }
 
 // finishParams is finishEnvelope without the messages.
-func (req CompactRequest) finishParams(state, summary, summaryErr string) *request {
+func (req CompactRequest) finishParams(state, summary string, failure json.RawMessage) *request {
 	env := req.params("compact.finish").str("state", state)
-	if summaryErr != "" {
-		env.str("error", summaryErr)
+	if failure != nil {
+		env.raw("error", failure)
 	} else {
 		env.raw("summary", mustString(summary))
 	}
@@ -163,4 +295,33 @@ func (req CompactRequest) params(op string) *request {
 // mustString is s as a JSON string value (even when empty).
 func mustString(s string) json.RawMessage {
 	return appendString(nil, s)
+}
+
+// Compactor is a config bound to an Engine, the Go counterpart of the JS and
+// Python Compactor: the config is validated once, when the Compactor is made, and
+// every compaction uses it, with a call's CompactOptions.Config merged over it. It
+// is safe for concurrent use; it holds no state but its config.
+type Compactor struct {
+	e   *Engine
+	cfg json.RawMessage
+}
+
+// NewCompactor validates cfg (a JSON config object; nil for the defaults) with
+// the core's config.merge and returns a Compactor that compacts under it. A bad
+// config is the core's invalid_config error, at /config/<section>/<key>.
+func NewCompactor(ctx context.Context, e *Engine, cfg json.RawMessage) (*Compactor, error) {
+	merged, err := e.MergeConfig(ctx, nil, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Compactor{e: e, cfg: merged}, nil
+}
+
+// Config is the Compactor's config, as config.merge wrote it.
+func (c *Compactor) Config() json.RawMessage { return bytes.Clone(c.cfg) }
+
+// Compact is Engine.Compact under the Compactor's config (with opts.Config merged
+// over it).
+func (c *Compactor) Compact(ctx context.Context, messages json.RawMessage, summarize Summarize, opts CompactOptions) (core.CompactResult, error) {
+	return c.e.Compact(ctx, messages, c.cfg, summarize, opts)
 }

@@ -14,9 +14,25 @@
 //	defer eng.Close(ctx)
 //	info, err := eng.Info(ctx)
 //
+// Compaction: Engine.Compact, or a Compactor (NewCompactor checks its config once;
+// each call's CompactOptions.Config merges over it through the core's
+// config.merge, the rule of every runtime). A summarizer (Summarize) runs on its
+// own goroutine under CompactOptions.Timeout (DefaultSummarizeTimeout, 2 minutes,
+// when 0): one that does not answer in time is abandoned, even if it ignores its
+// context, and the compaction falls back to the extractive summary with the
+// report's fallback_code "timeout". When Compact's own context is done first,
+// Compact returns its error and sends no compact.finish.
+//
+// ContextEngine keeps an agent session between compactions (usage, the trigger
+// and its breaker, model switches), the method set of the JS and Python
+// ContextEngine, over the core's engine.* ops; its state is a JSON object a host
+// can persist.
+//
 // Errors: a request the core rejects returns its *core.Error (match the code with
 // errors.Is(err, &core.Error{Code: core.CodeInvalidMessages})); host-level failures
-// wrap ErrBadBinary, ErrABIMismatch, ErrClosed or ErrTrapped.
+// wrap ErrBadBinary, ErrABIMismatch, ErrClosed or ErrTrapped. A call whose instance
+// trapped fails with code internal, as in every runtime: the instance is replaced
+// and nothing is retried.
 //
 // Go programs that do not need the wasm boundary can call package core directly;
 // this package exists to run and test the artifact every runtime shares.

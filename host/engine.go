@@ -134,8 +134,9 @@ func (e *Engine) limitTooSmall() error {
 //
 // The error is non-nil only for host-level failures: ErrClosed; the context's error
 // when it is done before an instance is free; ErrTrapped (wrapping wazero's cause,
-// and the context's error if the call was stopped by it) when the instance trapped,
-// in which case the instance is discarded and the next call makes a new one.
+// and the context's error if the call was stopped by it; also the core's internal
+// error, see ErrTrapped) when the instance trapped, in which case the instance is
+// discarded and the next call makes a new one. A call that trapped is not retried.
 func (e *Engine) Call(ctx context.Context, envelope []byte) ([]byte, error) {
 	if len(envelope) > e.abi.MaxRequestBytes {
 		return tooLarge(len(envelope), e.abi.MaxRequestBytes), nil

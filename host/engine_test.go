@@ -240,9 +240,7 @@ func TestTrapRecovered(t *testing.T) {
 	before := e.idle[0]
 	big := append(append([]byte(`{"op":"info","pad":"`), bytes.Repeat([]byte("a"), 96<<20)...), `"}`...)
 	_, err := e.Call(ctx, big)
-	if !errors.Is(err, ErrTrapped) {
-		t.Fatalf("a 96 MiB request under a 64 MiB limit: err = %v, want ErrTrapped", err)
-	}
+	requireTrap(t, "a 96 MiB request under a 64 MiB limit", err)
 	if len(e.idle) != 0 {
 		t.Fatalf("the trapped instance went back to the pool")
 	}

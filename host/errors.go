@@ -20,7 +20,12 @@ var (
 
 	// ErrTrapped: the instance running the call trapped (out of memory under
 	// WithMemoryLimitPages, a guest runtime fatal error, a context canceled
-	// mid-call). The instance was discarded; the next call gets a fresh one. The
-	// error also wraps wazero's cause.
+	// mid-call under WithCloseOnContextDone). The call fails; the instance was
+	// discarded and the next call gets a fresh one; nothing is retried, not even
+	// the input that trapped. The error also wraps wazero's cause (and the
+	// context's error when the context stopped the call), and it is the core's
+	// internal error, as in the JS and Python bindings:
+	// errors.Is(err, &core.Error{Code: core.CodeInternal}) is true and errors.As
+	// gives a *core.Error with code internal and path "".
 	ErrTrapped = errors.New("ctxcompact: wasm instance trapped")
 )

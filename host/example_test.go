@@ -43,3 +43,36 @@ func ExampleEngine_Compact() {
 	// Prints: true host true (TestCompact checks this flow; the example is not run
 	// because compiling the module again would double the package's test time).
 }
+
+// A ContextEngine follows an agent loop: record each response's usage, compact
+// when the trigger says so, and keep the state to resume the session later.
+func ExampleContextEngine() {
+	ctx := context.Background()
+	eng, err := host.New(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer eng.Close(ctx)
+	ce, err := host.NewContextEngine(ctx, eng, json.RawMessage(`{"model":{"name":"gpt-4o","context_length":128000}}`),
+		host.ContextEngineOptions{Summarize: func(ctx context.Context, req core.SummaryRequest) (string, error) {
+			return "## Goal\n...", nil // send req.Messages to an LLM
+		}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	history := json.RawMessage(`[{"role":"user","content":"Fix the parser."}]`) // the conversation so far
+	// After each LLM call, its usage object as the SDK returned it:
+	if err := ce.UpdateFromResponse(ctx, json.RawMessage(`{"prompt_tokens":101000,"completion_tokens":800}`)); err != nil {
+		log.Fatal(err)
+	}
+	if yes, err := ce.ShouldCompress(ctx, 0); err == nil && yes {
+		res, err := ce.Compress(ctx, history, host.CompressOptions{})
+		if err != nil {
+			log.Fatal(err)
+		}
+		history, _ = json.Marshal(res.Messages)
+	}
+	fmt.Println(ce.Status().CompressionCount)
+	saved := ce.State() // persist it; host.ContextEngineOptions{State: saved} resumes
+	_ = saved
+}

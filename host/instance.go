@@ -8,6 +8,8 @@ import (
 	"math/bits"
 
 	"github.com/tetratelabs/wazero/api"
+
+	"github.com/ctxcompact/ctxcompact/core"
 )
 
 // instance is one module instance. It is single-threaded: the pool hands it to one
@@ -153,13 +155,54 @@ func (inst *instance) invoke(ctx context.Context, f api.Function, name string, a
 	return api.DecodeU32(inst.stack[0]), nil
 }
 
-// trapped wraps a wazero error as ErrTrapped, adding the context's error when the
-// call was stopped by it.
+// trapped is the error of a call whose instance trapped: wazero's error err from
+// export name, and the context's cause when the call was stopped by it.
 func trapped(ctx context.Context, name string, err error) error {
-	if cerr := context.Cause(ctx); cerr != nil {
-		return fmt.Errorf("%w in %s: %w (%w)", ErrTrapped, name, err, cerr)
+	return &trapError{export: name, cause: err, ctxErr: context.Cause(ctx)}
+}
+
+// trapError is what a call whose instance trapped returns. It is one error with
+// three faces: it wraps ErrTrapped (and wazero's cause, and the context's error
+// when the context stopped the call), and it is a *core.Error with code internal
+// and path "", the code JS and Python give a trap, so one check serves every
+// runtime: errors.Is(err, &core.Error{Code: core.CodeInternal}).
+type trapError struct {
+	export string
+	cause  error
+	ctxErr error
+}
+
+func (e *trapError) Error() string {
+	msg := "ctxcompact: the wasm instance trapped in " + e.export +
+		" and was replaced (the next call runs on a fresh instance): " + e.cause.Error()
+	if e.ctxErr != nil {
+		msg += " (" + e.ctxErr.Error() + ")"
 	}
-	return fmt.Errorf("%w in %s: %w", ErrTrapped, name, err)
+	return msg
+}
+
+// Unwrap gives ErrTrapped, wazero's cause and the context's error, if any.
+func (e *trapError) Unwrap() []error {
+	errs := []error{ErrTrapped, e.cause}
+	if e.ctxErr != nil {
+		errs = append(errs, e.ctxErr)
+	}
+	return errs
+}
+
+// Is matches &core.Error{Code: core.CodeInternal}.
+func (e *trapError) Is(target error) bool {
+	t, ok := target.(*core.Error)
+	return ok && t.Code == core.CodeInternal
+}
+
+// As sets a **core.Error target to the internal error the other runtimes report.
+func (e *trapError) As(target any) bool {
+	p, ok := target.(**core.Error)
+	if ok {
+		*p = &core.Error{Code: core.CodeInternal, Message: e.Error()}
+	}
+	return ok
 }
 
 // memoryBytes is the size of the instance's linear memory.

@@ -20,6 +20,19 @@ func (e *Engine) ThresholdResolve(ctx context.Context, cfg json.RawMessage) (cor
 	return r, err
 }
 
+// MergeConfig merges over over base with the core's config.merge: section by
+// section and key by key, over's key winning (an explicit null too), an object
+// value below a section (compression.model_thresholds) replacing base's as a
+// whole. Both are validated (invalid_config at /base/... or /config/...); nil is
+// an empty config. MergeConfig(ctx, nil, cfg) validates cfg.
+func (e *Engine) MergeConfig(ctx context.Context, base, over json.RawMessage) (json.RawMessage, error) {
+	var r struct {
+		Config json.RawMessage `json:"config"`
+	}
+	err := e.run(ctx, newRequest("config.merge").raw("base", base).raw("config", over), &r)
+	return r.Config, err
+}
+
 // ShouldCompress reports whether promptTokens, the API-reported prompt tokens of the
 // last response, reach the threshold. lastCompactionTokens (0 for none) is the
 // tokens_after of the previous compaction, so a compaction that could not fit does

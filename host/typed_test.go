@@ -145,7 +145,7 @@ func TestCompact(t *testing.T) {
 	}
 	req := CompactRequest{Messages: msgs, Config: cfg, Force: true, Summarizer: core.SummarizerHost}
 	begin := native[core.CompactResult](t, env(t, req.beginEnvelope()))
-	want := native[core.CompactResult](t, env(t, req.finishEnvelope(begin.State, summary, "")))
+	want := native[core.CompactResult](t, env(t, req.finishEnvelope(begin.State, summary, nil)))
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Compact differs from the native begin/finish:\nwasm   %+v\nnative %+v", got.Report, want.Report)
 	}
@@ -223,7 +223,7 @@ func TestFinishOnAnotherInstance(t *testing.T) {
 	if err != nil || json.Unmarshal(raw, &begin) != nil || begin.Done || begin.State == "" {
 		t.Fatalf("compact.begin: %v %s", err, clip(resp))
 	}
-	finish := env(t, req.finishEnvelope(begin.State, "## Goal\nRebook.", ""))
+	finish := env(t, req.finishEnvelope(begin.State, "## Goal\nRebook.", nil))
 	got, err := b.call(ctx, finish)
 	if err != nil {
 		t.Fatal(err)
@@ -249,7 +249,7 @@ func TestFinishEnvelopeEndsWithMessages(t *testing.T) {
 	if !strings.HasSuffix(begin, tail) {
 		t.Fatalf("begin does not end with the messages: %s", begin)
 	}
-	for _, failure := range []string{"", "timeout"} {
+	for _, failure := range []json.RawMessage{nil, mustString("timeout"), summaryFailure("timeout", "no answer")} {
 		finish := string(env(t, req.finishEnvelope("ccs1.x", "## Goal", failure)))
 		if !strings.HasPrefix(finish, `{"op":"compact.finish"`+fields+`,"state":"ccs1.x",`) || !strings.HasSuffix(finish, tail) {
 			t.Fatalf("finish does not repeat begin's fields and end with its messages:\nbegin  %s\nfinish %s", begin, finish)
@@ -266,7 +266,7 @@ func TestFinishKept(t *testing.T) {
 	ctx := context.Background()
 	req := CompactRequest{Messages: traceNamed(t, smallTrace), Config: json.RawMessage(`{"model":{"context_length":32000}}`),
 		Force: true, Summarizer: core.SummarizerHost, Output: "refs", Ticket: newTicket()}
-	want := core.Call(env(t, req.finishEnvelope(stateOf(t, req), "## Goal\nRebook.", "")))
+	want := core.Call(env(t, req.finishEnvelope(stateOf(t, req), "## Goal\nRebook.", nil)))
 
 	kept := newEngine(t, WithPoolSize(1))
 	begin, err := kept.CompactBegin(ctx, req)

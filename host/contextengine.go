@@ -1,0 +1,236 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/ctxcompact/ctxcompact/core"
+)
+
+// ContextEngine keeps an agent session between compactions, with the method set of
+// the JS and Python ContextEngine (Hermes' context-engine interface): feed it each
+// LLM response's usage (UpdateFromResponse), ask it whether to compact
+// (ShouldCompress), compact (Compress), switch models (UpdateModel), start over
+// (OnSessionReset), and read its Status.
+//
+// Its rules are the core's engine.* ops (docs/OPS.md): the usage of OpenAI, the
+// Responses API, Anthropic, the AI SDK and Gemini, the breaker that keeps a
+// compaction that could not fit from triggering every turn, the model switch.
+// The ContextEngine only keeps the engine state, a JSON object the ops return and
+// take back, so a host can persist a session (State) and restore it
+// (ContextEngineOptions.State), in this or another runtime.
+//
+// A ContextEngine is safe for concurrent use: each op runs under a mutex, which
+// Compress does not hold while it compacts (the summarizer may take minutes).
+type ContextEngine struct {
+	e         *Engine
+	summarize Summarize
+	timeout   time.Duration
+
+	mu     sync.Mutex
+	state  json.RawMessage
+	status core.EngineStatus
+}
+
+// ContextEngineOptions are the optional parameters of NewContextEngine.
+type ContextEngineOptions struct {
+	// Summarize is the summarizer Compress calls; nil for the built-in extractive
+	// summary.
+	Summarize Summarize
+	// Timeout bounds Summarize in each Compress, as CompactOptions.Timeout: 0
+	// means DefaultSummarizeTimeout; negative is an invalid_request at /timeout.
+	Timeout time.Duration
+	// State, when not nil, restores a session: an engine state that State
+	// returned (here or in another runtime). The session's config is then the
+	// state's, and NewContextEngine's cfg must be nil. A state that is not one is
+	// invalid_state at /state.
+	State json.RawMessage
+}
+
+// CompressOptions are the optional parameters of Compress.
+type CompressOptions struct {
+	// Force compacts even below the threshold.
+	Force bool
+	// PromptTokens is the prompt size to compact for; 0 means the session's last
+	// reported prompt tokens (when it has any; else the core estimates).
+	PromptTokens int
+	// Config, when not nil, is merged over the session's config for this call
+	// only (config.merge; errors at /config/...).
+	Config json.RawMessage
+	// Output is "messages" (or "") or "refs".
+	Output string
+}
+
+// engineResult is what every engine.* op returns, with the fields some add.
+type engineResult struct {
+	State          json.RawMessage   `json:"state"`
+	Status         core.EngineStatus `json:"status"`
+	ShouldCompress bool              `json:"should_compress"`
+}
+
+// NewContextEngine starts a session with config cfg (a JSON config object; nil
+// for the defaults), validated here: a bad config is invalid_config at
+// /config/<section>/<key>. With opts.State it resumes that session instead.
+func NewContextEngine(ctx context.Context, e *Engine, cfg json.RawMessage, opts ContextEngineOptions) (*ContextEngine, error) {
+	if opts.Timeout < 0 {
+		return nil, &core.Error{Code: core.CodeInvalidRequest, Path: "/timeout",
+			Message: fmt.Sprintf("ctxcompact: timeout must be positive, not %v (at /timeout)", opts.Timeout)}
+	}
+	ce := &ContextEngine{e: e, summarize: opts.Summarize, timeout: opts.Timeout}
+	var req *request
+	switch {
+	case opts.State != nil && cfg != nil:
+		return nil, &core.Error{Code: core.CodeInvalidRequest, Path: "/config",
+			Message: "ctxcompact: pass a config or a state to restore, not both: a state carries its config (at /config)"}
+	case opts.State != nil:
+		req = newRequest("engine.status").raw("state", orNull(opts.State))
+	default:
+		req = newRequest("engine.start").raw("config", cfg)
+	}
+	if err := ce.apply(ctx, req, nil); err != nil {
+		return nil, err
+	}
+	return ce, nil
+}
+
+// orNull is v, or the JSON null when v is empty (so that an empty state is
+// rejected by the core as one, not left out).
+func orNull(v json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(v)) == 0 {
+		return json.RawMessage("null")
+	}
+	return v
+}
+
+// apply runs an engine op that req starts (the state is added here) and keeps
+// the state and status it returns. The caller holds no lock.
+func (ce *ContextEngine) apply(ctx context.Context, req *request, res *engineResult) error {
+	ce.mu.Lock()
+	defer ce.mu.Unlock()
+	return ce.applyLocked(ctx, req, res)
+}
+
+func (ce *ContextEngine) applyLocked(ctx context.Context, req *request, res *engineResult) error {
+	if ce.state != nil {
+		req.raw("state", ce.state)
+	}
+	if res == nil {
+		res = new(engineResult)
+	}
+	if err := ce.e.run(ctx, req, res); err != nil {
+		return err
+	}
+	if len(res.State) == 0 {
+		return fmt.Errorf("%w: an engine op returned no state", ErrABIMismatch)
+	}
+	ce.state, ce.status = res.State, res.Status
+	return nil
+}
+
+// ShouldCompress reports whether the session should compact now: promptTokens
+// (when > 0) or else the last reported prompt tokens reach the threshold, unless
+// the breaker holds the trigger back after a compaction that could not fit.
+func (ce *ContextEngine) ShouldCompress(ctx context.Context, promptTokens int) (bool, error) {
+	var res engineResult
+	err := ce.apply(ctx, newRequest("engine.should_compress").raw("prompt_tokens", promptTokensParam(promptTokens)), &res)
+	return res.ShouldCompress, err
+}
+
+// promptTokensParam is the prompt_tokens of an engine op: none for 0, the number
+// otherwise (a negative one for the core to reject at /prompt_tokens).
+func promptTokensParam(n int) json.RawMessage {
+	if n == 0 {
+		return nil
+	}
+	return json.RawMessage(fmt.Sprint(n))
+}
+
+// Compress compacts messages (a JSON array of chat messages) under the session's
+// config with the engine's summarizer, as Engine.Compact does, and records the
+// report in the session: the compaction count, the prompt estimate after it, and
+// the breaker. It returns the compaction's result. When the compaction fails
+// (a bad input, ctx done, a trap), nothing is recorded.
+func (ce *ContextEngine) Compress(ctx context.Context, messages json.RawMessage, opts CompressOptions) (core.CompactResult, error) {
+	ce.mu.Lock()
+	cfg := json.RawMessage(gjson.GetBytes(ce.state, "config").Raw)
+	prompt := opts.PromptTokens
+	if prompt == 0 {
+		prompt = ce.status.LastPromptTokens
+	}
+	ce.mu.Unlock()
+	res, err := ce.e.Compact(ctx, messages, cfg, ce.summarize, CompactOptions{Force: opts.Force, PromptTokens: prompt,
+		Output: opts.Output, Timeout: ce.timeout, Config: opts.Config})
+	if err != nil {
+		return res, err
+	}
+	if res.Report == nil {
+		return res, fmt.Errorf("%w: the compaction returned no report", ErrABIMismatch)
+	}
+	report, err := json.Marshal(res.Report)
+	if err != nil {
+		return res, fmt.Errorf("ctxcompact: encoding the report: %w", err)
+	}
+	return res, ce.apply(ctx, newRequest("engine.record").raw("report", report), nil)
+}
+
+// UpdateFromResponse records the usage of the last LLM response, the usage object
+// as the API or SDK returned it (OpenAI chat or Responses, Anthropic, the AI SDK,
+// Gemini's usageMetadata). A null or empty usage records nothing; a count that is
+// not a non-negative integer is invalid_request at /usage/<key>.
+func (ce *ContextEngine) UpdateFromResponse(ctx context.Context, usage json.RawMessage) error {
+	return ce.apply(ctx, newRequest("engine.usage").raw("usage", orNull(usage)), nil)
+}
+
+// UpdateModel switches the session to another model (or a fallback): the config's
+// model section becomes m's, the threshold is resolved again and the breaker is
+// cleared; m.BaseURL and m.APIMode are kept in the state. A context length
+// outside 1..10M is invalid_request at /context_length.
+func (ce *ContextEngine) UpdateModel(ctx context.Context, m core.ModelUpdate) error {
+	req := newRequest("engine.update_model").str("model", m.Model).
+		raw("context_length", json.RawMessage(fmt.Sprint(m.ContextLength))).
+		str("provider", m.Provider).str("base_url", m.BaseURL).str("api_mode", m.APIMode)
+	return ce.apply(ctx, req, nil)
+}
+
+// OnSessionReset starts the session over (/new, /reset): counters, usage, the
+// breaker and the last compaction are cleared; the config and the model's route
+// stay.
+func (ce *ContextEngine) OnSessionReset(ctx context.Context) error {
+	return ce.apply(ctx, newRequest("engine.reset"), nil)
+}
+
+// Status is the session as the last engine op described it (get_status in JS and
+// Python): model, window, threshold, the last usage, the compaction count, the
+// breaker and how the last compaction went. It makes no call.
+func (ce *ContextEngine) Status() core.EngineStatus {
+	ce.mu.Lock()
+	defer ce.mu.Unlock()
+	st := ce.status
+	st.BreakerTokens = clonePtr(st.BreakerTokens)
+	st.LastCompactionFits = clonePtr(st.LastCompactionFits)
+	st.LastFallbackUsed = clonePtr(st.LastFallbackUsed)
+	st.LastFallbackCode = clonePtr(st.LastFallbackCode)
+	return st
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// State is the engine state, a copy of the JSON object the core keeps the session
+// in: persist it and pass it as ContextEngineOptions.State to resume.
+func (ce *ContextEngine) State() json.RawMessage {
+	ce.mu.Lock()
+	defer ce.mu.Unlock()
+	return bytes.Clone(ce.state)
+}
