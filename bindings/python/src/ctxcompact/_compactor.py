@@ -589,8 +589,22 @@ class Compactor:
         "anthropic"``, else detected): the result's ``system`` carries the note.
         """
         reject_unknown("compact", unknown, _COMPACT_OPTIONS)
+        return self._compact(messages, summarize, force, prompt_tokens, self._cfg(config), system, format, timeout)
+
+    def _compact(
+        self,
+        messages: Sequence[Message],
+        summarize: Any,
+        force: Any,
+        prompt_tokens: Any,
+        config_json: bytes,
+        system: Any = None,
+        format: Any = None,
+        timeout: Any = DEFAULT_TIMEOUT,
+    ) -> CompactResult:
+        """compact with the config JSON as given (the engine passes its state's)."""
         msgs, mj, parts, env, to = self._begin(
-            messages, summarize, force, prompt_tokens, self._cfg(config), system, format, timeout
+            messages, summarize, force, prompt_tokens, config_json, system, format, timeout
         )
         r = parse_response(self._p().call(env))
         if r.get("done"):
