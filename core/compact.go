@@ -35,7 +35,10 @@ type Report struct {
 	Summarizer     string `json:"summarizer"`
 	FallbackUsed   bool   `json:"fallback_used"`
 	FallbackReason string `json:"fallback_reason"`
-	Iterative      bool   `json:"iterative"`
+	// FallbackCode says why the fallback was used, as a code: timeout, error, empty,
+	// too_long or cancelled ("" when it was not).
+	FallbackCode string `json:"fallback_code"`
+	Iterative    bool   `json:"iterative"`
 	// ActiveRequestInSummary is true when the newest user message did not fit in
 	// the tail and the summary carries it verbatim.
 	ActiveRequestInSummary bool `json:"active_request_in_summary"`
@@ -72,6 +75,19 @@ type CompactResult struct {
 	SummaryRequest *SummaryRequest   `json:"summary_request,omitempty"`
 }
 
+// Fallback codes: why a compaction used the extractive summary instead of the
+// host's (Report.FallbackCode; compact.finish's error.code).
+const (
+	FallbackTimeout   = "timeout"   // the summarizer did not answer in time
+	FallbackError     = "error"     // the summarizer failed
+	FallbackEmpty     = "empty"     // it answered with no summary
+	FallbackTooLong   = "too_long"  // its input was too long for it
+	FallbackCancelled = "cancelled" // it was cancelled, the compaction was not
+)
+
+// FallbackCodes lists every fallback code.
+var FallbackCodes = []string{FallbackTimeout, FallbackError, FallbackEmpty, FallbackTooLong, FallbackCancelled}
+
 // Summarizer choices for compact.begin.
 const (
 	SummarizerHost    = "host"
@@ -95,6 +111,8 @@ type compactRequest struct {
 	anthropic    bool
 	system       gjson.Result
 	systemTokens int
+	// fallbackCode is compact.finish's reason code for a fallback (FallbackCodes).
+	fallbackCode string
 }
 
 // plan places the boundaries. In the Anthropic layout a top-level system prompt
@@ -370,7 +388,10 @@ func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome
 			if failure == "" {
 				failure = "the summarizer returned no summary"
 			}
-			rep.FallbackUsed, rep.FallbackReason = true, failure
+			rep.FallbackUsed, rep.FallbackReason, rep.FallbackCode = true, failure, r.fallbackCode
+			if rep.FallbackCode == "" {
+				rep.FallbackCode = FallbackEmpty
+			}
 			summary = extractiveSummary(r.msgs, p, "the summarizer failed: "+failure)
 		}
 		if p.activeRequest >= 0 && !strings.Contains(summary, strings.TrimSpace(r.msgs[p.activeRequest].text())) {
@@ -629,16 +650,30 @@ func opCompactFinish(q opRequest, dst []byte) ([]byte, error) {
 		}
 		summary = v.Str
 	}
+	r.fallbackCode = FallbackEmpty // a summary that is empty, if nothing else is said
 	if v := req.Get("error"); v.Exists() && v.Type != gjson.Null {
+		r.fallbackCode = FallbackError
 		switch {
 		case v.Type == gjson.String:
 			failure = v.Str
 		case v.IsObject():
-			failure = strings.TrimSpace(v.Get("code").Str + ": " + v.Get("message").Str)
+			if c := v.Get("code"); c.Exists() && c.Type != gjson.Null {
+				if c.Type != gjson.String || !slices.Contains(FallbackCodes, c.Str) {
+					return nil, errorf(CodeInvalidRequest, "/error/code", "error code must be one of %s, got %s", strings.Join(FallbackCodes, ", "), c.Raw)
+				}
+				r.fallbackCode = c.Str
+			}
+			if m := v.Get("message"); m.Exists() && m.Type != gjson.String && m.Type != gjson.Null {
+				return nil, errorf(CodeInvalidRequest, "/error/message", "error message must be a string")
+			}
+			failure = strings.TrimSpace(v.Get("message").Str)
+			if failure == "" {
+				failure = r.fallbackCode
+			}
 		default:
 			return nil, errorf(CodeInvalidRequest, "/error", "error must be a string or an object {code, message}")
 		}
-		if failure == "" || failure == ":" {
+		if failure == "" {
 			failure = "the summarizer failed"
 		}
 		summary = ""

@@ -2,6 +2,7 @@ package core
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -297,4 +298,83 @@ func parseConfig(v gjson.Result, path string) (Config, error) {
 		return cfg, root.err
 	}
 	return cfg, nil
+}
+
+// configSections are the config's sections, in the order a merged config lists them.
+var configSections = []string{"compression", "prompt_caching", "model", "tokens"}
+
+// MergeConfig merges the config object over over the config object base: section
+// by section and key by key, over's key winning, an explicit null included; a value
+// that is itself an object below a section (compression.model_thresholds) replaces
+// base's as a whole. Both are validated first (errors at /base/... and /config/...).
+// Empty or null input is an empty config. This is the one rule every runtime uses
+// for a per-call config over a compactor's or an engine's config.
+func MergeConfig(base, over []byte) ([]byte, error) {
+	b, o := gjson.ParseBytes(base), gjson.ParseBytes(over)
+	if len(strings.TrimSpace(string(base))) > 0 && !gjson.ValidBytes(base) {
+		return nil, errorf(CodeInvalidJSON, "/base", "base config is not valid JSON")
+	}
+	if len(strings.TrimSpace(string(over))) > 0 && !gjson.ValidBytes(over) {
+		return nil, errorf(CodeInvalidJSON, "/config", "config is not valid JSON")
+	}
+	return mergeConfig(b, o)
+}
+
+func mergeConfig(base, over gjson.Result) ([]byte, error) {
+	if _, err := parseConfig(base, "/base"); err != nil {
+		return nil, err
+	}
+	if _, err := parseConfig(over, "/config"); err != nil {
+		return nil, err
+	}
+	out := []byte{'{'}
+	for _, section := range configSections {
+		keys, values := configMembers(base.Get(section))
+		ok, ov := configMembers(over.Get(section))
+		for k, key := range ok {
+			if at := slices.Index(keys, key); at >= 0 {
+				values[at] = ov[k]
+			} else {
+				keys, values = append(keys, key), append(values, ov[k])
+			}
+		}
+		if len(keys) == 0 {
+			continue
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(appendJSONText(out, section), ':', '{')
+		for k, key := range keys {
+			if k > 0 {
+				out = append(out, ',')
+			}
+			out = append(append(appendJSONText(out, key), ':'), values[k]...)
+		}
+		out = append(out, '}')
+	}
+	return append(out, '}'), nil
+}
+
+// configMembers returns the keys of a validated config section and their raw
+// values, in order; of duplicate keys the last wins, as JSON.parse and json.loads
+// read them. A missing or null section has none.
+func configMembers(section gjson.Result) (keys, values []string) {
+	section.ForEach(func(k, v gjson.Result) bool {
+		if at := slices.Index(keys, k.Str); at >= 0 {
+			values[at] = v.Raw
+		} else {
+			keys, values = append(keys, k.Str), append(values, v.Raw)
+		}
+		return true
+	})
+	return keys, values
+}
+
+func opConfigMerge(req opRequest) ([]byte, error) {
+	merged, err := mergeConfig(req.params.Get("base"), req.params.Get("config"))
+	if err != nil {
+		return nil, err
+	}
+	return append(append([]byte(`{"config":`), merged...), '}'), nil
 }

@@ -70,20 +70,28 @@ var ops map[string]handler
 
 func init() {
 	ops = map[string]handler{
-		"info":              returning(opInfo),
-		"threshold.resolve": returning(opThresholdResolve),
-		"should_compress":   returning(opShouldCompress),
-		"hygiene.check":     returning(opHygieneCheck),
-		"prune":             returning(opPrune),
-		"sanitize":          returning(opSanitize),
-		"validate":          returning(opValidate),
-		"compact.begin":     opCompactBegin,
-		"compact.finish":    opCompactFinish,
-		"cache.apply":       returning(opCacheApply),
-		"cache.policy":      returning(opCachePolicy),
-		"cache.simulate":    returning(opCacheSimulate),
-		"tokens.count":      returning(opTokensCount),
-		"tokens.calibrate":  returning(opTokensCalibrate),
+		"info":                   returning(opInfo),
+		"config.merge":           returning(opConfigMerge),
+		"engine.start":           returning(opEngineStart),
+		"engine.usage":           opEngineUsage,
+		"engine.should_compress": opEngineShouldCompress,
+		"engine.record":          opEngineRecord,
+		"engine.update_model":    opEngineUpdateModel,
+		"engine.reset":           opEngineReset,
+		"engine.status":          opEngineStatus,
+		"threshold.resolve":      returning(opThresholdResolve),
+		"should_compress":        returning(opShouldCompress),
+		"hygiene.check":          returning(opHygieneCheck),
+		"prune":                  returning(opPrune),
+		"sanitize":               returning(opSanitize),
+		"validate":               returning(opValidate),
+		"compact.begin":          opCompactBegin,
+		"compact.finish":         opCompactFinish,
+		"cache.apply":            returning(opCacheApply),
+		"cache.policy":           returning(opCachePolicy),
+		"cache.simulate":         returning(opCacheSimulate),
+		"tokens.count":           returning(opTokensCount),
+		"tokens.calibrate":       returning(opTokensCalibrate),
 	}
 }
 
@@ -127,8 +135,14 @@ func serve(op string, request []byte, taken bool) []byte {
 	if q, ok := finishRequest(op, request); ok {
 		return dispatch("compact.finish", q)
 	}
+	given := op
 	req, members, op, err := readEnvelope(op, request)
 	if err != nil {
+		if e, ok := err.(*Error); ok && e.Code == CodeInvalidJSON && (given == "" || given == "validate") {
+			if out, ok := validateInvalidUTF8(given, bytesString(request)); ok {
+				return out
+			}
+		}
 		return errorEnvelope(err)
 	}
 	owned := false
@@ -150,7 +164,7 @@ func serve(op string, request []byte, taken bool) []byte {
 // place: nothing returned is a copy.
 func readEnvelope(op string, request []byte) (req gjson.Result, members []member, name string, err error) {
 	if valid, depth := checkJSON(request, &members); !valid {
-		return req, nil, "", errorf(CodeInvalidJSON, "", "request is not valid JSON")
+		return req, nil, "", invalidJSON(bytesString(request))
 	} else if depth > MaxNestingDepth {
 		return req, nil, "", errorf(CodeInputTooLarge, "", "request nests arrays and objects more than %d levels deep", MaxNestingDepth)
 	}
@@ -168,6 +182,16 @@ func readEnvelope(op string, request []byte) (req gjson.Result, members []member
 		return req, nil, "", errorf(CodeInvalidRequest, "/op", "\"op\" must be a string naming an operation")
 	}
 	return req, members, v.Str, nil
+}
+
+// invalidJSON is the error for a request checkJSON refused: where it stops being
+// valid JSON (the path of the value, and the byte) and why.
+func invalidJSON(request string) error {
+	path, at, what := locateInvalidJSON(request)
+	if at < 0 { // the locator and the validator disagree: say so rather than guess
+		return errorf(CodeInvalidJSON, "", "request is not valid JSON")
+	}
+	return errorf(CodeInvalidJSON, path, "request is not valid JSON: %s at byte %d", what, at)
 }
 
 func dispatch(op string, req opRequest) (out []byte) {

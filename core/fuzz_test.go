@@ -223,14 +223,21 @@ func TestDeepNestingIsRejected(t *testing.T) {
 // elements forEachElement finds in those that are arrays.
 func FuzzCheckJSON(f *testing.F) {
 	for _, s := range []string{`{"messages":[{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":"{\"path\":\"\u00e9\"}"}},{"arguments":"x","\u0061rguments":"y"}],"arguments":"top"}]}`, `{"messages":[{"role":"user","content":"h\u00e9llo \ud83d\ude00 中文"},{"content":null,"c\u006fntent":"x"},[],3]}`, `{"a":[1,2.5e-3,{"b":null}],"c":"x\"\u00e9\\"}`, `[]`, `{}`, ` [ ] `, `[1,]`, `{"a":1,}`, `{"a" 1}`,
-		`-0.1E+5`, `01`, `1.`, `-`, `"\u12"`, "\"a\tb\"", `"\x"`, `[[[]]`, `[}`, `{]`, `tru`, `nulll`, `"é\ud83d"`, ``, `   `, `{"a":{"b":[{}]}} x`} {
+		`-0.1E+5`, `01`, `1.`, `-`, `"\u12"`, "\"a\tb\"", `"\x"`, `[[[]]`, `[}`, `{]`, `tru`, `nulll`, `"é\ud83d"`, ``, `   `, `{"a":{"b":[{}]}} x`,
+		"{\"messages\":[{\"role\":\"user\",\"content\":\"ok \xff\xfe\"}]}", "[\"\xc3\"]", "{\"k\xe9\":1}", "\"\xed\xa0\x80\"", "\"\xef\xbf\xbd\""} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var members []member
 		valid, depth := checkJSON(data, &members)
-		if want := gjson.ValidBytes(data); valid != want {
-			t.Fatalf("checkJSON(%q) = %v, gjson says %v", data, valid, want)
+		if want := gjson.ValidBytes(data) && utf8.Valid(data); valid != want {
+			t.Fatalf("checkJSON(%q) = %v, gjson and utf8.Valid say %v", data, valid, want)
+		}
+		if !valid {
+			// The locator finds a problem wherever the validator refuses.
+			if _, at, what := locateInvalidJSON(string(data)); at < 0 || what == "" {
+				t.Fatalf("locateInvalidJSON(%q) found nothing", data)
+			}
 		}
 		if !valid {
 			return
@@ -368,6 +375,9 @@ func FuzzStringArgs(f *testing.F) {
 	f.Add("src/app.py", "line 1\n\t\"quoted\" \\ back\\slash \u00e9 \U0001F600", `{"a":[1,"x\"]"],"b":{"c":null}}`)
 	f.Add("", `\"`, `[]`)
 	f.Add(strings.Repeat("\u00e9\"\\\n", 30), strings.Repeat("\U0001F600\x01", 40), `{}`)
+	// Invalid inner escapes and control characters: once read as path="" or 0="".
+	f.Add("", `{"0":"\00"}`, `{"path":"a\qb","n":tru}`)
+	f.Add("\u00e9", "{\"a\":\"x\ty\"}", `{"a":"\u00e9\/\b","b":[1,{"c":"\x"}]}`)
 	f.Fuzz(func(t *testing.T, path, content, nested string) {
 		var extra any
 		if json.Unmarshal([]byte(nested), &extra) != nil {
@@ -380,6 +390,13 @@ func FuzzStringArgs(f *testing.F) {
 			got, ok := escapedFields(nil, string(raw), func(string) bool { return true })
 			if text == string(args) && !ok {
 				t.Fatalf("escapedFields refused %s", raw)
+			}
+			valid := gjson.Valid(text)
+			if ok && !valid {
+				t.Fatalf("escapedFields read arguments that are not JSON: %s", raw)
+			}
+			if !valid && len(call.stringArgs(nil)) != 0 {
+				t.Fatalf("stringArgs read arguments that are not JSON: %s", raw)
 			}
 			if !ok {
 				continue

@@ -108,6 +108,9 @@ func (c *toolCall) appendStringArgs(out []stringArg, want []string) []stringArg 
 			return fields
 		}
 		if len(c.args.Raw) > bigArgs {
+			if !gjson.Valid(c.argsText()) {
+				return out
+			}
 			for _, key := range want {
 				if v, ok := escapedArgString(c.args.Raw, key); ok {
 					out = append(out, stringArg{key: key, lit: v, decoded: true})
@@ -116,7 +119,11 @@ func (c *toolCall) appendStringArgs(out []stringArg, want []string) []stringArg 
 			return out
 		}
 	}
-	forEachField(c.argsText(), func(k, v string) bool {
+	text := c.argsText()
+	if !gjson.Valid(text) {
+		return out // not JSON: no argument is read from it (see escapedStringEnd)
+	}
+	forEachField(text, func(k, v string) bool {
 		if v[0] == '"' && keep(k) {
 			out = append(out, stringArg{key: k, lit: v})
 		}
@@ -170,8 +177,8 @@ func escapedFields(out []stringArg, raw string, keep func(string) bool) ([]strin
 		}
 		i = skipEscapedSpace(s, i+1)
 		vEnd := escapedValueEnd(s, i)
-		if vEnd < 0 {
-			return nil, false
+		if vEnd < 0 || s[i] != '\\' && !gjson.Valid(decodeBody(s[i:vEnd])) {
+			return nil, false // not a valid value: the caller decodes, and refuses it
 		}
 		if s[i] == '\\' && keep(key) { // a string
 			out = append(out, stringArg{key: key, lit: s[i:vEnd], escaped: true})
@@ -198,7 +205,10 @@ func skipEscapedSpace(s string, i int) int {
 // escapedStringEnd returns the index just past the escaped JSON string that starts
 // with \" at s[i], or -1. Inside it every backslash of the outer text starts an
 // outer escape; inner escapes are outer \\ pairs, so the string ends at the first
-// \" that no inner backslash escapes.
+// \" that no inner backslash escapes. It returns -1 too when the inner string is not
+// valid JSON (an inner escape other than \" \\ \/ \b \f \n \r \t, or a control
+// character), so that such arguments are decoded and refused as a whole, never read
+// in part (decoding "a\qb" gave "a").
 func escapedStringEnd(s string, i int) int {
 	if i+1 >= len(s) || s[i] != '\\' || s[i+1] != '"' {
 		return -1
@@ -210,6 +220,9 @@ func escapedStringEnd(s string, i int) int {
 			return -1
 		}
 		if k > 0 {
+			if innerEscape && !innerEscapeLetter(s[j:j+k]) {
+				return -1
+			}
 			innerEscape = false
 		}
 		j += k
@@ -218,11 +231,11 @@ func escapedStringEnd(s string, i int) int {
 			if j+6 > len(s) {
 				return -1
 			}
-			switch hexValue(s[j+2 : j+6]) {
-			case '"':
-				c = '"'
-			case '\\':
-				c = '\\'
+			switch v := hexValue(s[j+2 : j+6]); {
+			case v == '"' || v == '\\' || v == '/':
+				c = byte(v)
+			case v < 0x20:
+				return -1 // a control character in the inner string
 			default:
 				c = 'x'
 			}
@@ -237,10 +250,38 @@ func escapedStringEnd(s string, i int) int {
 			innerEscape = false
 		case '\\':
 			innerEscape = !innerEscape
-		default:
+		case '/':
 			innerEscape = false
+		case 'x':
+			if innerEscape {
+				return -1
+			}
+		default: // \b \f \n \r \t: a control character in the inner string
+			return -1
 		}
 	}
+}
+
+// innerEscapeLetter reports whether run, the literal bytes after an inner
+// backslash, starts as an inner JSON escape does: a one-letter escape, or u and four
+// hex digits (Python writes every non-ASCII character so). Digits that are outer
+// escapes themselves are refused: the caller then decodes.
+func innerEscapeLetter(run string) bool {
+	switch run[0] {
+	case '/', 'b', 'f', 'n', 'r', 't':
+		return true
+	case 'u':
+		if len(run) < 5 {
+			return false
+		}
+		for _, c := range []byte(run[1:5]) {
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // escapedValueEnd returns the index just past the escaped JSON value at s[i], or -1.

@@ -2,6 +2,7 @@ package core
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 )
@@ -17,6 +18,9 @@ const (
 	ProblemOrphanToolResult      = "orphan_tool_result"
 	ProblemMissingToolResult     = "missing_tool_result"
 	ProblemEmptyAssistantMessage = "empty_assistant_message"
+	// ProblemInvalidUTF8 is a string that is not valid UTF-8: every other op
+	// refuses such a request with invalid_json at the same path.
+	ProblemInvalidUTF8 = "invalid_utf8"
 )
 
 // Problem is one thing a provider would reject, located by a JSON pointer.
@@ -145,4 +149,47 @@ func opValidate(req opRequest) ([]byte, error) {
 		return nil, err
 	}
 	return marshal(res)
+}
+
+// maxUTF8Problems bounds the invalid_utf8 problems validate lists.
+const maxUTF8Problems = 100
+
+// validateInvalidUTF8 answers a validate request that is valid JSON but for strings
+// that are not valid UTF-8: it lists each such string as a problem (the lint's job
+// is to say what is wrong, where every other op refuses the request) and validates
+// the rest with the bad bytes read as U+FFFD. ok is false when the request is
+// invalid for another reason too, and the caller answers invalid_json.
+func validateInvalidUTF8(op string, request string) ([]byte, bool) {
+	var problems []Problem
+	_, at, _ := walkInvalidJSON(request, func(path string, at int) {
+		if len(problems) < maxUTF8Problems {
+			problems = append(problems, Problem{Code: ProblemInvalidUTF8, Path: path,
+				Message: "ctxcompact: invalid UTF-8 in a string at byte " + strconv.Itoa(at) + ": providers reject text that is not UTF-8"})
+		}
+	})
+	if at >= 0 || len(problems) == 0 {
+		return nil, false // invalid for another reason
+	}
+	fixed := []byte(strings.ToValidUTF8(request, "\uFFFD"))
+	if valid, depth := checkJSON(fixed, nil); !valid || depth > MaxNestingDepth {
+		return nil, false
+	}
+	req := gjson.ParseBytes(fixed)
+	if op == "" && req.Get("op").Str == "validate" {
+		op = "validate"
+	}
+	if op != "validate" || !req.IsObject() {
+		return nil, false
+	}
+	res, err := validateMessages(req.Get("messages"))
+	if err != nil {
+		return errorEnvelope(err), true
+	}
+	res.Problems = append(problems, res.Problems...)
+	res.OK = false
+	out, err := marshal(map[string]ValidateResult{"result": res})
+	if err != nil {
+		return errorEnvelope(err), true
+	}
+	return out, true
 }

@@ -1,7 +1,9 @@
 package core
 
 import (
+	"fmt"
 	"sort"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -79,9 +81,10 @@ func (a *arrayParts) fieldsOf(k int) ([]elementField, bool) {
 	return a.fields[a.firstField[k]:a.firstField[k+1]], true
 }
 
-// checkJSON validates data as one JSON value and measures how deeply it nests, in a
-// single pass without recursion. The grammar is gjson.ValidBytes's (RFC 8259; bytes
-// inside strings are not checked for UTF-8), which a fuzz target holds it to;
+// checkJSON validates data as one JSON text and measures how deeply it nests, in a
+// single pass without recursion. The grammar is gjson.ValidBytes's (RFC 8259), and
+// the text must be valid UTF-8 (gjson does not check strings for it; a fuzz target
+// holds checkJSON to both);
 // depth is the deepest nesting of arrays and objects seen, even past an error-free
 // limit, so the caller can refuse valid but hostile input after checking validity.
 // When data is an object and members is not nil, its fields are appended to
@@ -252,37 +255,48 @@ func hasPrefixAt(s string, i int, lit string) bool {
 }
 
 // validString checks the JSON string starting at the quote s[i] and returns the
-// index just past it.
+// index just past it. The string must be valid UTF-8: written back out, invalid
+// bytes would make the output invalid JSON text.
 func validString(s string, i int) (int, bool) {
 	for i++; ; {
-		for i+8 <= len(s) { // stringRun, inline
-			if m := stringSpecials(word(s, i)); m != 0 {
+		for i+8 <= len(s) { // plain ASCII eight bytes at a time, inline
+			w := word(s, i)
+			if m := stringSpecials(w) | w&hi8; m != 0 {
 				i += firstFlagged(m)
 				break
 			}
 			i += 8
 		}
-		i = stringRun(s, i)
+		for i < len(s) && s[i] >= 0x20 && s[i] < utf8.RuneSelf && s[i] != '"' && s[i] != '\\' {
+			i++
+		}
 		if i >= len(s) || s[i] < 0x20 {
 			return i, false
 		}
-		if s[i] == '"' {
+		switch s[i] {
+		case '"':
 			return i + 1, true
-		}
-		// a backslash
-		if i+1 >= len(s) {
-			return i, false
-		}
-		switch s[i+1] {
-		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			i += 2
-		case 'u':
-			if !validHex4(s, i) {
+		case '\\':
+			if i+1 >= len(s) {
 				return i, false
 			}
-			i += 6
-		default:
-			return i, false
+			switch s[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if !validHex4(s, i) {
+					return i, false
+				}
+				i += 6
+			default:
+				return i, false
+			}
+		default: // not ASCII
+			r, size := decodeRune(s, i)
+			if r == utf8.RuneError && size == 1 {
+				return i, false
+			}
+			i += size
 		}
 	}
 }
@@ -345,6 +359,9 @@ func validRoughString(s string, i int) (end int, ok bool, tokens, chars int) {
 			i++
 		default:
 			r, size := decodeRune(s, i)
+			if r == utf8.RuneError && size == 1 {
+				return i, false, 0, 0 // invalid UTF-8, as in validString
+			}
 			dense, other = tally(r, dense, other)
 			i += size
 		}
@@ -423,4 +440,163 @@ func validNumber(s string, i int) (int, bool) {
 		}
 	}
 	return i, true
+}
+
+// locateInvalidJSON finds where s, which checkJSON refused, stops being valid JSON:
+// the JSON pointer of the value that holds the first problem (a string with invalid
+// UTF-8, a bad escape, a missing comma), the byte offset of the problem, and what it
+// is. It runs only for an error message, so it is written plainly: one walk with an
+// explicit stack (a hostile input may nest deeper than recursion should go). at is -1
+// when s is valid.
+func locateInvalidJSON(s string) (path string, at int, what string) {
+	return walkInvalidJSON(s, nil)
+}
+
+// walkInvalidJSON is locateInvalidJSON, but when badUTF8 is not nil, a string that is
+// not valid UTF-8 is handed to it (its path and the offset of its first bad byte)
+// and the walk goes on: one walk finds every such string.
+func walkInvalidJSON(s string, badUTF8 func(path string, at int)) (path string, at int, what string) {
+	type frame struct {
+		object bool
+		key    string // the member's key (objects), or its index (arrays)
+		index  int
+	}
+	var stack []frame
+	here := func() string {
+		p := ""
+		for _, f := range stack {
+			if f.object {
+				p = pointer(p, f.key)
+			} else {
+				p = pointer(p, f.index)
+			}
+		}
+		return p
+	}
+	fail := func(i int, format string, args ...any) (string, int, string) {
+		return here(), i, fmt.Sprintf(format, args...)
+	}
+	// str checks the string at s[i] and returns the index past it, or a problem.
+	str := func(i int) (end int, problem string) {
+		reported := false
+		for j := i + 1; j < len(s); {
+			switch c := s[j]; {
+			case c == '"':
+				return j + 1, ""
+			case c < 0x20:
+				return j, "a control character (U+" + fmt.Sprintf("%04X", c) + ") in a string: it must be escaped"
+			case c == '\\':
+				if j+1 < len(s) && strings.IndexByte(`"\/bfnrt`, s[j+1]) >= 0 {
+					j += 2
+				} else if j+1 < len(s) && s[j+1] == 'u' && validHex4(s, j) {
+					j += 6
+				} else {
+					return j, "an invalid escape in a string"
+				}
+			case c >= utf8.RuneSelf:
+				r, size := utf8.DecodeRuneInString(s[j:])
+				if r == utf8.RuneError && size == 1 {
+					if badUTF8 == nil {
+						return j, "invalid UTF-8 in a string"
+					}
+					if !reported {
+						badUTF8(here(), j)
+						reported = true
+					}
+				}
+				j += size
+			default:
+				j++
+			}
+		}
+		return len(s), "a string that does not end"
+	}
+	var top *frame
+	i := skipSpace(s, 0)
+	for {
+		// A value is expected at i.
+		if i >= len(s) {
+			if len(s) == 0 || len(stack) == 0 && strings.TrimSpace(s) == "" {
+				return "", 0, "no JSON value (the text is empty)"
+			}
+			return fail(i, "the text ends where a value is expected")
+		}
+		switch c := s[i]; {
+		case c == '{' || c == '[':
+			stack = append(stack, frame{object: c == '{'})
+			i = skipSpace(s, i+1)
+			if i < len(s) && (s[i] == '}' && c == '{' || s[i] == ']' && c == '[') {
+				stack = stack[:len(stack)-1]
+				i++
+				goto next
+			}
+			if c == '[' {
+				continue
+			}
+			goto key
+		case c == '"':
+			end, problem := str(i)
+			if problem != "" {
+				return fail(end, "%s", problem)
+			}
+			i = end
+		case hasPrefixAt(s, i, "true"):
+			i += 4
+		case hasPrefixAt(s, i, "false"):
+			i += 5
+		case hasPrefixAt(s, i, "null"):
+			i += 4
+		default:
+			end, ok := validNumber(s, i)
+			if !ok {
+				return fail(i, "an unexpected character %q where a value is expected", string(rune(s[i])))
+			}
+			i = end
+		}
+	next: // a value ended at i
+		i = skipSpace(s, i)
+		if len(stack) == 0 {
+			if i != len(s) {
+				return "", i, "text after the JSON value"
+			}
+			return "", -1, ""
+		}
+		top = &stack[len(stack)-1]
+		if i >= len(s) {
+			return fail(i, "the text ends inside an %s", map[bool]string{true: "object", false: "array"}[top.object])
+		}
+		switch {
+		case s[i] == ',':
+			i = skipSpace(s, i+1)
+			if top.object {
+				goto key
+			}
+			top.index++
+			continue
+		case s[i] == '}' && top.object, s[i] == ']' && !top.object:
+			stack = stack[:len(stack)-1]
+			i++
+			goto next
+		}
+		return fail(i, "an unexpected character %q after a value (a comma or a closing bracket is expected)", string(rune(s[i])))
+	key: // a member's key is expected at i, in the object on top of the stack
+		if i >= len(s) || s[i] != '"' {
+			stack = stack[:len(stack)-1] // the problem is in the object itself
+			return fail(i, "a member's key (a string) is expected")
+		}
+		{
+			end, problem := str(i)
+			if problem != "" {
+				kEnd := max(skipString(s, i)-1, i+1) // name the key whole, as best it reads
+				stack[len(stack)-1].key = strings.ToValidUTF8(s[i+1:kEnd], "\uFFFD")
+				return fail(end, "%s (in a key)", problem)
+			}
+			stack[len(stack)-1].key = decodeString(s[i:end])
+			i = skipSpace(s, end)
+		}
+		if i >= len(s) || s[i] != ':' {
+			return fail(i, "a colon is expected after the key")
+		}
+		i = skipSpace(s, i+1)
+	}
 }
