@@ -50,8 +50,8 @@ class ContextEngine:
     earlier engine (it carries the config, so ``config`` and the model keywords
     may not be given with it).
 
-    (The older positional form ``CompactionEngine(summarize)`` still works: a
-    function in the first place is taken as ``summarize``.)
+    ``CompactionEngine`` (the earlier name) is this class with the earlier
+    positional order, ``CompactionEngine(summarize, config, **same_keywords)``.
 
     Typical loop (what a host does)::
 
@@ -81,7 +81,7 @@ class ContextEngine:
 
     def __init__(
         self,
-        config: Union[Config, SyncSummarizer, None] = None,
+        config: Optional[Config] = None,
         *,
         summarize: Optional[SyncSummarizer] = None,
         model: Optional[str] = None,
@@ -92,11 +92,7 @@ class ContextEngine:
         timeout: Optional[float] = DEFAULT_TIMEOUT,
         **unknown: NoReturn,
     ) -> None:
-        reject_unknown("ContextEngine", unknown, _CTOR_OPTIONS)
-        if callable(config) and not isinstance(config, dict):  # the older CompactionEngine(summarize, ...)
-            if summarize is not None:
-                raise OptionError("summarize was given twice (first positional and summarize=)", "/summarize")
-            summarize, config = config, None
+        reject_unknown(type(self).__name__, unknown, _CTOR_OPTIONS)
         self._summarize = check_callable("summarize", summarize)
         self._timeout = check_timeout("timeout", timeout)
         model = check_opt_str("model", model)
@@ -318,8 +314,18 @@ class ContextEngine:
         self.close()
 
 
-#: The earlier name of ContextEngine (the same class).
-CompactionEngine = ContextEngine
+class CompactionEngine(ContextEngine):
+    """ContextEngine under its earlier name, with the earlier positional order:
+    ``CompactionEngine(summarize=None, config=None, *, ...)`` (the keywords are
+    ContextEngine's). Everything else is ContextEngine's."""
+
+    def __init__(
+        self,
+        summarize: Optional[SyncSummarizer] = None,
+        config: Optional[Config] = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(config, summarize=summarize, **options)
 
 
 def _with_model(config: Any, model: Optional[str], context_length: Optional[int],
