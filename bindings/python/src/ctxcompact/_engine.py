@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from typing import Any, Callable, Dict, List, NoReturn, Optional, Tuple, Union, cast
+from typing import Any, Callable, Dict, List, NoReturn, Optional, Tuple, cast
 
 from ._check import (
     check_bool,
