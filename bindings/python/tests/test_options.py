@@ -277,3 +277,19 @@ def test_system_config_usage_and_params_name_their_bad_values(c, engine):
     with pytest.raises(CompactError) as ei:
         c.cache_apply(MSGS, system=[{"text": float("nan")}])
     assert (ei.value.code, ei.value.path) == ("invalid_request", "/system/0/text")
+
+
+def test_a_compactor_with_a_bad_config_releases_its_instances(monkeypatch):
+    from ctxcompact import _runtime
+
+    pools = []
+    real = _runtime.Pool.__init__
+
+    def spy(self, *a, **kw):
+        pools.append(self)
+        real(self, *a, **kw)
+
+    monkeypatch.setattr(_runtime.Pool, "__init__", spy)
+    with pytest.raises(CompactError):
+        Compactor({"compression": {"threshold": 2}})
+    assert pools and pools[-1]._closed and pools[-1].instances() == 0

@@ -243,7 +243,11 @@ class Compactor:
         self._config: Config = {}
         self._config_json = b"{}"
         self._merged: Dict[bytes, bytes] = {}
-        self.config = config if config is not None else {}
+        try:
+            self.config = config if config is not None else {}
+        except BaseException:
+            self.close()  # a bad config: do not keep the instances
+            raise
 
     # -- configuration and lifecycle --------------------------------------------------
 
