@@ -192,8 +192,8 @@ def test_usage_objects_are_read_by_the_core(shared, usage, want):
 
 
 def test_sdk_usage_objects(shared):
-    class Model:  # a pydantic model: model_dump(exclude_none=...)
-        def model_dump(self, exclude_none=False):
+    class Model:  # a pydantic model: model_dump(by_alias=..., exclude_none=...)
+        def model_dump(self, by_alias=False, exclude_none=False):
             d = {"input_tokens": 10, "output_tokens": 2, "cache_read_input_tokens": 300,
                  "cache_creation_input_tokens": None}
             return {k: v for k, v in d.items() if v is not None} if exclude_none else d
@@ -204,7 +204,16 @@ def test_sdk_usage_objects(shared):
             self.completion_tokens = 5
             self.prompt_tokens_details = None
 
+    class Gemini:  # google-genai: snake_case fields, camelCase aliases
+        def model_dump(self, by_alias=False, exclude_none=False):
+            d = {"prompt_token_count": 700, "candidates_token_count": 9, "cached_content_token_count": None}
+            if by_alias:
+                d = {"promptTokenCount": 700, "candidatesTokenCount": 9, "cachedContentTokenCount": None}
+            return {k: v for k, v in d.items() if v is not None} if exclude_none else d
+
     e = ContextEngine(compactor=shared)
+    e.update_from_response(Gemini())
+    assert (e.last_prompt_tokens, e.last_total_tokens, e.last_usage["source"]) == (700, 709, "gemini")
     e.update_from_response(Model())
     assert (e.last_prompt_tokens, e.last_usage["source"]) == (310, "anthropic")
     e.update_from_response(Plain())

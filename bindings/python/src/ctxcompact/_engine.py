@@ -214,7 +214,8 @@ class ContextEngine:
         (``input_tokens`` with ``input_tokens_details``), Anthropic (``input_tokens``
         plus cache reads and writes), AI SDK (``inputTokens`` / ``promptTokens``) and
         Gemini (``promptTokenCount``) usage; a dict, or an SDK object (pydantic
-        ``model_dump()``, ``to_dict()`` or its attributes, None fields left out).
+        ``model_dump(by_alias=True)``, so google-genai's ``usage_metadata`` gives its
+        camelCase names; ``to_dict()``; or its attributes; None fields left out).
         None or {} records nothing. ``last_usage`` says how it was read."""
         reject_unknown("update_from_response", unknown, ("usage",))
         u = _usage_dict(usage)
@@ -352,14 +353,16 @@ def _with_model(config: Any, model: Optional[str], context_length: Optional[int]
 
 def _usage_dict(usage: Any) -> Any:
     """A usage object as JSON: dicts as they are; SDK objects through model_dump
-    (pydantic), to_dict, or their attributes, without None fields."""
+    (pydantic, by alias), to_dict, or their attributes, without None fields."""
     if usage is None or isinstance(usage, dict):
         return usage
     for name in ("model_dump", "to_dict", "dict"):
         fn: Optional[Callable[..., Any]] = getattr(usage, name, None)
         if callable(fn):
             try:
-                d = fn(exclude_none=True) if name == "model_dump" else fn()
+                # by_alias: google-genai's usage_metadata has camelCase aliases
+                # (promptTokenCount), the names the core reads.
+                d = fn(by_alias=True, exclude_none=True) if name == "model_dump" else fn()
             except TypeError:
                 d = fn()
             if isinstance(d, dict):
