@@ -144,7 +144,7 @@ from ctxcompact import CompactError, ContextEngine, OptionError  # noqa: E402
 
 HERMES = ("should_compress", "compress", "update_from_response", "update_model", "get_status",
           "on_session_reset", "on_session_start", "on_session_end", "get_tool_schemas",
-          "has_content_to_compress")
+          "has_content_to_compress", "should_compress_preflight", "should_defer_preflight_to_real_usage")
 FIELDS = ("last_prompt_tokens", "last_completion_tokens", "last_total_tokens", "threshold_tokens",
           "context_length", "compression_count", "threshold_percent", "protect_first_n", "protect_last_n")
 
@@ -162,6 +162,7 @@ def test_context_engine_is_the_name_and_compaction_engine_keeps_its_positional_o
     assert old.context_length == 8000 and old._summarize is not None
     assert e.get_tool_schemas() == [] and e.has_content_to_compress([{}] * 5) is True
     assert e.on_session_start("s1", platform="cli") is None and e.on_session_end("s1", []) is None
+    assert e.should_compress_preflight([{}] * 50) is False and e.should_defer_preflight_to_real_usage(10) is False
 
 
 def test_the_status_is_the_cores(shared):
@@ -283,3 +284,25 @@ def test_reset_keeps_the_config(shared):
     assert (e.compression_count, e.last_prompt_tokens, e.context_length) == (0, 0, 32000)
     assert e.last_report is None and e.last_archived == [] and e.last_usage is None
     assert e.get_status()["last_compaction_fits"] is None
+
+
+def test_a_host_resets_the_counters_by_assignment(shared):
+    """Hermes' reset_session_state writes the fields directly: the writes reach the
+    state, so the core's trigger sees them."""
+    e = ContextEngine({"model": {"context_length": 8000}}, compactor=shared)
+    e.update_from_response({"prompt_tokens": 7000, "completion_tokens": 5})
+    assert e.should_compress() is True
+    e.last_prompt_tokens = 0
+    e.last_completion_tokens = 0
+    e.last_total_tokens = 0
+    e.compression_count = 0
+    assert e.should_compress() is False
+    assert e.state["last_prompt_tokens"] == 0 and e.get_status()["last_prompt_tokens"] == 0
+    e.last_prompt_tokens = 7500
+    assert e.should_compress() is True
+    with pytest.raises(CompactError) as ei:
+        e.last_prompt_tokens = -1
+    assert ei.value.code == "invalid_state" and ei.value.path.startswith("/state")
+    assert e.last_prompt_tokens == 7500, "a refused write changes nothing"
+    with pytest.raises(OptionError):
+        e.compression_count = "3"

@@ -63,13 +63,13 @@ class ContextEngine:
     like any context engine it describes one session.
     """
 
-    #: Hermes engine fields, read directly by hosts (copied from the last status).
-    last_prompt_tokens: int
-    last_completion_tokens: int
-    last_total_tokens: int
+    # Hermes engine fields, read directly by hosts: copied from the last status.
+    # last_prompt_tokens, last_completion_tokens, last_total_tokens and
+    # compression_count are properties over the state (a host may reset them by
+    # assignment, as Hermes does); writing the others changes nothing in the core
+    # (use update_model) and the next call overwrites them.
     threshold_tokens: int
     context_length: int
-    compression_count: int
     threshold_percent: float
     threshold_rule: str
     model: str
@@ -144,12 +144,8 @@ class ContextEngine:
 
     def _set_status(self, st: EngineStatus) -> None:
         self._status = st
-        self.last_prompt_tokens = st["last_prompt_tokens"]
-        self.last_completion_tokens = st["last_completion_tokens"]
-        self.last_total_tokens = st["last_total_tokens"]
         self.threshold_tokens = st["threshold_tokens"]
         self.context_length = st["context_length"]
-        self.compression_count = st["compression_count"]
         self.threshold_percent = st["threshold_percent"]
         self.threshold_rule = st["threshold_rule"]
         self.model = st["model"]
@@ -158,6 +154,47 @@ class ContextEngine:
         comp = self.config.get("compression") or {}
         self.protect_first_n = int(comp.get("protect_first_n", 3))
         self.protect_last_n = int(comp.get("protect_last_n", 20))
+
+    def _counter(self, key: str, value: Any) -> None:
+        """A host's assignment to a counter field: written into the state, which the
+        core then checks (engine.status; a negative count is invalid_state)."""
+        n = check_int(key, value)
+        with self._lock:
+            st = dict(self._state)
+            st[key] = n
+            self._op(b"engine.status", [(b"state", dumps(st))])
+
+    @property
+    def last_prompt_tokens(self) -> int:
+        return self._status["last_prompt_tokens"]
+
+    @last_prompt_tokens.setter
+    def last_prompt_tokens(self, value: int) -> None:
+        self._counter("last_prompt_tokens", value)
+
+    @property
+    def last_completion_tokens(self) -> int:
+        return self._status["last_completion_tokens"]
+
+    @last_completion_tokens.setter
+    def last_completion_tokens(self, value: int) -> None:
+        self._counter("last_completion_tokens", value)
+
+    @property
+    def last_total_tokens(self) -> int:
+        return self._status["last_total_tokens"]
+
+    @last_total_tokens.setter
+    def last_total_tokens(self, value: int) -> None:
+        self._counter("last_total_tokens", value)
+
+    @property
+    def compression_count(self) -> int:
+        return self._status["compression_count"]
+
+    @compression_count.setter
+    def compression_count(self, value: int) -> None:
+        self._counter("compression_count", value)
 
     @property
     def state(self) -> Dict[str, Any]:
@@ -297,6 +334,13 @@ class ContextEngine:
 
     def on_session_end(self, session_id: str, messages: List[Message]) -> None:
         """Nothing to flush."""
+
+    def should_compress_preflight(self, messages: List[Message]) -> bool:
+        """Hermes' rough pre-call check: off (the trigger is the reported usage)."""
+        return False
+
+    def should_defer_preflight_to_real_usage(self, rough_tokens: int) -> bool:
+        return False
 
     def get_tool_schemas(self) -> List[Dict[str, Any]]:
         return []
