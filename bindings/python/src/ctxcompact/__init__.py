@@ -10,7 +10,7 @@ The core is Go compiled to one WebAssembly module, run here on wasmtime::
     print(result.report["tokens_before"], "->", result.report["tokens_after"])
 
 ``acompact`` takes an async summarizer; ``ContextEngine`` (alias
-``CompactionEngine``) offers the method set of a Hermes-style context engine.
+``CompactionEngine``, the earlier name) offers the method set of a Hermes-style context engine.
 Errors are ``CompactError`` with a stable ``code`` and a JSON-pointer ``path``; a
 bad option is an ``OptionError`` (a CompactError that is also a TypeError).
 """

@@ -36,7 +36,8 @@ _MODEL_OPTIONS = ("model", "context_length", "base_url", "api_key", "provider", 
 
 class ContextEngine:
     """A context engine: decides when to compact and compacts (the Hermes engine
-    method set; ``CompactionEngine`` is the same class).
+    method set; ``CompactionEngine``, the earlier name, is a subclass that only
+    keeps the earlier positional order).
 
     ``ContextEngine(config=None, *, summarize=None, model=None,
     context_length=None, provider=None, compactor=None, state=None,
