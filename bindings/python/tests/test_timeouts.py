@@ -243,3 +243,28 @@ def test_keyboard_interrupt_in_a_summarizer_is_not_a_fallback(c, finishes):
 def test_timeout_message_formats_fractions():
     assert _compactor._timed_out(0.0125)[1]["message"] == "the summarizer did not answer within 12.5 ms"
     assert _compactor._timed_out(120)[1]["message"] == "the summarizer did not answer within 120000 ms"
+
+
+def test_summarizer_threads_are_reused(c, release):
+    idents = set()
+
+    def summarize(request):
+        idents.add(threading.get_ident())
+        return SUMMARY
+
+    for _ in range(6):
+        c.compact(conversation(), summarize=summarize)
+    assert len(idents) == 1, "one idle thread serves consecutive calls"
+    # A hung one is abandoned: the next call gets another thread.
+    hung = []
+
+    def hang(request):
+        hung.append(threading.get_ident())
+        release.wait()
+        return "late"
+
+    assert c.compact(conversation(), summarize=hang, timeout=0.05).report["fallback_code"] == "timeout"
+    after = []
+    c.compact(conversation(), summarize=lambda r: after.append(threading.get_ident()) or SUMMARY)
+    assert hung and after and after[0] != hung[0]
+    assert len(_compactor._idle) <= _compactor._MAX_IDLE

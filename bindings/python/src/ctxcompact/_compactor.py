@@ -711,28 +711,85 @@ def _check_summary(out: Any) -> _Outcome:
     return out, None
 
 
-def _in_thread(fn: Callable[[Any], Any], arg: Any, timeout: float) -> Optional[Tuple[bool, Any]]:
-    """fn(arg) in a new daemon thread (with a copy of the caller's contextvars):
-    (True, result) or (False, exception), or None when it did not return within
-    timeout seconds (the thread is abandoned: it runs on until fn returns)."""
-    import contextvars
+class _Job:
+    """One summarizer call for a worker thread: fn(arg) in ctx, then done(job)."""
 
-    done = threading.Event()
-    box: List[Tuple[bool, Any]] = []
-    ctx = contextvars.copy_context()
+    __slots__ = ("fn", "arg", "ctx", "done", "ok", "value")
 
-    def run() -> None:
+    def __init__(self, fn: Callable[[Any], Any], arg: Any, done: Callable[["_Job"], None]) -> None:
+        import contextvars
+
+        self.fn = fn
+        self.arg = arg
+        self.ctx = contextvars.copy_context()  # the caller's contextvars
+        self.done = done
+        self.ok = False
+        self.value: Any = None
+
+    def run(self) -> None:
         try:
-            box.append((True, ctx.run(fn, arg)))
+            self.value = self.ctx.run(self.fn, self.arg)
+            self.ok = True
         except BaseException as e:  # handed to the caller
-            box.append((False, e))
-        finally:
-            done.set()
+            self.value = e
 
-    threading.Thread(target=run, name="ctxcompact-summarizer", daemon=True).start()
-    if not done.wait(timeout):
+
+#: Idle summarizer threads, reused (starting a thread per call costs 0.1-0.2 ms).
+#: A thread whose summarizer hangs past its timeout is not idle: it is abandoned
+#: until the summarizer returns, then comes back here (at most _MAX_IDLE stay).
+_idle: List["_Worker"] = []
+_idle_lock = threading.Lock()
+_MAX_IDLE = 4
+
+
+class _Worker:
+    __slots__ = ("job", "go")
+
+    def __init__(self) -> None:
+        self.job: Optional[_Job] = None
+        self.go = threading.Event()
+        threading.Thread(target=self._loop, name="ctxcompact-summarizer", daemon=True).start()
+
+    def _loop(self) -> None:
+        while True:
+            self.go.wait()
+            self.go.clear()
+            job, self.job = self.job, None
+            if job is None:  # pragma: no cover - go is only set with a job
+                continue
+            job.run()
+            # Idle again before the caller hears of it, so its next call (often
+            # right away) finds this thread instead of starting one.
+            with _idle_lock:
+                stay = len(_idle) < _MAX_IDLE
+                if stay:
+                    _idle.append(self)
+            job.done(job)
+            if not stay:
+                return
+
+
+def _submit(job: _Job) -> None:
+    """Run job on an idle summarizer thread (a new one when none is idle)."""
+    with _idle_lock:
+        w = _idle.pop() if _idle else None
+    if w is None:
+        w = _Worker()
+    w.job = job
+    w.go.set()
+
+
+def _in_thread(fn: Callable[[Any], Any], arg: Any, timeout: float) -> Optional[Tuple[bool, Any]]:
+    """fn(arg) on a summarizer thread (a daemon thread, with a copy of the caller's
+    contextvars): (True, result) or (False, exception), or None when it did not
+    return within timeout seconds (the thread is abandoned: it runs on until fn
+    returns)."""
+    finished = threading.Event()
+    job = _Job(fn, arg, lambda j: finished.set())
+    _submit(job)
+    if not finished.wait(timeout):
         return None
-    return box[0]
+    return job.ok, job.value
 
 
 def _run_sync_summarizer(summarize: Any, request: SummaryRequest, timeout: Optional[float]) -> _Outcome:
@@ -792,20 +849,13 @@ async def _run_async_summarizer(summarize: Any, request: SummaryRequest, timeout
                 else:
                     fut.set_exception(v)
 
-        def run(ctx: Any) -> None:
+        def done(job: _Job) -> None:
             try:
-                r = (True, ctx.run(summarize, request))
-            except BaseException as e:
-                r = (False, e)
-            try:
-                loop.call_soon_threadsafe(settle, *r)
+                loop.call_soon_threadsafe(settle, job.ok, job.value)
             except RuntimeError:  # the loop is closed: nobody waits any more
                 pass
 
-        import contextvars
-
-        threading.Thread(target=run, args=(contextvars.copy_context(),), name="ctxcompact-summarizer",
-                         daemon=True).start()
+        _submit(_Job(summarize, request, done))
         outcome = await _await_for(fut, deadline, timeout)
         if outcome is not None:
             return outcome
