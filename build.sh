@@ -5,7 +5,9 @@
 #   test    every test: Go (native + wazero), wasm reproducibility, Node, Python;
 #           deterministic (fuzz targets replay their seeds and committed corpora)
 #   fuzz    explore every Fuzz target (FUZZTIME runs each, default 2000000x)
-#   bench   benchmarks (ratios measured side by side in one run)
+#   bench   benchmarks and timings (ratios measured side by side in one run): core,
+#           token counting native vs wasm (bench/tokens), Python start-up; no test
+#           asserts on time, these print the numbers
 #   bench-wasm  the module on wazero: wasm/native ratio on the shared traces, cold start
 #           with and without the compilation cache, instantiate, per-call overhead, memory
 set -euo pipefail
@@ -50,6 +52,16 @@ cmd_check() {
 	go run ./wasm/internal/genabi -check
 }
 
+# Debian's chromium, for the headless browser tests (cmd/ctxcompact's replay page
+# here; bindings/js/test.sh installs it the same way when run on its own).
+ensure_chromium() {
+	if [[ ! -x /usr/bin/chromium ]]; then
+		echo "build.sh: installing chromium (apt)" >&2
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+	fi
+}
+
 cmd_test_go() {
 	local unformatted
 	unformatted=$(gofmt -l core cmd host wasm internal bench)
@@ -58,6 +70,7 @@ cmd_test_go() {
 		exit 1
 	fi
 	go vet ./...
+	ensure_chromium
 	# Fuzz targets run here on their seeds and committed corpora (testdata/fuzz)
 	# only, so a run is deterministic; exploring is ./build.sh fuzz.
 	go test -count=1 ./...
@@ -85,8 +98,17 @@ cmd_test() {
 	bash bindings/python/test.sh
 }
 
+# Everything timed lives here, not in `test`: numbers are printed, never asserted, so
+# a loaded machine cannot fail a correct build.
 cmd_bench() {
 	go test -run '^$' -bench . -benchtime "${BENCHTIME:-1s}" ./core
+	# Token counting natively and in the module: the table of full vs incremental
+	# counts with their ratios (once), then the per-op benchmarks.
+	go test -run '^$' -bench '^BenchmarkSpeedTable$' -benchtime 1x ./bench/tokens
+	go test -run '^$' -bench '^Benchmark(Native|Wasm)' -benchtime "${BENCHTIME:-1s}" ./bench/tokens
+	# Python start-up: compile vs compiled-module cache, in process and in a fresh
+	# interpreter (builds and installs the wheel into the test venv first).
+	bash bindings/python/test.sh --bench
 }
 
 cmd_bench_wasm() {
@@ -103,7 +125,7 @@ fuzz) cmd_fuzz ;;
 bench) cmd_bench ;;
 bench-wasm) cmd_bench_wasm ;;
 *)
-	sed -n '2,11p' "$0" >&2
+	sed -n '2,12p' "$0" >&2
 	exit 2
 	;;
 esac

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/ctxcompact/ctxcompact/internal/testtraces"
 )
 
 // cacheVectorFiles are the hand-written vectors of the cache ops (the wants were
@@ -150,19 +152,9 @@ func TestResolveCachePolicy(t *testing.T) {
 	}
 }
 
-// sharedTraceFiles lists the shared recorded sessions (../shared/traces from the
-// repository root), or skips the test when the folder is absent.
+// sharedTraceFiles lists the shared recorded sessions (../shared/traces beside the
+// repository; the rule for when it is missing: internal/testtraces).
 func sharedTraceFiles(t *testing.T) []string {
 	t.Helper()
-	dir := filepath.Join("..", "..", "shared", "traces")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("shared traces not found at %s (they live beside the repository): %v", dir, err)
-	}
-	a, _ := filepath.Glob(filepath.Join(dir, "*.json"))
-	b, _ := filepath.Glob(filepath.Join(dir, "anthropic-format", "*.json"))
-	files := append(a, b...)
-	if len(files) == 0 {
-		t.Skipf("no traces in %s", dir)
-	}
-	return files
+	return testtraces.Glob(t, "*.json", "anthropic-format/*.json")
 }

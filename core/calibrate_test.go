@@ -1,18 +1,15 @@
 package core
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/tidwall/gjson"
-)
 
-// tracesDir holds the shared agent traces (outside the repository).
-const tracesDir = "../../shared/traces"
+	"github.com/ctxcompact/ctxcompact/internal/testtraces"
+)
 
 // traceConversation is one recorded Claude Code file: the messages of its last
 // request and the prompt tokens the API reported for its first and last request.
@@ -27,7 +24,7 @@ type traceConversation struct {
 // sent every message except a final assistant reply, which is its answer.
 func loadTrace(t testing.TB, name string) traceConversation {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(tracesDir, name))
+	b, err := os.ReadFile(testtraces.File(t, name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,9 +73,7 @@ func predictLast(t testing.TB, tc traceConversation, encoding string, factor flo
 // and tool schemas the transcript lacks cancel out), the estimate predicts the last
 // reported prompt tokens of the postcompact half within 15%.
 func TestCalibrationOnClaudeCodeTraces(t *testing.T) {
-	if _, err := os.Stat(tracesDir); errors.Is(err, os.ErrNotExist) {
-		t.Skipf("skipping: the shared traces are not at %s (they live beside the repository, in shared/traces)", tracesDir)
-	}
+	testtraces.Require(t)
 	for _, id := range []string{"258c7280", "4d5611e5", "ae4a77f8"} {
 		pre := loadTrace(t, "claude-code-spotter-"+id+"-precompact.json")
 		post := loadTrace(t, "claude-code-spotter-"+id+"-postcompact.json")

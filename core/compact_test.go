@@ -12,18 +12,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
+
+	"github.com/ctxcompact/ctxcompact/internal/testtraces"
 )
 
-// loadTraces returns every shared OpenAI-format trace's messages by file name, or
-// skips the test when the folder is absent (CI always has it).
+// loadTraces returns every shared trace's messages by file name (the folder's rule
+// for when it is missing: internal/testtraces).
 func loadTraces(t testing.TB) map[string]json.RawMessage {
 	t.Helper()
-	paths, _ := filepath.Glob(filepath.Join(tracesDir, "*.json"))
-	anthropic, _ := filepath.Glob(filepath.Join(tracesDir, "anthropic-format", "*.json"))
-	paths = append(paths, anthropic...)
-	if len(paths) == 0 {
-		t.Skipf("shared traces not found at %s: these tests need ../shared/traces beside the repository", tracesDir)
-	}
+	paths := testtraces.Glob(t, "*.json", "anthropic-format/*.json")
 	out := map[string]json.RawMessage{}
 	for _, p := range paths {
 		data, err := os.ReadFile(p)

@@ -12,6 +12,8 @@ import (
 	"github.com/dlclark/regexp2/v2"
 	"github.com/tidwall/gjson"
 	"github.com/tiktoken-go/tokenizer/codec"
+
+	"github.com/ctxcompact/ctxcompact/internal/testtraces"
 )
 
 // The encoder over the embedded rank tables must count exactly as tiktoken. Two
@@ -362,14 +364,13 @@ type traceFileTexts struct {
 }
 
 // sharedTraceTexts returns traceTexts of every shared trace file (in all the
-// subfolders), with the number of texts and their bytes. It skips the test when the
-// traces are absent (what names the test for that message), and fails it when the
-// walk finds too little.
+// subfolders), with the number of texts and their bytes. When the traces are
+// absent it skips the test or fails it (CI set: internal/testtraces); it fails it
+// when the walk finds too little. what names the test in that message.
 func sharedTraceTexts(t *testing.T, what string) (files []traceFileTexts, texts, bytes int) {
 	t.Helper()
-	if _, err := os.Stat(tracesDir); err != nil {
-		t.Skipf("shared traces not found at %s (%v): %s on real data skipped", tracesDir, err, what)
-	}
+	t.Logf("%s on the shared traces", what)
+	tracesDir := testtraces.Require(t)
 	err := filepath.WalkDir(tracesDir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".json") {
 			return err

@@ -8,18 +8,15 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"sync"
 	"testing"
 
 	"github.com/ctxcompact/ctxcompact/core"
+	"github.com/ctxcompact/ctxcompact/internal/testtraces"
 )
 
 // repoRoot is the module root, seen from this package's directory.
 const repoRoot = ".."
-
-// tracesDir holds the shared real-session traces, beside the repository.
-var tracesDir = filepath.Join(repoRoot, "..", "shared", "traces")
 
 var (
 	cacheDir string // one compilation cache for every engine of this test binary
@@ -98,21 +95,11 @@ type trace struct {
 	messages json.RawMessage
 }
 
-// loadTraces reads ../shared/traces/*.json, or skips the test when the directory is
-// absent (a clone without the shared data beside it).
+// loadTraces reads ../shared/traces/*.json (the rule for when it is missing:
+// internal/testtraces).
 func loadTraces(t testing.TB) []trace {
 	t.Helper()
-	if _, err := os.Stat(tracesDir); err != nil {
-		t.Skipf("shared traces not found at %s (they live beside the repository): %v", tracesDir, err)
-	}
-	files, err := filepath.Glob(filepath.Join(tracesDir, "*.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) == 0 {
-		t.Fatalf("no traces in %s", tracesDir)
-	}
-	sort.Strings(files)
+	files := testtraces.Glob(t, "*.json")
 	out := make([]trace, 0, len(files))
 	for _, f := range files {
 		b, err := os.ReadFile(f)

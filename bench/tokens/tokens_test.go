@@ -1,14 +1,20 @@
 // Package tokens measures token counting natively and inside the wasm module, side
 // by side in one run: a full count of a conversation (no cached message), and the
 // incremental count after one message was appended (every earlier count cached).
+// Timings are printed, never asserted (a loaded machine must not fail a correct
+// build); ./build.sh bench runs them:
 //
-//	go test ./bench/tokens -run Speed -v                  # the table + the 50x check
-//	go test ./bench/tokens -run '^$' -bench . -benchtime 5x
+//	go test ./bench/tokens -run '^$' -bench SpeedTable -benchtime 1x  # the table and ratios
+//	go test ./bench/tokens -run '^$' -bench 'Native|Wasm' -benchtime 5x
+//
+// The tests here check only what does not depend on time: wasm and native totals
+// agree, and an incremental count is served from the cache.
 //
 // The module is built from this checkout into a temporary directory (the committed
 // wasm/ctxcompact.wasm may lag the source); set CTXCOMPACT_WASM to use another file.
-// The conversation is the largest shared Claude Code trace when ../../../shared/traces
-// exists, else a generated one of similar shape.
+// The conversation is a shared Claude Code trace when ../shared/traces exists beside
+// the repository, else a generated one of similar shape (with CI set, a missing
+// ../shared/traces fails instead: internal/testtraces).
 package tokens
 
 import (
@@ -29,6 +35,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/ctxcompact/ctxcompact/core"
+	"github.com/ctxcompact/ctxcompact/internal/testtraces"
 )
 
 const encoding = "o200k_base"
@@ -128,24 +135,33 @@ func appended(msgs []string) string {
 }
 
 // conversation returns the benchmark's messages (raw JSON objects) and where they
-// come from.
+// come from: a shared trace, or (CI not set and the traces missing) generated ones.
 func conversation(t testing.TB) ([]string, string) {
-	const trace = "../../../shared/traces/claude-code-spotter-4d5611e5-precompact.json"
-	if b, err := os.ReadFile(trace); err == nil {
+	const trace = "claude-code-spotter-4d5611e5-precompact.json"
+	if _, ok := testtraces.Available(t); ok {
+		b, err := os.ReadFile(testtraces.File(t, trace))
+		if err != nil {
+			t.Fatal(err)
+		}
 		var msgs []string
 		for _, m := range gjson.GetBytes(b, "messages").Array() {
 			msgs = append(msgs, m.Raw)
 		}
-		return msgs, filepath.Base(trace)
+		return msgs, trace
 	}
+	return generated(130), "generated (no shared traces)"
+}
+
+// generated is a coding session of n tool calls with Go source as tool output.
+func generated(n int) []string {
 	var msgs []string
-	for i := 0; i < 130; i++ {
+	for i := 0; i < n; i++ {
 		body := strings.Repeat(fmt.Sprintf("func f%d(x int) int { return x*%d + 1 } // 函数 %d\n", i, i, i), 60)
 		msgs = append(msgs,
 			fmt.Sprintf(`{"role":"assistant","content":null,"tool_calls":[{"id":"c%d","type":"function","function":{"name":"Read","arguments":"{\"file_path\": \"/src/f%d.go\"}"}}]}`, i, i),
 			fmt.Sprintf(`{"role":"tool","tool_call_id":"c%d","content":%q}`, i, body))
 	}
-	return msgs, "generated (no shared traces)"
+	return msgs
 }
 
 // tag makes every message unique to run k by adding a field the count ignores, so
@@ -228,47 +244,70 @@ func readFloor(t testing.TB, c counter, msgs []string) time.Duration {
 	return median(ds)
 }
 
-// TestTokenCountingSpeed prints native and wasm speeds side by side and checks what
-// the count cache promises: counting a conversation that grew by one message costs
-// about one message on top of reading the request. Inside the wasm module the
-// incremental count is at least 10x faster than a full recount and within 3x of
-// the floor of merely reading the same request (an info op over the messages).
-// (The issue's goal was 50x over a full recount; since the hand-written splitter
-// made full counts ~5x faster, reading the 455 KB request is what an incremental
-// count costs, and that ratio is ~25x: see docs/TOKENS.md.)
-func TestTokenCountingSpeed(t *testing.T) {
+// TestIncrementalCountHitsTheCache checks what the count cache promises, without
+// timing it: after one message is appended, every earlier message is a cache hit,
+// natively and in the module, and both count the same totals.
+func TestIncrementalCountHitsTheCache(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the wasm module; skipped with -short")
 	}
-	base, source := conversation(t)
+	base := generated(20)
+	for _, c := range []struct {
+		name string
+		c    counter
+	}{{"native", native{}}, {"wasm", wasmInstance(t)}} {
+		runs++
+		msgs := tag(base, runs)
+		full := count(t, c.c, msgs, 0)
+		runs++
+		msgs = append(msgs, tag([]string{appended(base)}, runs)...)
+		incr := count(t, c.c, msgs, len(msgs)-1)
+		runs++
+		recount := count(t, native{}, tag(append(append([]string(nil), base...), appended(base)), runs), -1)
+		if incr != recount || incr <= full {
+			t.Errorf("%s: incremental total %d, full native recount %d (before the append: %d)", c.name, incr, recount, full)
+		}
+	}
+}
+
+// BenchmarkSpeedTable prints native and wasm speeds side by side, with what the
+// count cache is for: counting a conversation that grew by one message costs about
+// one message on top of reading the request. The targets (printed, not checked: a
+// loaded machine must not fail a correct build) are an incremental count at least
+// 10x faster than a full recount inside the module, and within 5x of the floor of
+// merely reading the same request (an info op over the messages); 1.6-3x have been
+// measured. (The issue's goal was 50x over a full recount; since the hand-written
+// splitter made full counts ~5x faster, reading the 455 KB request is what an
+// incremental count costs, and that ratio is ~25x: see docs/TOKENS.md.)
+//
+// Run it once: -benchtime 1x (each iteration measures the whole table again).
+func BenchmarkSpeedTable(b *testing.B) {
+	base, source := conversation(b)
 	bytes := len(envelope(base))
 	// Warm up: build the vocabulary map in both runtimes.
-	count(t, native{}, []string{`{"role":"user","content":"warm up"}`}, -1)
-	w := wasmInstance(t)
-	count(t, w, []string{`{"role":"user","content":"warm up"}`}, -1)
+	count(b, native{}, []string{`{"role":"user","content":"warm up"}`}, -1)
+	w := wasmInstance(b)
+	count(b, w, []string{`{"role":"user","content":"warm up"}`}, -1)
 
-	nf, ni, nt := measure(t, native{}, base, 3, 21)
-	wf, wi, wt := measure(t, w, base, 3, 21)
-	if nt != wt {
-		t.Errorf("native totals %v differ from wasm totals %v", nt, wt)
-	}
-	mbs := func(d time.Duration) float64 { return float64(bytes) / d.Seconds() / 1e6 }
-	t.Logf("conversation: %s, %d messages, %d bytes, %d %s tokens; each turn appends %d bytes", source, len(base), bytes, nt, encoding, len(appended(base)))
-	t.Logf("medians: full count of 3 runs; +1 msg of 21 turns, each appending one message and counting all")
-	t.Logf("%-8s %14s %10s %16s %8s", "runtime", "full count", "MB/s", "+1 msg (cached)", "ratio")
-	t.Logf("%-8s %14v %10.2f %16v %7.0fx", "native", nf.Round(time.Microsecond), mbs(nf), ni.Round(time.Microsecond), float64(nf)/float64(ni))
-	t.Logf("%-8s %14v %10.2f %16v %7.0fx", "wasm", wf.Round(time.Microsecond), mbs(wf), wi.Round(time.Microsecond), float64(wf)/float64(wi))
-	t.Logf("wasm/native: full %.1fx slower, incremental %.1fx slower", float64(wf)/float64(nf), float64(wi)/float64(ni))
-	floor := readFloor(t, w, append(tag(base, runs), appended(base)))
-	t.Logf("wasm: reading the request alone (info op over the same messages): %v; incremental count / read = %.1fx", floor.Round(time.Microsecond), float64(wi)/float64(floor))
-	if ratio := float64(wf) / float64(wi); ratio < 10 {
-		t.Errorf("wasm: incremental count is only %.0fx faster than a full recount; want >= 10x", ratio)
-	}
-	// Without the cache an incremental count tokenizes every message again: about
-	// 90x reading the request. With it, 1.6-3x have been measured (the two are timed
-	// apart, so the bound leaves room for the machine's noise).
-	if over := float64(wi) / float64(floor); over > 5 {
-		t.Errorf("wasm: incremental count costs %.1fx reading the request; want <= 5x (the cache is not doing its job)", over)
+	for b.Loop() {
+		nf, ni, nt := measure(b, native{}, base, 3, 21)
+		wf, wi, wt := measure(b, w, base, 3, 21)
+		if nt != wt {
+			b.Errorf("native totals %v differ from wasm totals %v", nt, wt)
+		}
+		floor := readFloor(b, w, append(tag(base, runs), appended(base)))
+		mbs := func(d time.Duration) float64 { return float64(bytes) / d.Seconds() / 1e6 }
+		fmt.Printf("conversation: %s, %d messages, %d bytes, %d %s tokens; each turn appends %d bytes\n", source, len(base), bytes, nt, encoding, len(appended(base)))
+		fmt.Printf("medians: full count of 3 runs; +1 msg of 21 turns, each appending one message and counting all\n")
+		fmt.Printf("%-8s %14s %10s %16s %8s\n", "runtime", "full count", "MB/s", "+1 msg (cached)", "ratio")
+		fmt.Printf("%-8s %14v %10.2f %16v %7.0fx\n", "native", nf.Round(time.Microsecond), mbs(nf), ni.Round(time.Microsecond), float64(nf)/float64(ni))
+		fmt.Printf("%-8s %14v %10.2f %16v %7.0fx\n", "wasm", wf.Round(time.Microsecond), mbs(wf), wi.Round(time.Microsecond), float64(wf)/float64(wi))
+		fmt.Printf("wasm/native: full %.1fx slower, incremental %.1fx slower\n", float64(wf)/float64(nf), float64(wi)/float64(ni))
+		fmt.Printf("wasm: full recount / incremental count = %.1fx (target >= 10x)\n", float64(wf)/float64(wi))
+		fmt.Printf("wasm: reading the request alone (info op over the same messages): %v; incremental count / read = %.1fx (target <= 5x)\n",
+			floor.Round(time.Microsecond), float64(wi)/float64(floor))
+		b.ReportMetric(float64(wf)/float64(wi), "wasm-full/incr")
+		b.ReportMetric(float64(wi)/float64(floor), "wasm-incr/read")
 	}
 }
 

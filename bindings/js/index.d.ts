@@ -297,6 +297,9 @@ export interface SummaryRequest {
   middle: { from: number; to: number };
 }
 
+/** Why the built-in summary replaced the host's ("" when it did not). */
+export type FallbackCode = "" | "timeout" | "error" | "empty" | "too_long" | "cancelled";
+
 export interface CompactReport {
   compacted: boolean;
   /** compacted, pruned_only, below_threshold, disabled or nothing_to_compact. */
@@ -324,6 +327,8 @@ export interface CompactReport {
   fallback_used: boolean;
   /** Why the built-in summary was used ("" when it was not). */
   fallback_reason: string;
+  /** The fallback's code: "" (none), "timeout", "error", "empty", "too_long" or "cancelled". */
+  fallback_code: FallbackCode;
   iterative: boolean;
   active_request_in_summary: boolean;
   /** First output index that differs from the input (where the prompt cache breaks); null when nothing changed. */
@@ -467,7 +472,7 @@ export interface CalibrateParams {
 export interface CompactorOptions {
   /** The module: bytes, a URL (fetched, or read from disk for file:), a path (Node), or a compiled module; default the packaged wasm/ctxcompact.wasm. */
   wasm?: BufferSource | URL | string | WebAssembly.Module | Response;
-  /** Default config for every call; a call's `config` is merged over it per section. */
+  /** Default config for every call, validated by create(); a call's `config` is merged over it (config.merge). */
   config?: Config;
   /** Receives what the module writes to stdout (fd 1) and stderr (fd 2); nothing goes to the console. */
   debug?: (fd: 1 | 2, text: string) => void;
@@ -475,32 +480,43 @@ export interface CompactorOptions {
   maxInstanceMemory?: number;
 }
 
-export type Summarize = (request: SummaryRequest) => string | Promise<string>;
+/** What a summarizer gets beside the request. */
+export interface SummarizeContext {
+  /** Aborted when the call times out (reason: a TimeoutError) or the caller's signal aborts: pass it to your fetch. */
+  signal: AbortSignal;
+}
+
+/** Your LLM call: returns the summary text. Rejecting with an AbortError reports its own cancellation (fallback_code "cancelled"). */
+export type Summarize = (request: SummaryRequest, context: SummarizeContext) => string | Promise<string>;
 
 export interface CompactOptions {
   /** Your LLM call; may be async, may reject or throw (the built-in fallback summary is used). Absent: the built-in extractive summarizer. */
   summarize?: Summarize;
   /** Compact even below the threshold. */
   force?: boolean;
-  /** Config for this call, merged per section over the compactor's. */
+  /** Config for this call, merged over the compactor's by the core (config.merge: per section, key by key). */
   config?: Config;
-  /** API-reported prompt tokens of the last response (preferred over the estimate). */
+  /** API-reported prompt tokens of the last response (preferred over the estimate); a non-negative integer. */
   promptTokens?: number;
   /** Message layout; absent: Anthropic when `system` is given or tool_use/tool_result blocks appear. */
   format?: "openai" | "anthropic";
   /** Anthropic layout: the top-level system prompt (it counts as the first head message and gets the compaction note). */
   system?: string | ContentPart[];
+  /** How long the summarizer may take, in ms (default 120000; Infinity: no limit). Past it, the fallback summary is used (fallback_code "timeout"). */
+  timeoutMs?: number;
+  /** Cancels the call: compact rejects with `signal.reason` and sends nothing more to the core. */
+  signal?: AbortSignal;
 }
 
 export interface ShouldCompressOptions {
-  /** Config for this call, merged per section over the compactor's. */
+  /** Config for this call, merged over the compactor's. */
   config?: Config;
   /** The breaker: tokens_after of the last compaction when it did not fit, else omit. */
   lastCompactionTokens?: number;
 }
 
 export interface HygieneOptions {
-  /** Config for this call, merged per section over the compactor's. */
+  /** Config for this call, merged over the compactor's. */
   config?: Config;
   /** API-reported prompt tokens, preferred over the estimate. */
   promptTokens?: number;
@@ -509,46 +525,123 @@ export interface HygieneOptions {
 export interface CountTokensOptions {
   /** Encoding to count with (default: config.tokens.encoding). */
   encoding?: string;
-  /** Config for this call, merged per section over the compactor's. */
+  /** Config for this call, merged over the compactor's. */
   config?: Config;
 }
 
 export interface PruneOptions {
-  /** Config for this call, merged per section over the compactor's. */
+  /** Config for this call, merged over the compactor's. */
   config?: Config;
+}
+
+/** The engine state: a JSON object to persist between runs (its keys are the core's). */
+export interface EngineState {
+  v: number;
+  config: Config;
+  [key: string]: unknown;
 }
 
 export interface EngineOptions {
-  /** Config of this engine, merged per section over the compactor's. */
+  /** Config of this engine, merged over the compactor's; validated here. */
   config?: Config;
-  /** The summarizer compress() uses. */
+  /** The summarizer compress() uses (absent: the built-in one). */
   summarize?: Summarize;
+  /** A saved `engine.state` to go on from (it carries its config: give config or state). */
+  state?: EngineState;
+  /** compress()'s default summarizer timeout in ms (default 120000). */
+  timeoutMs?: number;
 }
 
-/** A usage object from an OpenAI or Anthropic response. */
+/** ContextEngine.create: a compactor's options and an engine's. */
+export interface ContextEngineOptions extends Omit<CompactorOptions, "config">, EngineOptions {}
+
+export interface CompressOptions {
+  /** API-reported prompt tokens (default: the last reported, when above 0). */
+  currentTokens?: number;
+  /** Added to the summarizer's instructions: give priority to this topic (host summarizers only). */
+  focusTopic?: string;
+  /** Compact even below the threshold. */
+  force?: boolean;
+  /** Summarizer timeout in ms (default: the engine's). */
+  timeoutMs?: number;
+  /** Cancels the call (compact rejects with its reason; nothing is recorded). */
+  signal?: AbortSignal;
+  /** Message layout. */
+  format?: "openai" | "anthropic";
+  /** Anthropic layout: the top-level system prompt. */
+  system?: string | ContentPart[];
+}
+
+export interface UpdateModelOptions {
+  provider?: string;
+  /** Kept in the engine state. */
+  baseUrl?: string;
+  /** Accepted for the Hermes signature; never stored or sent. */
+  apiKey?: string;
+  /** Kept in the engine state. */
+  apiMode?: string;
+}
+
+/** A usage object as an SDK returns it: OpenAI chat, OpenAI Responses, Anthropic, AI SDK or Gemini (the core normalises it). */
 export interface Usage {
-  /** OpenAI prompt tokens. */
+  /** OpenAI chat prompt tokens (cached included). */
   prompt_tokens?: number;
-  /** OpenAI completion tokens. */
+  /** OpenAI chat completion tokens. */
   completion_tokens?: number;
-  /** Anthropic uncached input tokens. */
+  total_tokens?: number;
+  /** Anthropic uncached input tokens, or OpenAI Responses input tokens. */
   input_tokens?: number;
-  /** Anthropic output tokens. */
+  /** Anthropic / Responses output tokens. */
   output_tokens?: number;
   /** Anthropic cache-read input tokens. */
   cache_read_input_tokens?: number;
   /** Anthropic cache-write input tokens. */
   cache_creation_input_tokens?: number;
+  /** AI SDK (v5: a number or { total }). */
+  inputTokens?: number | { total?: number; [extra: string]: unknown };
+  outputTokens?: number | { total?: number; [extra: string]: unknown };
+  totalTokens?: number;
+  /** AI SDK v4. */
+  promptTokens?: number;
+  completionTokens?: number;
+  /** Gemini usageMetadata. */
+  promptTokenCount?: number;
+  candidatesTokenCount?: number;
+  thoughtsTokenCount?: number;
+  totalTokenCount?: number;
   [extra: string]: unknown;
 }
 
+/** What updateFromResponse recorded. */
+export interface EngineUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  /** The shape it was read as. */
+  source: "openai" | "responses" | "anthropic" | "ai-sdk" | "gemini" | "none";
+}
+
+/** What getStatus() returns (the core's engine status). */
 export interface EngineStatus {
-  last_prompt_tokens: number;
-  threshold_tokens: number;
+  name: "ctxcompact";
+  model: string;
+  provider: string;
   context_length: number;
-  /** last_prompt_tokens as a percentage of the window, one decimal. */
+  threshold_tokens: number;
+  threshold_percent: number;
+  threshold_rule: ThresholdRule;
+  last_prompt_tokens: number;
+  last_completion_tokens: number;
+  last_total_tokens: number;
+  /** last_prompt_tokens as a percentage of the window, at most 100. */
   usage_percent: number;
   compression_count: number;
+  /** tokens_after of the last compaction when it did not fit (the trigger is held back), else null. */
+  breaker_tokens: number | null;
+  /** null before the first compaction. */
+  last_compaction_fits: boolean | null;
+  last_fallback_used: boolean | null;
+  last_fallback_code: FallbackCode | null;
 }
 
 // ---------------------------------------------------------------------------
@@ -594,28 +687,53 @@ export declare class Compactor {
   cacheSimulate(messages: Message[], params?: CacheSimulateParams): CacheSimulateResult;
   /** A calibration factor for estimates from the API-reported prompt tokens. */
   calibrate(messages: Message[], promptTokens: number, params?: CalibrateParams): CalibrateResult;
-  /** A Hermes-style context engine over this compactor. */
+  /** A context engine over this compactor (config merged over the compactor's, or a saved state). */
   engine(options?: EngineOptions): ContextEngine;
 }
 
-/** The method set of a Hermes-style context engine. */
+/** The default summarizer timeout of compact(), in ms (2 minutes). */
+export declare const DEFAULT_TIMEOUT_MS: 120000;
+
+/**
+ * The context engine (the Hermes method set): a thin wrapper over the core's engine
+ * ops, which hold the rules (usage normalisation, the breaker, model switches).
+ * Fields read the status of the last op.
+ */
 export declare class ContextEngine {
   private constructor();
-  readonly config: Config | undefined;
-  lastPromptTokens: number;
-  lastCompletionTokens: number;
-  compressionCount: number;
-  /** tokens_after of the last compaction that did not fit (the breaker), else undefined. */
-  lastCompactionTokens: number | undefined;
-  /** Records the usage of a model response. */
-  updateFromResponse(usage: Usage | null | undefined): void;
-  /** Whether the last (or given) prompt size calls for compaction. */
+  /** A compactor and an engine over it. */
+  static create(options?: ContextEngineOptions): Promise<ContextEngine>;
+  readonly compactor: Compactor;
+  /** The engine state (a copy): persist it, restore with `compactor.engine({ state })`. */
+  readonly state: EngineState;
+  /** The config compactions use (the state's). */
+  readonly config: Config;
+  readonly name: "ctxcompact";
+  readonly model: string;
+  readonly provider: string;
+  readonly contextLength: number;
+  readonly thresholdTokens: number;
+  readonly thresholdPercent: number;
+  readonly thresholdRule: ThresholdRule;
+  readonly lastPromptTokens: number;
+  readonly lastCompletionTokens: number;
+  readonly lastTotalTokens: number;
+  readonly usagePercent: number;
+  readonly compressionCount: number;
+  readonly breakerTokens: number | null;
+  readonly lastCompactionFits: boolean | null;
+  readonly lastFallbackUsed: boolean | null;
+  readonly lastFallbackCode: FallbackCode | null;
+  /** Records the usage of a model response (null/undefined/{}: nothing recorded). */
+  updateFromResponse(usage: Usage | null | undefined): EngineUsage;
+  /** Whether the last reported (or given) prompt size calls for compaction; the breaker holds it back. */
   shouldCompress(promptTokens?: number): boolean;
-  /** Compacts with this engine's config, last prompt tokens and summarizer. */
-  compress(messages: Message[], options?: CompactOptions): Promise<CompactResult>;
-  /** Switches the model; thresholds follow. */
-  updateModel(model: ModelConfig): void;
-  /** Forgets usage, counters and the breaker. */
+  /** Compacts with the state's config, the last prompt tokens and the summarizer, then records the report. */
+  compress(messages: Message[], options?: CompressOptions): Promise<CompactResult>;
+  /** Switches the model (threshold re-resolved, breaker cleared). */
+  updateModel(model: string, contextLength: number, options?: UpdateModelOptions): void;
+  /** /new or /reset: counters, usage, breaker zeroed; config kept. */
   onSessionReset(): void;
+  /** The status of the last op (a copy). */
   getStatus(): EngineStatus;
 }

@@ -4,17 +4,20 @@
 
 import { CompactError, ErrABIMismatch, ErrBadBinary, ErrClosed } from "./errors.js";
 import { ABI_VERSION, Instance, checkModule, loadModule, unwrap, utf8 } from "./runtime.js";
+import { T, checkOptions, checkValue, describe, serialize } from "./options.js";
 
 export { ABI_VERSION, CompactError, ErrABIMismatch, ErrBadBinary, ErrClosed };
 
 const kInstance = Symbol.for("ctxcompact.instance");
+/** Compactor's door for ContextEngine (not exported). */
+const kEngine = Symbol("ctxcompact.engine");
 
 /** Default CompactorOptions.maxInstanceMemory: 512 MiB, as in the Python binding. */
 const DEFAULT_MAX_INSTANCE_MEMORY = 512 * 1024 * 1024;
 
-/** Serializes a value that may be absent: `,"key":<json>` or "". */
+/** `,"key":<json>` for a value that is not absent, else "" (JSON.stringify of a checked option). */
 function field(key, value) {
-  return value === undefined ? "" : `,"${key}":${JSON.stringify(value)}`;
+  return value === undefined || value === null ? "" : `,"${key}":${JSON.stringify(value)}`;
 }
 
 // Tickets name this process's compactions in flight (unique within the process,
@@ -26,19 +29,37 @@ function newTicket() {
   return `${TICKET_PREFIX}-${++ticketCount}`;
 }
 
-/** Per-section shallow merge of a call's config over the compactor's default config. */
-function mergeConfig(base, over) {
-  if (over === undefined || over === null) return base;
-  if (base === undefined) return over;
-  const out = { ...base };
-  for (const [k, v] of Object.entries(over)) {
-    out[k] = v !== null && typeof v === "object" && !Array.isArray(v) &&
-      base[k] !== null && typeof base[k] === "object" && !Array.isArray(base[k])
-      ? { ...base[k], ...v }
-      : v;
-  }
-  return out;
-}
+/** Default CompactOptions.timeoutMs: 2 minutes, as the CLI's. */
+export const DEFAULT_TIMEOUT_MS = 120000;
+
+/** setTimeout's largest delay; a longer timeout (or Infinity) sets no timer. */
+const MAX_TIMER_MS = 2147483647;
+
+const CONFIG = [T.object];
+const CREATE_OPTIONS = { wasm: [T.any], config: CONFIG, debug: [T.function], maxInstanceMemory: [T.count] };
+const COMPACT_OPTIONS = {
+  summarize: [T.function], force: [T.boolean], config: CONFIG, promptTokens: [T.count],
+  format: [T.string], system: [T.system], timeoutMs: [T.positiveMs, "timeout"], signal: [T.signal],
+};
+const SHOULD_COMPRESS_OPTIONS = { config: CONFIG, lastCompactionTokens: [T.count] };
+const HYGIENE_OPTIONS = { config: CONFIG, promptTokens: [T.count] };
+const COUNT_OPTIONS = { encoding: [T.string], config: CONFIG };
+const PRUNE_OPTIONS = { config: CONFIG };
+// The cache and calibration ops take their parameters under their wire names.
+const CACHE_APPLY_PARAMS = { system: [T.system], layout: [T.string], ttl: [T.string], config: CONFIG };
+const CACHE_POLICY_PARAMS = { model: [T.string], provider: [T.string], ttl: [T.string], config: CONFIG };
+const CACHE_SIMULATE_PARAMS = {
+  strategies: [T.strings], layout: [T.string], model: [T.string], ttl: [T.string], min_cacheable_tokens: [T.count],
+  per_request: [T.boolean], timestamps: [T.array], system: [T.system], config: CONFIG,
+};
+const CALIBRATE_PARAMS = { fixed_overhead: [T.integer], baseline: [T.object], encoding: [T.string], config: CONFIG };
+const ENGINE_OPTIONS = { config: CONFIG, summarize: [T.function], state: [T.object], timeoutMs: [T.positiveMs, "timeout"] };
+const ENGINE_CREATE_OPTIONS = { ...CREATE_OPTIONS, ...ENGINE_OPTIONS };
+const COMPRESS_OPTIONS = {
+  currentTokens: [T.count], focusTopic: [T.string], force: [T.boolean], timeoutMs: [T.positiveMs, "timeout"],
+  signal: [T.signal], format: [T.string], system: [T.system],
+};
+const UPDATE_MODEL_OPTIONS = { provider: [T.string], baseUrl: [T.string], apiKey: [T.string], apiMode: [T.string] };
 
 /**
  * Replaces message references (integers = input indices) by the caller's own objects
@@ -84,6 +105,7 @@ export class Compactor {
   #module;
   #debug;
   #config;
+  /** JSON of the compactor's config as the core validated it, or undefined. */
   #configJSON;
   /** @type {Instance | null} */
   #inst;
@@ -97,34 +119,37 @@ export class Compactor {
     if (token !== kInstance) throw new TypeError("ctxcompact: use `await Compactor.create(options)`");
     this.#module = module;
     this.#inst = instance;
-    this.#debug = options.debug;
+    this.#debug = options.debug ?? undefined;
     this.#maxMemory = options.maxInstanceMemory ?? DEFAULT_MAX_INSTANCE_MEMORY;
-    this.#config = options.config;
-    this.#configJSON = options.config === undefined ? undefined : JSON.stringify(options.config);
+    this.#config = options.config ?? undefined;
   }
 
   /**
    * Loads (compiles once per process for the packaged module), checks and
-   * instantiates the module.
+   * instantiates the module, and validates the config (a bad config fails here,
+   * not at the first call).
    * @param {import("./index.d.ts").CompactorOptions} [options]
    */
-  static async create(options = {}) {
-    const module = await loadModule(options.wasm);
+  static async create(options) {
+    const o = checkOptions("Compactor.create()", options, CREATE_OPTIONS);
+    const module = await loadModule(o.wasm ?? undefined);
     checkModule(module);
     let instance;
     try {
-      instance = await Instance.create(module, options.debug);
+      instance = await Instance.create(module, o.debug ?? undefined);
     } catch (err) {
       if (err instanceof ErrBadBinary || err instanceof ErrABIMismatch) throw err;
       throw new ErrBadBinary(`ctxcompact: the module failed to start: ${err.message}`, { cause: err });
     }
-    return new Compactor(module, instance, options, kInstance);
+    const c = new Compactor(module, instance, o, kInstance);
+    if (o.config !== undefined && o.config !== null) c.#configJSON = c.#mergeConfig(undefined, o.config);
+    return c;
   }
 
   /** The compiled module (share it: `Compactor.create({ wasm: c.module })` skips compiling). */
   get module() { return this.#module; }
 
-  /** The compactor's default config (each call's `config` is merged over it per section). */
+  /** The compactor's default config (each call's `config` is merged over it by the core's config.merge). */
   get config() { return this.#config; }
 
   get closed() { return this.#closed; }
@@ -143,6 +168,9 @@ export class Compactor {
    * @returns {string}
    */
   callRaw(request) {
+    if (typeof request !== "string") {
+      throw new CompactError("invalid_request", `ctxcompact: callRaw() takes the request envelope as JSON text, got ${describe(request)}`, "");
+    }
     return this.#invoke((inst) => inst.call(request));
   }
 
@@ -163,6 +191,8 @@ export class Compactor {
     } catch (err) {
       // Anything thrown out of the guest (a trap, proc_exit, a stack overflow) leaves
       // the instance corrupt: replace it, and report the failed call as internal.
+      // The call is not retried: the core is deterministic, the same input would
+      // trap again.
       const tail = inst.stderrTail;
       this.#replace(true);
       throw new CompactError(
@@ -225,122 +255,157 @@ export class Compactor {
    * @param {object} [params]
    */
   call(op, params) {
-    const body = params === undefined ? "" : JSON.stringify(params).slice(1, -1);
+    if (typeof op !== "string") throw new CompactError("invalid_request", `ctxcompact: call() takes an op name, got ${describe(op)}`, "/op");
+    checkValue("call()", "params", "", params, T.object);
+    const body = params === undefined || params === null ? "" : serialize(params, "", "invalid_request", 0).slice(1, -1);
     return unwrap(this.callRaw(`{"op":${JSON.stringify(op)}${body ? "," + body : ""}}`));
   }
 
+  /**
+   * The core's config.merge: `over` merged over `base` per section and key (a map
+   * value such as model_thresholds replaces as a whole), both validated. Returns the
+   * JSON of the merged config. Errors read /config/... for `over`.
+   */
+  #mergeConfig(base, over) {
+    const text = `{"op":"config.merge"${base === undefined ? "" : `,"base":${base}`},"config":${serialize(over, "/config", "invalid_config")}}`;
+    return JSON.stringify(unwrap(this.callRaw(text)).config);
+  }
+
+  /** The JSON of the config a call runs with: the call's merged over the compactor's. */
+  #callConfig(config) {
+    if (config === undefined || config === null) return this.#configJSON;
+    // Without a compactor config there is nothing to merge over: the op that gets
+    // the call's config validates it, with the same /config/... paths.
+    if (this.#configJSON === undefined) return serialize(config, "/config", "invalid_config");
+    return this.#mergeConfig(this.#configJSON, config);
+  }
+
   #configField(config) {
-    if (config === undefined) return this.#configJSON === undefined ? "" : `,"config":${this.#configJSON}`;
-    return field("config", mergeConfig(this.#config, config));
+    const json = this.#callConfig(config);
+    return json === undefined ? "" : `,"config":${json}`;
   }
 
   /** `{name, version, ops, error_codes, encodings}` of the loaded module. */
   info() { return this.call("info"); }
 
-  /** Threshold, budgets and the rule that decided them, for a config. */
+  /** Threshold, budgets and the rule that decided them, for a config (merged over the compactor's). */
   resolveThreshold(config) {
+    checkValue("resolveThreshold()", "config", "config", config, T.object);
     return unwrap(this.callRaw(`{"op":"threshold.resolve"${this.#configField(config)}}`));
   }
 
   /** The agent trigger: prompt_tokens >= threshold_tokens (with the repeat-compaction breaker). */
-  shouldCompress(promptTokens, options = {}) {
-    return unwrap(this.callRaw(`{"op":"should_compress","prompt_tokens":${JSON.stringify(promptTokens)}` +
-      `${field("last_compaction_tokens", options.lastCompactionTokens)}${this.#configField(options.config)}}`));
+  shouldCompress(promptTokens, options) {
+    const o = checkOptions("shouldCompress()", options, SHOULD_COMPRESS_OPTIONS);
+    checkValue("shouldCompress()", "promptTokens", "prompt_tokens", promptTokens, T.count);
+    return unwrap(this.callRaw(`{"op":"should_compress"${field("prompt_tokens", promptTokens)}` +
+      `${field("last_compaction_tokens", o.lastCompactionTokens)}${this.#configField(o.config)}}`));
   }
 
   /** The gateway safety net (85% of the window, at least 4 messages). */
-  hygieneCheck(messages, options = {}) {
-    return unwrap(this.callRaw(`{"op":"hygiene.check"${field("prompt_tokens", options.promptTokens)}` +
-      `${this.#configField(options.config)},"messages":${JSON.stringify(messages)}}`));
+  hygieneCheck(messages, options) {
+    const o = checkOptions("hygieneCheck()", options, HYGIENE_OPTIONS);
+    return unwrap(this.callRaw(`{"op":"hygiene.check"${field("prompt_tokens", o.promptTokens)}` +
+      `${this.#configField(o.config)},"messages":${messagesJSON(messages)}}`));
   }
 
   /** Token estimate per message and in total. */
-  countTokens(messages, options = {}) {
-    return unwrap(this.callRaw(`{"op":"tokens.count"${field("encoding", options.encoding)}` +
-      `${this.#configField(options.config)},"messages":${JSON.stringify(messages)}}`));
+  countTokens(messages, options) {
+    const o = checkOptions("countTokens()", options, COUNT_OPTIONS);
+    return unwrap(this.callRaw(`{"op":"tokens.count"${field("encoding", o.encoding)}` +
+      `${this.#configField(o.config)},"messages":${messagesJSON(messages)}}`));
   }
 
   /** Phase 1 alone: old tool outputs become placeholders. Unchanged messages are your objects. */
-  prune(messages, options = {}) {
-    const res = unwrap(this.callRaw(`{"op":"prune","output":"refs"${this.#configField(options.config)},"messages":${JSON.stringify(messages)}}`));
+  prune(messages, options) {
+    const o = checkOptions("prune()", options, PRUNE_OPTIONS);
+    const res = unwrap(this.callRaw(`{"op":"prune","output":"refs"${this.#configField(o.config)},"messages":${messagesJSON(messages)}}`));
     return materialize(res, messages);
   }
 
   /** Tool-pair repair: orphan results removed, missing results stubbed. */
   sanitize(messages) {
-    const res = unwrap(this.callRaw(`{"op":"sanitize","output":"refs","messages":${JSON.stringify(messages)}}`));
+    const res = unwrap(this.callRaw(`{"op":"sanitize","output":"refs","messages":${messagesJSON(messages)}}`));
     return materialize(res, messages);
   }
 
   /** Structural problems of a message list, without changing it. */
   validate(messages) {
-    return unwrap(this.callRaw(`{"op":"validate","messages":${JSON.stringify(messages)}}`));
+    return unwrap(this.callRaw(`{"op":"validate","messages":${messagesJSON(messages)}}`));
   }
 
   /** Places Anthropic cache_control breakpoints (system_and_3); the input is not mutated. */
-  cacheApply(messages, params = {}) {
-    return this.#withMessages("cache.apply", messages, params);
+  cacheApply(messages, params) {
+    return this.#withMessages("cacheApply()", "cache.apply", messages, params, CACHE_APPLY_PARAMS);
   }
 
   /** Whether prompt caching applies to a model/provider, with a status line. */
-  cachePolicy(params = {}) {
-    return this.#withMessages("cache.policy", undefined, params);
+  cachePolicy(params) {
+    return this.#withMessages("cachePolicy()", "cache.policy", undefined, params, CACHE_POLICY_PARAMS);
   }
 
   /** Replays a conversation request by request and prices cache strategies. */
-  cacheSimulate(messages, params = {}) {
-    return this.#withMessages("cache.simulate", messages, params);
+  cacheSimulate(messages, params) {
+    return this.#withMessages("cacheSimulate()", "cache.simulate", messages, params, CACHE_SIMULATE_PARAMS);
   }
 
   /** Calibration factor for token estimates from an API-reported prompt size. */
-  calibrate(messages, promptTokens, params = {}) {
-    return this.#withMessages("tokens.calibrate", messages, { ...params, prompt_tokens: promptTokens });
+  calibrate(messages, promptTokens, params) {
+    checkValue("calibrate()", "promptTokens", "prompt_tokens", promptTokens, T.count);
+    const p = checkOptions("calibrate()", params, CALIBRATE_PARAMS, "params");
+    return this.#withMessages("calibrate()", "tokens.calibrate", messages, { ...p, prompt_tokens: promptTokens }, { ...CALIBRATE_PARAMS, prompt_tokens: [T.any] });
   }
 
-  #withMessages(op, messages, params) {
-    const { config, ...rest } = params;
-    const body = JSON.stringify(rest).slice(1, -1);
+  #withMessages(where, op, messages, params, spec) {
+    const { config, ...rest } = checkOptions(where, params, spec, "params");
+    for (const k of Object.keys(rest)) if (rest[k] === undefined || rest[k] === null) delete rest[k];
+    const body = serialize(rest, "", "invalid_request", 0).slice(1, -1);
     return unwrap(this.callRaw(`{"op":"${op}"${body ? "," + body : ""}${this.#configField(config)}` +
-      `${messages === undefined ? "" : `,"messages":${JSON.stringify(messages)}`}}`));
+      `${messages === undefined ? "" : `,"messages":${messagesJSON(messages)}`}}`));
   }
 
   /**
    * Compacts a conversation: prune, boundaries, summary of the middle by your
    * `summarize` (or the built-in extractive summarizer when absent), assembly.
-   * A summarizer that rejects or throws yields the built-in fallback summary
-   * (report.fallback_used), never a lost middle.
+   * A summarizer that rejects, throws, returns a non-string or does not answer
+   * within `timeoutMs` yields the built-in fallback summary (report.fallback_used,
+   * report.fallback_code), never a lost middle. An aborted `signal` rejects the call
+   * with the signal's reason.
    * @param {import("./index.d.ts").Message[]} messages
    * @param {import("./index.d.ts").CompactOptions} [options]
    */
-  async compact(messages, options = {}) {
+  async compact(messages, options) {
     if (this.#closed) throw new ErrClosed();
+    const o = checkOptions("compact()", options, COMPACT_OPTIONS);
+    return this.#compact(messages, o, o.config === undefined || o.config === null ? undefined : o.config, false);
+  }
+
+  /**
+   * compact() with checked options. `config` is the call's config, merged over the
+   * compactor's, or (`raw`) the JSON of the whole config to use (the engine's).
+   */
+  async #compact(messages, o, config, raw) {
     if (!Array.isArray(messages)) {
-      throw new CompactError("invalid_messages", "ctxcompact: messages must be an array", "/messages");
+      throw new CompactError("invalid_messages", `ctxcompact: messages must be an array of message objects, got ${describe(messages)}`, "/messages");
     }
-    const { summarize } = options;
-    if (summarize !== undefined && typeof summarize !== "function") {
-      throw new TypeError("ctxcompact: options.summarize must be a function");
-    }
+    const { summarize, signal } = o;
+    const timeoutMs = o.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    if (signal?.aborted) throw abortReason(signal);
     await this.ready();
+    if (signal?.aborted) throw abortReason(signal);
+    const configJSON = raw ? config : this.#callConfig(config);
     // The same fields for begin and finish; the messages serialized and encoded once.
     // The ticket names this compaction, so that finish may leave the messages out.
-    const params = `${this.#configField(options.config)}${field("force", options.force)}` +
-      `${field("prompt_tokens", options.promptTokens)}${field("format", options.format)}${field("system", options.system)}` +
+    const params = `${configJSON === undefined ? "" : `,"config":${configJSON}`}${field("force", o.force)}` +
+      `${field("prompt_tokens", o.promptTokens)}${field("format", o.format)}` +
+      `${o.system === undefined || o.system === null ? "" : `,"system":${serialize(o.system, "/system", "invalid_messages")}`}` +
       `,"output":"refs"${summarize ? field("ticket", newTicket()) : ""}`;
-    const encoded = utf8(JSON.stringify(messages));
+    const encoded = utf8(messagesJSON(messages));
     const withMessages = [`${params},"messages":`, encoded, "}"];
     const begun = unwrap(this.#callParts([`{"op":"compact.begin","summarizer":"${summarize ? "host" : "builtin"}"`, ...withMessages]));
     if (begun.done) return toResult(materialize(begun, messages));
 
-    let outcome;
-    try {
-      const text = await summarize(begun.summary_request);
-      outcome = typeof text === "string"
-        ? field("summary", text)
-        : field("error", `summarize returned ${text === null ? "null" : typeof text}, not a string`);
-    } catch (err) {
-      outcome = field("error", errorText(err));
-    }
+    const outcome = await runSummarizer(summarize, begun.summary_request, timeoutMs, signal);
     await this.ready();
     // The instance that began it keeps the compaction: finish without the messages.
     // Another one (the first was replaced after a trap, or the entry was evicted)
@@ -357,13 +422,31 @@ export class Compactor {
   }
 
   /**
-   * A Hermes-style context engine bound to this compactor: feed it each response's
-   * usage, ask shouldCompress(), call compress().
+   * A context engine (the Hermes method set) bound to this compactor: feed it each
+   * response's usage, ask shouldCompress(), call compress(). Its config is merged
+   * over the compactor's; `state` restores a saved engine instead.
    * @param {import("./index.d.ts").EngineOptions} [options]
    */
-  engine(options = {}) {
-    return new ContextEngine(this, options);
+  engine(options) {
+    const o = checkOptions("engine()", options, ENGINE_OPTIONS);
+    return new ContextEngine(this, o, kInstance);
   }
+
+  /** For ContextEngine (kEngine is not exported): the call config and #compact with a whole config. */
+  [kEngine]() {
+    return {
+      configJSON: (config) => this.#callConfig(config),
+      compact: (messages, o, configJSON) => this.#compact(messages, o, configJSON, true),
+    };
+  }
+}
+
+/** JSON of a message list, or invalid_messages at the offending value. */
+function messagesJSON(messages) {
+  if (!Array.isArray(messages)) {
+    throw new CompactError("invalid_messages", `ctxcompact: messages must be an array of message objects, got ${describe(messages)}`, "/messages");
+  }
+  return serialize(messages, "/messages", "invalid_messages");
 }
 
 function toResult(r) {
@@ -372,89 +455,223 @@ function toResult(r) {
   return out;
 }
 
+function abortReason(signal) {
+  if (signal.reason !== undefined) return signal.reason;
+  if (typeof DOMException === "function") return new DOMException("This operation was aborted", "AbortError");
+  const err = new Error("This operation was aborted");
+  err.name = "AbortError";
+  return err;
+}
+
+function timeoutError(message) {
+  if (typeof DOMException === "function") return new DOMException(message, "TimeoutError");
+  const err = new Error(message);
+  err.name = "TimeoutError";
+  return err;
+}
+
 /**
- * The method set of a Hermes-style context engine over a Compactor. It keeps the
- * last API-reported prompt tokens and the breaker state between calls.
+ * Awaits the summarizer, bounded by `timeoutMs` and the caller's `signal`, and
+ * returns the compact.finish field: `,"summary":...` or `,"error":{code, message}`
+ * (code timeout, error or cancelled). Rejects with the signal's reason when the
+ * caller aborts (no finish is sent then). The summarizer gets `{ signal }`, aborted
+ * on timeout or when the caller aborts, to cancel its own request. No timer or
+ * listener outlives the call.
+ */
+async function runSummarizer(summarize, request, timeoutMs, signal) {
+  const ac = typeof AbortController === "function" ? new AbortController() : null;
+  let timer;
+  let onAbort;
+  const bounds = new Promise((resolve, reject) => {
+    if (timeoutMs <= MAX_TIMER_MS) {
+      timer = setTimeout(() => {
+        const message = `the summarizer did not answer within ${timeoutMs} ms`;
+        resolve({ code: "timeout", message });
+        ac?.abort(timeoutError(`ctxcompact: ${message}`));
+      }, timeoutMs);
+    }
+    if (signal) {
+      onAbort = () => {
+        reject(abortReason(signal));
+        ac?.abort(signal.reason);
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+    }
+  });
+  let pending;
+  try {
+    pending = Promise.resolve(summarize(request, { signal: ac?.signal }));
+  } catch (err) {
+    pending = Promise.reject(err);
+  }
+  const answer = pending.then(
+    (text) => (typeof text === "string"
+      ? { summary: text }
+      : { code: "error", message: `summarize returned ${describe(text)}, not a string` }),
+    (err) => {
+      if (signal?.aborted) throw abortReason(signal);
+      const name = err?.name;
+      return { code: name === "AbortError" ? "cancelled" : name === "TimeoutError" ? "timeout" : "error", message: errorText(err) };
+    },
+  );
+  let got;
+  try {
+    got = await Promise.race([answer, bounds]);
+  } finally {
+    clearTimeout(timer);
+    if (onAbort) signal.removeEventListener("abort", onAbort);
+    answer.catch(() => {}); // a summarizer settling after the timeout or the abort
+    bounds.catch(() => {});
+  }
+  return "summary" in got ? field("summary", got.summary) : `,"error":${JSON.stringify(got)}`;
+}
+
+/** STATUS keys -> camelCase fields of ContextEngine. */
+const STATUS_FIELDS = {
+  name: "name", model: "model", provider: "provider", contextLength: "context_length",
+  thresholdTokens: "threshold_tokens", thresholdPercent: "threshold_percent", thresholdRule: "threshold_rule",
+  lastPromptTokens: "last_prompt_tokens", lastCompletionTokens: "last_completion_tokens",
+  lastTotalTokens: "last_total_tokens", usagePercent: "usage_percent", compressionCount: "compression_count",
+  breakerTokens: "breaker_tokens", lastCompactionFits: "last_compaction_fits",
+  lastFallbackUsed: "last_fallback_used", lastFallbackCode: "last_fallback_code",
+};
+
+/**
+ * The context engine (the Hermes method set), a thin wrapper over the core's
+ * engine.* ops: the rules (usage normalisation, the breaker, model switch, status)
+ * are the core's; this object keeps the engine state (a JSON object the core
+ * returns with each op) and the status of the last op, whose keys its fields read.
  */
 export class ContextEngine {
   #c;
-  #config;
   #summarize;
-  lastPromptTokens = 0;
-  lastCompletionTokens = 0;
-  compressionCount = 0;
-  /** tokens_after of the last compaction when it did not fit (the repeat-compaction breaker). */
-  lastCompactionTokens = undefined;
+  #timeoutMs;
+  /** JSON text of the engine state. */
+  #state;
+  #status;
 
-  constructor(compactor, options = {}) {
+  /** Use compactor.engine(options) or ContextEngine.create(options). */
+  constructor(compactor, options, token) {
+    if (token !== kInstance) throw new TypeError("ctxcompact: use `compactor.engine(options)` or `await ContextEngine.create(options)`");
     this.#c = compactor;
-    this.#config = mergeConfig(compactor.config, options.config);
-    this.#summarize = options.summarize;
-  }
-
-  get config() { return this.#config; }
-
-  /** Records an OpenAI (`prompt_tokens`) or Anthropic (`input_tokens` + cache reads/writes) usage object. */
-  updateFromResponse(usage) {
-    if (!usage) return;
-    if (typeof usage.prompt_tokens === "number") {
-      this.lastPromptTokens = usage.prompt_tokens;
-    } else if (typeof usage.input_tokens === "number") {
-      this.lastPromptTokens = usage.input_tokens + (usage.cache_read_input_tokens ?? 0) + (usage.cache_creation_input_tokens ?? 0);
+    this.#summarize = options.summarize ?? undefined;
+    this.#timeoutMs = options.timeoutMs ?? undefined;
+    const hasConfig = options.config !== undefined && options.config !== null;
+    if (options.state !== undefined && options.state !== null) {
+      if (hasConfig) {
+        throw new CompactError("invalid_request", "ctxcompact: engine() takes config (a new session) or state (a saved one, which carries its config), not both", "/config");
+      }
+      this.#op("engine.status", `,"state":${serialize(options.state, "/state", "invalid_state")}`, false);
+    } else {
+      const config = compactor[kEngine]().configJSON(hasConfig ? options.config : undefined);
+      this.#op("engine.start", config === undefined ? "" : `,"config":${config}`, false);
     }
-    const out = usage.completion_tokens ?? usage.output_tokens;
-    if (typeof out === "number") this.lastCompletionTokens = out;
   }
 
-  /** Whether the last (or the given) prompt size calls for a compaction. */
-  shouldCompress(promptTokens = this.lastPromptTokens) {
-    return this.#c.shouldCompress(promptTokens, {
-      config: this.#config,
-      lastCompactionTokens: this.lastCompactionTokens,
-    }).should_compress;
+  /**
+   * A compactor and an engine over it, in one step: the options of
+   * Compactor.create (wasm, debug, maxInstanceMemory) and of compactor.engine.
+   * @param {import("./index.d.ts").ContextEngineOptions} [options]
+   */
+  static async create(options) {
+    const o = checkOptions("ContextEngine.create()", options, ENGINE_CREATE_OPTIONS);
+    const { config, summarize, state, timeoutMs, ...rest } = o;
+    const c = await Compactor.create(rest);
+    return c.engine({ config, summarize, state, timeoutMs });
   }
 
-  /** Compacts with this engine's config, prompt tokens and summarizer. */
-  async compress(messages, options = {}) {
-    const res = await this.#c.compact(messages, {
-      summarize: this.#summarize,
-      promptTokens: this.lastPromptTokens || undefined,
-      ...options,
-      config: mergeConfig(this.#config, options.config),
-    });
-    if (res.report.compacted) {
-      this.compressionCount++;
-      // The breaker only matters when the result still does not fit.
-      this.lastCompactionTokens = res.report.fits ? undefined : res.report.tokens_after;
-      this.lastPromptTokens = res.report.tokens_after;
-    }
+  /** Runs an engine op on the state; keeps the new state and status; returns the result. */
+  #op(op, body, withState = true) {
+    const res = unwrap(this.#c.callRaw(`{"op":"${op}"${withState ? `,"state":${this.#state}` : ""}${body}}`));
+    this.#state = JSON.stringify(res.state);
+    this.#status = res.status;
     return res;
   }
 
-  /** Switches model (name, provider, context_length); thresholds are re-resolved. */
-  updateModel(model) {
-    this.#config = mergeConfig(this.#config, { model });
+  /** The compactor this engine runs on. */
+  get compactor() { return this.#c; }
+
+  /** The engine state: a JSON object to persist; `compactor.engine({ state })` restores it. */
+  get state() { return JSON.parse(this.#state); }
+
+  /** The config the engine compacts with (the state's). */
+  get config() { return this.state.config; }
+
+  /** Records the API-reported usage of the last LLM call (OpenAI, Responses, Anthropic, AI SDK, Gemini shapes). */
+  updateFromResponse(usage) {
+    const body = usage === undefined ? "" : `,"usage":${serialize(usage, "/usage", "invalid_request")}`;
+    return this.#op("engine.usage", body).usage;
   }
 
-  /** Forgets usage and the breaker; keeps the config. */
+  /** Whether the last reported (or the given) prompt size calls for a compaction; the breaker is the state's. */
+  shouldCompress(promptTokens) {
+    checkValue("shouldCompress()", "promptTokens", "prompt_tokens", promptTokens, T.count);
+    return this.#op("engine.should_compress", field("prompt_tokens", promptTokens)).should_compress;
+  }
+
+  /**
+   * Compacts with the state's config, the given or last reported prompt tokens and
+   * this engine's summarizer, then records the report (compression count, the
+   * breaker). `focusTopic` is added to a summarizer's instructions.
+   * @param {import("./index.d.ts").Message[]} messages
+   * @param {import("./index.d.ts").CompressOptions} [options]
+   */
+  async compress(messages, options) {
+    const o = checkOptions("compress()", options, COMPRESS_OPTIONS);
+    const last = this.#status.last_prompt_tokens;
+    const promptTokens = o.currentTokens ?? (last > 0 ? last : undefined);
+    let summarize = this.#summarize;
+    if (summarize && o.focusTopic) summarize = withFocus(summarize, o.focusTopic);
+    const config = JSON.stringify(JSON.parse(this.#state).config ?? null);
+    const res = await this.#c[kEngine]().compact(messages, {
+      summarize, promptTokens, force: o.force, format: o.format, system: o.system,
+      timeoutMs: o.timeoutMs ?? this.#timeoutMs, signal: o.signal,
+    }, config === "null" ? undefined : config);
+    this.#op("engine.record", `,"report":${JSON.stringify(res.report)}`);
+    return res;
+  }
+
+  /**
+   * Model switch (or fallback): the threshold is re-resolved for the new model and
+   * window, the breaker is cleared. `apiKey` is accepted for the Hermes signature and
+   * never stored.
+   */
+  updateModel(model, contextLength, options) {
+    const o = checkOptions("updateModel()", options, UPDATE_MODEL_OPTIONS);
+    checkValue("updateModel()", "model", "model", model, T.string);
+    checkValue("updateModel()", "contextLength", "context_length", contextLength, T.count);
+    this.#op("engine.update_model", `${field("model", model)}${field("context_length", contextLength)}` +
+      `${field("provider", o.provider)}${field("base_url", o.baseUrl)}${field("api_mode", o.apiMode)}`);
+  }
+
+  /** /new or /reset: counters, usage, breaker and last report zeroed; the config is kept. */
   onSessionReset() {
-    this.lastPromptTokens = 0;
-    this.lastCompletionTokens = 0;
-    this.compressionCount = 0;
-    this.lastCompactionTokens = undefined;
+    this.#op("engine.reset", "");
   }
 
-  /** `{last_prompt_tokens, threshold_tokens, context_length, usage_percent, compression_count}`. */
+  /** The status of the last op (a copy). */
   getStatus() {
-    const t = this.#c.resolveThreshold(this.#config);
-    return {
-      last_prompt_tokens: this.lastPromptTokens,
-      threshold_tokens: t.threshold_tokens,
-      context_length: t.context_length,
-      usage_percent: t.context_length ? Math.round((this.lastPromptTokens / t.context_length) * 1000) / 10 : 0,
-      compression_count: this.compressionCount,
-    };
+    return { ...this.#status };
   }
+}
+
+for (const [name, key] of Object.entries(STATUS_FIELDS)) {
+  Object.defineProperty(ContextEngine.prototype, name, {
+    get() { return this.getStatus()[key]; },
+    enumerable: false,
+    configurable: true,
+  });
+}
+
+/** A summarizer whose request asks it to give priority to a topic. */
+function withFocus(summarize, topic) {
+  const extra = `\n\nFocus topic: give priority to everything about ${topic}.`;
+  return (request, ctx) => {
+    const msgs = request.messages.map((m) => ({ ...m }));
+    const last = msgs[msgs.length - 1];
+    if (last && typeof last.content === "string") last.content += extra;
+    return summarize({ ...request, messages: msgs }, ctx);
+  };
 }
 
 /** Test hook: the live instance's raw exports (undocumented; may change). */

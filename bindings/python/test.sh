@@ -2,12 +2,19 @@
 # Python binding tests, self-contained on a fresh machine:
 #   1. a venv under bindings/python/build/venv (git-ignored; CTXCOMPACT_PY_VENV overrides)
 #      with wasmtime, pytest, build and hatchling from PyPI;
-#   2. wasm/ctxcompact.wasm copied into the package with its sha256;
-#   3. a wheel built (bindings/python/dist/) and installed into that venv;
-#   4. mypy --strict on the package (the type hints are part of the API);
-#   5. pytest on tests/ against the installed wheel. Any failure, error or an empty
+#   2. an sdist, then a wheel from that sdist (bindings/python/dist/), as `python -m
+#      build` does; hatch_build.py puts ../../wasm/ctxcompact.wasm and its sha256 into
+#      both, so nothing is copied into the source tree first; the wheel is installed
+#      into that venv;
+#   3. mypy --strict on the package (the type hints are part of the API);
+#   4. pytest on tests/ against the installed wheel. Any failure, error or an empty
 #      run (pytest exit 5) fails this script.
-# Usage: bash bindings/python/test.sh [--copy-only | pytest args...]
+#   tests/test_wheel.py also installs by every route the README names (the directory,
+#   git+file, the sdist, the wheel), each into a fresh venv.
+# Usage: bash bindings/python/test.sh [--copy-only | --bench [args] | pytest args...]
+#   --bench: steps 1-2, then bench/start.py (start-up times; ./build.sh bench runs it).
+#   --copy-only: copy the module into src/ctxcompact/ (git-ignored) and stop, for
+#   running bench.py against the source tree; no build or test needs it.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -27,8 +34,8 @@ copy_wasm() {
 		echo "test.sh: copied .wasm does not match $src" >&2; exit 1; }
 }
 
-copy_wasm
 if [[ "${1:-}" == "--copy-only" ]]; then
+	copy_wasm
 	exit 0
 fi
 
@@ -42,18 +49,27 @@ if ! "$venv/bin/python" -c 'import wasmtime, pytest, build, hatchling, mypy' >/d
 	"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${deps[@]}"
 fi
 vpy="$venv/bin/python"
+mkdir -p "$here/build"
+# The same pins for the fresh venvs of tests/test_wheel.py, build isolation included
+# (pip passes PIP_CONSTRAINT on to the pip that fills a build environment).
+printf '%s\n' "${deps[@]}" >"$here/build/constraints.txt"
 
 dist="$here/dist"
-mkdir -p "$here/build"
 rm -rf "$dist"
-"$vpy" -m build --wheel --no-isolation --outdir "$dist" "$here" >"$here/build/wheel.log" 2>&1 || {
+"$vpy" -m build --no-isolation --outdir "$dist" "$here" >"$here/build/wheel.log" 2>&1 || {
 	cat "$here/build/wheel.log" >&2; exit 1; }
 wheel=$(ls "$dist"/ctxcompact-*.whl)
+sdist=$(ls "$dist"/ctxcompact-*.tar.gz)
 "$vpy" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
+if [[ "${1:-}" == "--bench" ]]; then
+	shift
+	cd "$here/build" # not the source tree: the installed package is measured
+	exec "$vpy" "$here/bench/start.py" "$@"
+fi
 
 "$vpy" -m mypy --strict --no-error-summary --cache-dir "$here/build/mypy-cache" "$here/src/ctxcompact"
 
-export CTXCOMPACT_WHEEL="$wheel"
+export CTXCOMPACT_WHEEL="$wheel" CTXCOMPACT_SDIST="$sdist" CTXCOMPACT_PIP_CONSTRAINT="$here/build/constraints.txt"
 export CTXCOMPACT_REPO_ROOT="$root"
 export CTXCOMPACT_CACHE_DIR="$here/build/module-cache"
 cd "$here"

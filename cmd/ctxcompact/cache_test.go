@@ -2,12 +2,13 @@ package main
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/ctxcompact/ctxcompact/internal/testtraces"
 )
 
 // cacheRun runs the CLI in-process and returns exit code, stdout and stderr.
@@ -117,13 +118,10 @@ func TestSimulateCommand(t *testing.T) {
 	}
 }
 
-// TestSimulateCommandSharedTrace runs the table on one shared trace (skipped when the
-// traces are not beside the repository): savings are printed for every strategy.
+// TestSimulateCommandSharedTrace runs the table on one shared trace (when the traces
+// are missing: internal/testtraces): savings are printed for every strategy.
 func TestSimulateCommandSharedTrace(t *testing.T) {
-	p := filepath.Join("..", "..", "..", "shared", "traces", "tau2-claude-opus-4-6-airline.json")
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("shared trace not found: %v", err)
-	}
+	p := testtraces.File(t, "tau2-claude-opus-4-6-airline.json")
 	code, out, stderr := cliRun(t, "", "simulate", p, "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)

@@ -46,39 +46,15 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		return err
 	}
 
-	cfg := []byte(conv.config)
-	if len(cfg) == 0 {
-		cfg = []byte("{}")
+	cfg, err := compactConfig("compact", conv.config, *configFile, *contextLength, *model)
+	if err != nil {
+		return err
 	}
-	if *configFile != "" {
-		if cfg, err = os.ReadFile(*configFile); err != nil {
-			return fmt.Errorf("ctxcompact compact: %w", err)
-		}
-		if !json.Valid(cfg) {
-			return fmt.Errorf("ctxcompact compact: %s is not valid JSON", *configFile)
-		}
-	}
-	if *contextLength != 0 {
-		if cfg, err = sjson.SetBytes(cfg, "model.context_length", *contextLength); err != nil {
-			return fmt.Errorf("ctxcompact compact: --context-length: %w", err)
-		}
-	}
-	if *model != "" {
-		if cfg, err = sjson.SetBytes(cfg, "model.name", *model); err != nil {
-			return fmt.Errorf("ctxcompact compact: --model: %w", err)
-		}
-	}
-
 	summarizer := "builtin"
 	if *endpoint != "" {
 		summarizer = "host"
 	}
-	params := make([]byte, 0, len(conv.messages)+len(cfg)+64)
-	params = append(params, `{"force":true,"summarizer":"`+summarizer+`","config":`...)
-	params = append(params, bytes.TrimSpace(cfg)...)
-	params = append(params, `,"messages":`...)
-	params = append(params, conv.messages...)
-	params = append(params, '}')
+	params := compactParams(summarizer, cfg, conv.messages)
 	call := callerFor(*useWasm)
 	res, err := opResult(call, "compact.begin", params)
 	if err != nil {
@@ -130,4 +106,45 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stderr, "  nothing summarized (%s); pruned %d tool outputs\n", r.Get("reason").Str, len(r.Get("pruned").Array()))
 	}
 	return nil
+}
+
+// compactConfig is the config compact sends the core: the file's own config (raw
+// JSON, "" for none), replaced by configFile when given, with --context-length and
+// --model set over it. name is the command, for error messages.
+func compactConfig(name, fileConfig, configFile string, contextLength int, model string) ([]byte, error) {
+	cfg := []byte(fileConfig)
+	if len(cfg) == 0 {
+		cfg = []byte("{}")
+	}
+	var err error
+	if configFile != "" {
+		if cfg, err = os.ReadFile(configFile); err != nil {
+			return nil, fmt.Errorf("ctxcompact %s: %w", name, err)
+		}
+		if !json.Valid(cfg) {
+			return nil, fmt.Errorf("ctxcompact %s: %s is not valid JSON", name, configFile)
+		}
+	}
+	if contextLength != 0 {
+		if cfg, err = sjson.SetBytes(cfg, "model.context_length", contextLength); err != nil {
+			return nil, fmt.Errorf("ctxcompact %s: --context-length: %w", name, err)
+		}
+	}
+	if model != "" {
+		if cfg, err = sjson.SetBytes(cfg, "model.name", model); err != nil {
+			return nil, fmt.Errorf("ctxcompact %s: --model: %w", name, err)
+		}
+	}
+	return cfg, nil
+}
+
+// compactParams are the params of compact.begin that compact sends: forced, with
+// summarizer "builtin" or "host", cfg and the raw messages array.
+func compactParams(summarizer string, cfg []byte, messages string) []byte {
+	params := make([]byte, 0, len(messages)+len(cfg)+64)
+	params = append(params, `{"force":true,"summarizer":"`+summarizer+`","config":`...)
+	params = append(params, bytes.TrimSpace(cfg)...)
+	params = append(params, `,"messages":`...)
+	params = append(params, messages...)
+	return append(params, '}')
 }

@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxcompact/ctxcompact/core"
+	"github.com/ctxcompact/ctxcompact/internal/testtraces"
 )
 
 // TestCallPrintsCoreBytes: `ctxcompact call` prints exactly what core.Call returns,
@@ -37,10 +36,7 @@ func TestCallPrintsCoreBytes(t *testing.T) {
 // TestCompactCommand compacts a shared trace with the builtin summarizer and checks
 // the stable output shape; --wasm prints the same bytes.
 func TestCompactCommand(t *testing.T) {
-	file := filepath.Join("..", "..", "..", "shared", "traces", "mini-swe-agent-deepseek-astropy-12907.json")
-	if _, err := os.Stat(file); err != nil {
-		t.Skipf("shared traces not found (%v): this test needs ../shared/traces beside the repository", err)
-	}
+	file := testtraces.File(t, "mini-swe-agent-deepseek-astropy-12907.json")
 	code, out, errOut := cliRun(t, "", "compact", file, "--context-length", "32000")
 	require.Equal(t, 0, code, errOut)
 	var res struct {

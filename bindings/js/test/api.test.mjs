@@ -47,7 +47,7 @@ test("package.json ships the bindings and the wasm, never tests or testdata", ()
 });
 
 test("the core binding path has no node: imports", () => {
-  for (const f of ["index.js", "runtime.js", "wasi.js", "errors.js"]) {
+  for (const f of ["index.js", "runtime.js", "wasi.js", "errors.js", "options.js"]) {
     const src = readFileSync(path.join(ROOT, "bindings", "js", f), "utf8");
     assert.doesNotMatch(src, /from\s+["']node:|import\(["']node:|require\(/, f);
   }

@@ -28,10 +28,20 @@ async function run() {
   out.hasSummary = res.messages.some((m) => typeof m.content === "string" && m.content.includes("BROWSER-SUMMARY"));
   const failed = await c.compact(msgs, { config, summarize: async () => { throw new Error("offline"); } });
   out.fallbackUsed = failed.report.fallback_used;
+  // A hanging summarizer times out (the browser's timers, AbortController); a
+  // misspelled option throws; the engine runs on the core's engine ops.
+  const hung = await c.compact(msgs, { config, timeoutMs: 30, summarize: () => new Promise(() => {}) });
+  out.timeoutCode = hung.report.fallback_code;
+  try { await c.compact(msgs, { forse: true }); } catch (e) { out.optionError = { code: e.code, path: e.path }; }
+  const engine = c.engine({ config });
+  engine.updateFromResponse({ inputTokens: 30000, outputTokens: 5 });
+  out.engineTriggers = engine.shouldCompress();
   // 5. An error envelope.
   try { c.call("nope"); } catch (e) { out.error = { isCompactError: e instanceof CompactError, code: e.code, path: e.path }; }
-  // 6. A trap on the main thread. Chromium refuses synchronous instantiation of a
-  // module this size there, so the replacement starts asynchronously: ready() waits.
+  // 6. A trap on the main thread. Where the browser refuses synchronous
+  // instantiation (large modules on a main thread), the replacement starts
+  // asynchronously and ready() waits; where it allows it (syncInstantiate below),
+  // ready() returns at once.
   const before = _instanceOf(c);
   new Uint8Array(before.exports.memory.buffer).fill(0xaa);
   try { c.info(); } catch (e) { out.trapCode = e.code; }

@@ -73,6 +73,9 @@ test("headless Chromium: default and URL loading, an op, compactions, errors, tr
   assert.equal(r.sameTail, true);
   assert.equal(r.hasSummary, true);
   assert.equal(r.fallbackUsed, true);
+  assert.equal(r.timeoutCode, "timeout");
+  assert.deepEqual(r.optionError, { code: "invalid_request", path: "/forse" });
+  assert.equal(r.engineTriggers, true);
   assert.deepEqual(r.error, { isCompactError: true, code: "unknown_op", path: "/op" });
   assert.equal(r.trapCode, "internal");
   assert.equal(r.replaced, true);

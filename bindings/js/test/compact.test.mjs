@@ -3,13 +3,12 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { CompactError, Compactor, _instanceOf } from "../index.js";
-import path from "node:path";
-import { loadTrace, session, sleep, traceFiles, tracesSkip } from "./helpers.mjs";
+import { loadTrace, session, sleep, traceFile, traceFiles, tracesSkip } from "./helpers.mjs";
 
 const c = await Compactor.create();
 const small = { model: { context_length: 32000 } };
 
-/** Every input message is kept (same object) or archived with that same object (DESIGN §8.7). */
+/** Every input message is kept (same object) or archived with that same object (docs/DESIGN.md §8.7). */
 function assertNothingLost(input, res) {
   const kept = new Set();
   for (const m of res.messages) {
@@ -227,30 +226,6 @@ test("cache ops: policy, apply (input not mutated), simulate; calibrate", () => 
   assert.ok(cal.factor > 1.5 && cal.factor <= 2.5, JSON.stringify(cal));
 });
 
-test("engine: usage in, trigger, compress, status", async () => {
-  const engine = c.engine({ config: small, summarize: async () => "ENGINE-SUMMARY" });
-  const msgs = session({ turns: 40 });
-  engine.updateFromResponse({ prompt_tokens: 1000, completion_tokens: 50 });
-  assert.equal(engine.shouldCompress(), false);
-  engine.updateFromResponse({ input_tokens: 20000, cache_read_input_tokens: 10000, output_tokens: 7 });
-  assert.equal(engine.lastPromptTokens, 30000);
-  assert.equal(engine.lastCompletionTokens, 7);
-  assert.equal(engine.shouldCompress(), true);
-  const s0 = engine.getStatus();
-  assert.equal(s0.context_length, 32000);
-  assert.equal(s0.usage_percent, 93.8);
-  const res = await engine.compress(msgs);
-  assert.equal(res.report.compacted, true);
-  assert.match(summaryText(res), /ENGINE-SUMMARY/);
-  const s1 = engine.getStatus();
-  assert.equal(s1.compression_count, 1);
-  assert.equal(s1.last_prompt_tokens, res.report.tokens_after);
-  engine.updateModel({ context_length: 64000 });
-  assert.equal(engine.getStatus().context_length, 64000);
-  engine.onSessionReset();
-  assert.equal(engine.getStatus().compression_count, 0);
-});
-
 test("real traces compact to valid conversations (builtin and host summarizers)", { skip: tracesSkip() }, async () => {
   const files = traceFiles();
   assert.ok(files.length > 0);
@@ -266,7 +241,7 @@ test("real traces compact to valid conversations (builtin and host summarizers)"
 });
 
 test("the Anthropic layout: top-level system gets the note, blocks stay paired", { skip: tracesSkip() }, async () => {
-  const file = path.join(path.dirname(traceFiles()[0]), "anthropic-format", "claude-code-spotter-ae4a77f8-precompact.json");
+  const file = traceFile("anthropic-format/claude-code-spotter-ae4a77f8-precompact.json");
   const msgs = loadTrace(file);
   const system = "You are Claude Code.";
   const res = await c.compact(msgs, { system, config: small, summarize: async () => "## Goal\nTrace spans end to end." });

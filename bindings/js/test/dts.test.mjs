@@ -22,6 +22,8 @@ const small = { model: { context_length: 32000 } };
 const begun = c.call("compact.begin", { messages: msgs, config: small, summarizer: "host" });
 const finished = await c.compact(msgs, { config: small, summarize: async () => "S" });
 const sim = c.cacheSimulate(msgs, { model: "claude-sonnet-4", per_request: true });
+const engine = c.engine({ config: small });
+const usage = engine.updateFromResponse({ prompt_tokens: 5 });
 
 const cases = {
   InfoResult: c.info(),
@@ -41,6 +43,8 @@ const cases = {
   CacheSimulateResult: sim,
   CacheStrategyResult: Object.values(sim.strategies)[0],
   CalibrateResult: c.calibrate(msgs, 30000),
+  EngineStatus: engine.getStatus(),
+  EngineUsage: usage,
 };
 
 for (const [name, value] of Object.entries(cases)) {

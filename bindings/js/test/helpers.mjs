@@ -8,19 +8,47 @@ export const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 export const WASM_PATH = path.join(ROOT, "wasm", "ctxcompact.wasm");
 export const TRACES_DIR = path.join(ROOT, "..", "shared", "traces");
 
-/** Trace files (openai-chat) in ../shared/traces, or null when that folder is absent. */
-export function traceFiles() {
-  if (!existsSync(TRACES_DIR)) return null;
-  return readdirSync(TRACES_DIR).filter((f) => f.endsWith(".json")).sort().map((f) => path.join(TRACES_DIR, f));
+/** CI is set (to anything but "", "0" or "false"): missing inputs fail, not skip. */
+export function inCI(env = process.env) {
+  return !["", "0", "false"].includes(String(env.CI ?? "").trim().toLowerCase());
+}
+
+const missingTraces = (dir) => `shared traces not found at ${dir} (the ../shared folder beside the repository)`;
+
+/**
+ * Trace files (openai-chat, *.json) in ../shared/traces. When the folder is missing:
+ * throws (failing the test) if CI is set, else returns null (the caller skips or
+ * falls back, and says so).
+ */
+export function traceFiles(dir = TRACES_DIR, env = process.env) {
+  if (!existsSync(dir)) {
+    if (inCI(env)) throw new Error(`${missingTraces(dir)}; CI is set, so trace-based tests must not skip`);
+    return null;
+  }
+  const files = readdirSync(dir).filter((f) => f.endsWith(".json")).sort().map((f) => path.join(dir, f));
+  if (files.length === 0) throw new Error(`${dir} exists but holds no *.json trace`);
+  return files;
+}
+
+/** One shared trace by its path under ../shared/traces (the same rule as traceFiles). */
+export function traceFile(relative, dir = TRACES_DIR, env = process.env) {
+  if (traceFiles(dir, env) === null) return null;
+  const file = path.join(dir, relative);
+  if (!existsSync(file)) throw new Error(`${file} is missing from the shared traces`);
+  return file;
 }
 
 export function loadTrace(file) {
   return JSON.parse(readFileSync(file, "utf8")).messages;
 }
 
-/** Skip reason for trace tests: only when ../shared/traces is absent. */
-export function tracesSkip() {
-  return traceFiles() === null ? `../shared/traces is absent (looked in ${TRACES_DIR})` : false;
+/**
+ * The `skip` option of a trace-based test: a reason naming the missing folder, or
+ * false. With CI set it is always false: the test runs, and traceFiles fails it.
+ */
+export function tracesSkip(dir = TRACES_DIR, env = process.env) {
+  if (existsSync(dir) || inCI(env)) return false;
+  return `SKIPPED, NOT TESTED: ${missingTraces(dir)}`;
 }
 
 const leb = (n) => {

@@ -6,7 +6,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { ROOT, session, traceFiles } from "./helpers.mjs";
+import { ROOT, TRACES_DIR, session, traceFiles } from "./helpers.mjs";
 
 const npm = (args, cwd) => execFileSync("npm", args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
 
@@ -17,7 +17,7 @@ test("npm pack -> install in a clean folder -> compact a shared trace", async (t
   const [packed] = JSON.parse(npm(["pack", "--json", "--pack-destination", tmp], ROOT));
   const files = packed.files.map((f) => f.path).sort();
   for (const want of ["package.json", "wasm/ctxcompact.wasm", "bindings/js/index.js", "bindings/js/index.d.ts",
-    "bindings/js/runtime.js", "bindings/js/wasi.js", "bindings/js/errors.js", "bindings/js/node.js"]) {
+    "bindings/js/runtime.js", "bindings/js/wasi.js", "bindings/js/errors.js", "bindings/js/options.js", "bindings/js/node.js"]) {
     assert.ok(files.includes(want), `the tarball has ${want}: ${files.join(", ")}`);
   }
   for (const f of files) assert.doesNotMatch(f, /testdata|\/test\/|bench|\.go$|test\.sh/, f);
@@ -28,10 +28,14 @@ test("npm pack -> install in a clean folder -> compact a shared trace", async (t
   npm(["install", "--no-audit", "--no-fund", "--ignore-scripts", path.join(tmp, packed.filename)], proj);
   assert.ok(existsSync(path.join(proj, "node_modules", "ctxcompact", "wasm", "ctxcompact.wasm")));
 
-  // The trace: a shared one, or (only when ../shared/traces is absent) a synthetic one.
+  // The trace: a shared one, or (only when ../shared/traces is absent and CI is not
+  // set; with CI set traceFiles throws) a synthetic one.
   const traces = traceFiles();
   const trace = traces ? traces.find((f) => f.includes("mini-swe-agent")) ?? traces[0] : path.join(tmp, "synthetic.json");
-  if (!traces) writeFileSync(trace, JSON.stringify({ messages: session({ turns: 60 }) }));
+  if (!traces) {
+    t.diagnostic(`NOTE: ${TRACES_DIR} is missing: compacting a synthetic session instead`);
+    writeFileSync(trace, JSON.stringify({ messages: session({ turns: 60 }) }));
+  }
   const script = `import { readFileSync } from "node:fs";
 import { Compactor } from "ctxcompact";
 const { messages } = JSON.parse(readFileSync(process.argv[2], "utf8"));
@@ -55,4 +59,25 @@ console.log(JSON.stringify({ before: messages.length, after: out.length, kept, a
   // The types resolve from the installed package.
   const pkg = JSON.parse(readFileSync(path.join(proj, "node_modules", "ctxcompact", "package.json"), "utf8"));
   assert.ok(existsSync(path.join(proj, "node_modules", "ctxcompact", pkg.exports["."].types)));
+});
+
+test("npm install /path/to/checkout -> compact from a clean folder", async (t) => {
+  // The README's route for an unpublished checkout: npm links the folder.
+  const tmp = mkdtempSync(path.join(tmpdir(), "ctxcompact-dir-"));
+  t.after(() => rmSync(tmp, { recursive: true, force: true }));
+  writeFileSync(path.join(tmp, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }));
+  npm(["install", "--no-audit", "--no-fund", "--ignore-scripts", ROOT], tmp);
+  const pkg = JSON.parse(readFileSync(path.join(tmp, "node_modules", "ctxcompact", "package.json"), "utf8"));
+  assert.equal(pkg.name, "ctxcompact");
+  writeFileSync(path.join(tmp, "conv.json"), JSON.stringify({ messages: session({ turns: 60 }) }));
+  writeFileSync(path.join(tmp, "run.mjs"), `import { readFileSync } from "node:fs";
+import { Compactor } from "ctxcompact";
+const { messages } = JSON.parse(readFileSync("conv.json", "utf8"));
+const c = await Compactor.create({ config: { model: { context_length: 16000 } } });
+const { messages: out, report } = await c.compact(messages, { summarize: async () => "Goal: the task." });
+console.log(JSON.stringify({ before: messages.length, after: out.length, compacted: report.compacted, valid: c.validate(out).ok }));
+`);
+  const out = JSON.parse(execFileSync(process.execPath, ["run.mjs"], { cwd: tmp, encoding: "utf8" }));
+  assert.deepEqual({ compacted: out.compacted, valid: out.valid }, { compacted: true, valid: true }, JSON.stringify(out));
+  assert.ok(out.after < out.before, JSON.stringify(out));
 });

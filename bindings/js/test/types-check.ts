@@ -1,7 +1,7 @@
 // Compiled by types.test.mjs with `tsc --strict --noEmit`: the hand-written index.d.ts
 // must accept real usage and reject wrong usage (each @ts-expect-error must be needed).
 import {
-  Compactor, CompactError, ErrBadBinary, ErrClosed, ErrABIMismatch,
+  Compactor, CompactError, ContextEngine, ErrBadBinary, ErrClosed, ErrABIMismatch,
   type CompactResult, type ErrorCode, type Message, type SummaryRequest, type Config,
 } from "ctxcompact";
 
@@ -28,9 +28,30 @@ export async function main(): Promise<number> {
   const t = c.resolveThreshold({ model: { context_length: 128000 } });
   const n: number = t.threshold_tokens + c.countTokens(messages).total + c.prune(messages).pruned.length;
   const s: boolean = c.shouldCompress(1000, { lastCompactionTokens: 900 }).should_compress && c.validate(messages).ok;
-  const engine = c.engine({ summarize: () => "sync summary" });
-  engine.updateFromResponse({ prompt_tokens: 10 });
+  const ac = new AbortController();
+  const timed = await c.compact(messages, {
+    summarize: async (req, ctx) => { void ctx.signal.aborted; return `${req.target_tokens}`; },
+    timeoutMs: 30000, signal: ac.signal,
+  });
+  const code0: "" | "timeout" | "error" | "empty" | "too_long" | "cancelled" = timed.report.fallback_code;
+  const engine = c.engine({ summarize: () => "sync summary", timeoutMs: 5000 });
+  const used = engine.updateFromResponse({ inputTokens: { total: 10 }, outputTokens: 3 });
+  const src: string = used.source;
   const status = engine.getStatus();
+  const breaker: number | null = engine.breakerTokens ?? status.breaker_tokens;
+  const again: ContextEngine = c.engine({ state: engine.state });
+  engine.updateModel("gpt-4o", 128000, { provider: "openai", apiKey: "k" });
+  const compressed: CompactResult = await again.compress(messages, { currentTokens: 100, focusTopic: "tests", signal: ac.signal });
+  const other: ContextEngine = await ContextEngine.create({ config, timeoutMs: 1000 });
+  void [code0, src, breaker, compressed, other];
+  // @ts-expect-error the fields are read from the status
+  engine.lastPromptTokens = 5;
+  // @ts-expect-error updateModel takes the model name and the window
+  engine.updateModel({ name: "gpt-4o", context_length: 128000 });
+  // @ts-expect-error signal is an AbortSignal
+  await c.compact(messages, { signal: true });
+  // @ts-expect-error timeoutMs is a number of milliseconds
+  await c.compact(messages, { timeoutMs: "30s" });
   try {
     c.call<{ name: string }>("info").name.toUpperCase();
   } catch (err) {

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Mapping, Optional
 
 import pytest
 
@@ -26,13 +26,37 @@ def load_trace(path: Path) -> List[Dict[str, Any]]:
         return json.load(f)["messages"]
 
 
-def need_traces() -> List[Path]:
-    """The shared traces, or skip (only) when the folder is absent."""
-    if not TRACES.is_dir():
-        pytest.skip(f"shared traces not found at {TRACES} (the ../shared folder beside the checkout)")
-    files = trace_files()
-    assert files, f"{TRACES} exists but holds no *.json trace"
+def in_ci(env: Optional[Mapping[str, str]] = None) -> bool:
+    """CI is set (to anything but "", "0" or "false"): missing inputs fail, not skip."""
+    value = (os.environ if env is None else env).get("CI", "")
+    return value.strip().lower() not in ("", "0", "false")
+
+
+def require_traces(directory: Path, env: Optional[Mapping[str, str]] = None) -> List[Path]:
+    """The *.json traces in directory. When the directory is missing: a failure if CI
+    is set (a CI run without ../shared would otherwise pass on skips alone), else a
+    skip whose reason names the path (pytest -ra prints it in the summary)."""
+    if not directory.is_dir():
+        msg = f"shared traces not found at {directory} (the ../shared folder beside the checkout)"
+        if in_ci(env):
+            pytest.fail(f"{msg}; CI is set, so trace-based tests must not skip")
+        pytest.skip(f"SKIPPED, NOT TESTED: {msg}")
+    files = sorted(directory.glob("*.json"))
+    assert files, f"{directory} exists but holds no *.json trace"
     return files
+
+
+def need_traces() -> List[Path]:
+    """The shared traces (../shared/traces/*.json); see require_traces."""
+    return require_traces(TRACES)
+
+
+def need_trace(relative: str) -> Path:
+    """One shared trace by its path under ../shared/traces; see require_traces."""
+    require_traces(TRACES)
+    path = TRACES / relative
+    assert path.is_file(), f"{path} is missing from the shared traces"
+    return path
 
 
 @pytest.fixture(scope="session")

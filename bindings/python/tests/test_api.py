@@ -568,12 +568,9 @@ def test_cache_and_calibration_wrappers():
 
 
 def test_anthropic_layout_system_gets_the_note(compactor):
-    from conftest import TRACES, load_trace
+    from conftest import load_trace, need_trace
 
-    path = TRACES / "anthropic-format" / "claude-code-spotter-ae4a77f8-precompact.json"
-    if not path.is_file():
-        pytest.skip(f"shared traces not found at {TRACES} (the ../shared folder beside the checkout)")
-    msgs = load_trace(path)
+    msgs = load_trace(need_trace("anthropic-format/claude-code-spotter-ae4a77f8-precompact.json"))
     res = compactor.compact(msgs, summarize=lambda r: "## Goal\nTrace spans end to end.", config=SMALL,
                             system=[{"type": "text", "text": "You are Claude Code."}])
     assert res.report["compacted"] and res.report["system_note_added"]

@@ -1,7 +1,9 @@
 """The compiled-module cache: cold vs warm, corrupt or unwritable cache, overrides.
 
 Compiling the module takes seconds, so the suite compiles it only a few times: once
-for a known-good cache file (copied where needed), once per recovery path."""
+for a known-good cache file (copied where needed), once per recovery path. What each
+load did is checked by its source ("compiled", "cache", ...), never by its time: the
+cold and warm start times are measured by bench/start.py (./build.sh bench)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,6 @@ import hashlib
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 import wasmtime
@@ -24,13 +25,11 @@ def _load(cache_dir):
 @pytest.fixture(scope="module")
 def good_cache(tmp_path_factory):
     d = tmp_path_factory.mktemp("good")
-    t0 = time.perf_counter()
     loaded = _load(d)
-    t_cold = time.perf_counter() - t0
     assert loaded.source == "compiled"
     p = loaded.cache_path
     return {"dir": d, "name": p.name, "blob": p.read_bytes(), "digest": _runtime._sidecar(p).read_bytes(),
-            "t_cold": t_cold, "sha256": loaded.sha256}
+            "sha256": loaded.sha256}
 
 
 def _install(dir_, good):
@@ -46,11 +45,10 @@ def test_cold_then_warm(good_cache):
     assert sorted(f.name for f in d.iterdir()) == [good_cache["name"], good_cache["name"] + ".sha256"]
     assert _runtime.wasmtime_version() in good_cache["name"]
     assert good_cache["sha256"][:32] in good_cache["name"]
-    t0 = time.perf_counter()
     warm = _load(d)
-    t_warm = time.perf_counter() - t0
     assert warm.source == "cache"
-    assert t_warm < good_cache["t_cold"] / 5, (t_warm, good_cache["t_cold"])
+    assert warm.cache_path == d / good_cache["name"]
+    assert d.joinpath(good_cache["name"]).read_bytes() == good_cache["blob"], "a cache hit rewrote the file"
     assert b'"name":"ctxcompact"' in _runtime.Instance(warm.module).call(b'{"op":"info"}')
 
 
@@ -142,19 +140,12 @@ def test_compactor_uses_the_cache_dir_argument(tmp_path, good_cache):
 
 
 def test_warm_start_in_a_fresh_process(tmp_path, good_cache):
-    """A new interpreter with a warm cache: import + Compactor() + first call."""
+    """A new interpreter with a warm cache: import + Compactor() + first call load the
+    module from the cache (how long that takes: bench/start.py)."""
     _install(tmp_path, good_cache)
     env = dict(os.environ, CTXCOMPACT_CACHE_DIR=str(tmp_path))
-    script = (
-        "import time; t=time.perf_counter(); import ctxcompact; c=ctxcompact.Compactor(); "
-        "c.info(); print(c.module_source, time.perf_counter()-t)"
-    )
-    times = []
-    for _ in range(3):
+    script = "import ctxcompact; c=ctxcompact.Compactor(); print(c.module_source, c.info()['name'])"
+    for _ in range(2):
         out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
-        src, secs = out.stdout.split()
-        assert src == "cache"
-        times.append(float(secs))
-    # The target is < 0.3 s; leave headroom for a loaded CI machine.
-    assert min(times) < 0.6, f"warm starts took {times}"
-    assert min(times) < good_cache["t_cold"]
+        assert out.stdout.split() == ["cache", "ctxcompact"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [good_cache["name"], good_cache["name"] + ".sha256"]
