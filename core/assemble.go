@@ -119,6 +119,11 @@ func assemble(msgs []message, p plan, summary string) assembly {
 				continue
 			}
 		}
+		if raw, ok := p.pruned.at(i); ok { // a head tool output pruned under pressure
+			a.out = append(a.out, newMsg(i, raw))
+			a.archived = append(a.archived, archivedMsg{index: i, reason: ArchivedPruned, raw: msgs[i].raw})
+			continue
+		}
 		a.out = append(a.out, keptMsg(msgs, i))
 	}
 	for i := p.headEnd; i < p.tailStart; i++ {

@@ -96,12 +96,27 @@ func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig, f
 			continue
 		}
 		if kept[i] > slack {
-			if i == newestUser {
-				p.activeRequest = i
-			}
 			break
 		}
 		p.tailStart, users = i, users+1
+	}
+	// The newest real user message is never lost, whatever the floors (protect_last_n
+	// 0, min_tail_user_messages 0, or a head user that satisfied the count): it stays
+	// in the tail when that keeps the tail within the slack, else the summary carries
+	// it as the active request.
+	if newestUser >= 0 && newestUser < p.tailStart {
+		if kept[newestUser] <= slack {
+			p.tailStart = newestUser
+		} else {
+			p.activeRequest = newestUser
+		}
+	}
+	// The tail never starts after the newest tool group when that group answers the
+	// newest request (it is the agent's current step): fitting shrinks the tail down
+	// to it, and its outputs are kept pruned when they are outside the budget.
+	shrinkTo := p.budgetStart
+	if g := newestToolGroup(msgs, p.headEnd); g > newestUser && g < shrinkTo {
+		shrinkTo = g
 	}
 
 	// Fitting wins over counts: shrink the tail toward the budgeted tail, one group
@@ -120,9 +135,23 @@ func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig, f
 		return head + p.summaryTarget + kept[p.tailStart] + systemNoteTokens
 	}
 	p.estimate = estimate()
-	for p.estimate > thr.ThresholdTokens && p.tailStart < p.budgetStart {
+	// Under pressure the head's tool outputs are pruned like the middle's (an
+	// intended departure from DESIGN §8, whose head is kept whole): a first tool
+	// group of 20K tokens would otherwise leave every compaction above the
+	// threshold, and the next turn would compact again.
+	var headPruned []int
+	if p.estimate > thr.ThresholdTokens {
+		for i := 0; i < p.headEnd; i++ {
+			if _, ok := prunable(&msgs[i]); ok && msgs[i].tokens > prunedTokensEstimate {
+				headPruned = append(headPruned, i)
+				head -= msgs[i].tokens - prunedTokensEstimate
+			}
+		}
+		p.estimate = estimate()
+	}
+	for p.estimate > thr.ThresholdTokens && p.tailStart < shrinkTo {
 		next := p.tailStart + 1
-		for next < p.budgetStart && msgs[next].isToolResult() {
+		for next < shrinkTo && msgs[next].isToolResult() {
 			next++
 		}
 		if p.tailStart <= newestUser && newestUser < next {
@@ -131,8 +160,18 @@ func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig, f
 		p.tailStart = next
 		p.estimate = estimate()
 	}
+	if p.tailStart <= p.headEnd {
+		p.activeRequest = -1 // nothing is summarized: the message stays where it is
+	}
 	p.calls = indexCalls(msgs)
 	p.pruned.from = p.tailStart
+	if len(headPruned) > 0 {
+		p.pruned.from = headPruned[0]
+		for _, i := range headPruned {
+			chars, _ := prunable(&msgs[i])
+			p.pruned.add(i, prunedMessage(&msgs[i], p.calls, chars))
+		}
+	}
 	for i := p.tailStart; i < p.budgetStart; i++ {
 		if chars := pruneChars[i-p.headEnd]; chars > 0 {
 			p.pruned.add(i, prunedMessage(&msgs[i], p.calls, chars))
@@ -175,4 +214,15 @@ func (s *prunedSet) indices() []int {
 		}
 	}
 	return out
+}
+
+// newestToolGroup returns the index of the newest assistant message that makes tool
+// calls, at or after from, or -1.
+func newestToolGroup(msgs []message, from int) int {
+	for i := len(msgs) - 1; i >= from; i-- {
+		if msgs[i].role == "assistant" && len(msgs[i].calls) > 0 {
+			return i
+		}
+	}
+	return -1
 }

@@ -96,9 +96,11 @@ func ResolveThreshold(cfg Config) ThresholdResult {
 }
 
 // summaryTargetTokens is the size asked of a summary of contentTokens tokens:
-// 20% of the content, at least 2,000, at most max_summary_tokens.
+// 20% of the content, at least 2,000, at most max_summary_tokens. Where the floor
+// is above the window's cap (windows under 40K), the cap wins: a summary must not
+// ask for more than the window's budget (an intended departure from DESIGN §5).
 func summaryTargetTokens(contentTokens, maxSummary int) int {
-	return max(summaryTokensFloor, min(tokensOf(contentTokens, summaryContentFraction), maxSummary))
+	return min(max(summaryTokensFloor, tokensOf(contentTokens, summaryContentFraction)), maxSummary)
 }
 
 // tokensOf is floor(n * f), robust to float error (200_000 * 0.85 is 170_000).
