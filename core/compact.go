@@ -39,6 +39,13 @@ type Report struct {
 	// ActiveRequestInSummary is true when the newest user message did not fit in
 	// the tail and the summary carries it verbatim.
 	ActiveRequestInSummary bool `json:"active_request_in_summary"`
+	// SummaryTruncated is true when the host's summary was longer than the
+	// max_tokens it was asked for and was cut at a section boundary.
+	SummaryTruncated bool `json:"summary_truncated"`
+	// AnchorsAdded are the anchors of the summarized turns (file paths in tool-call
+	// arguments, user requests, the last error) the host's summary left out, which
+	// the core appended to it in one section.
+	AnchorsAdded []Anchor `json:"anchors_added"`
 	// FirstChangedIndex is the first output index that differs from the input: the
 	// prompt cache breaks there. Null when nothing changed.
 	FirstChangedIndex *int     `json:"first_changed_index"`
@@ -305,6 +312,7 @@ func (r *compactRequest) unchanged(reason string) *compactOutcome {
 		Reason: reason, TokensBefore: before, TokensAfter: before, ThresholdTokens: r.thr.ThresholdTokens,
 		Fits: before < r.thr.ThresholdTokens, MessagesBefore: len(r.msgs), MessagesAfter: len(r.msgs),
 		HeadEnd: len(r.msgs), TailStart: len(r.msgs), Pruned: []int{}, OrphansRemoved: []int{}, StubsAdded: []string{}, Repaired: []int{},
+		AnchorsAdded: []Anchor{},
 	}
 	o := &compactOutcome{out: out, report: rep}
 	if r.system.Exists() {
@@ -358,6 +366,7 @@ func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome
 		Compacted: true, Reason: "compacted", TokensBefore: r.tokensBefore(), ThresholdTokens: r.thr.ThresholdTokens,
 		MessagesBefore: len(r.msgs), HeadEnd: p.headEnd, TailStart: p.tailStart, Pruned: []int{},
 		ActiveRequestInSummary: p.activeRequest >= 0, OrphansRemoved: []int{}, StubsAdded: []string{}, Repaired: []int{},
+		AnchorsAdded: []Anchor{},
 	}
 	var a assembly
 	if p.tailStart > p.headEnd {
@@ -373,8 +382,14 @@ func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome
 			rep.FallbackUsed, rep.FallbackReason = true, failure
 			summary = extractiveSummary(r.msgs, p, "the summarizer failed: "+failure)
 		}
-		if p.activeRequest >= 0 && !strings.Contains(summary, strings.TrimSpace(r.msgs[p.activeRequest].text())) {
-			summary += "\n\n## Active Request (the user's newest message, verbatim)\n" + r.msgs[p.activeRequest].text()
+		if !rep.FallbackUsed && r.summarizer == SummarizerHost {
+			summary = r.checkHostSummary(p, summary, rep)
+		}
+		if p.activeRequest >= 0 {
+			rest := p.estimate - p.summaryTarget + textTokens(r.tc, summary) + summaryWrapperTokens
+			if sec := activeRequestSection(r.msgs, p, summary, rest); sec != "" {
+				summary += "\n\n" + sec
+			}
 		}
 		prev, _ := previousSummary(r.msgs, p.headEnd, p.tailStart)
 		rep.Iterative = prev != ""
