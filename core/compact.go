@@ -112,6 +112,7 @@ func (r *compactRequest) plan() plan {
 	if r.anthropic && r.system.Exists() && cc.ProtectFirstN > 0 {
 		cc.ProtectFirstN--
 	}
+	cc.ProtectLastN = tailCount(cc, r.thr)
 	return planCompaction(r.msgs, r.thr, cc, r.systemTokens)
 }
 
@@ -260,6 +261,7 @@ func (r *compactRequest) stateFor(p plan) string {
 	cfg, _ := marshal(r.cfg)
 	h = h.bytes(cfg)
 	h = h.byte(0).byte(boolByte(r.force))
+	h = h.byte(boolByte(r.cfg.Compression.protectLastNSet)).byte(boolByte(r.cfg.Compression.targetRatioSet))
 	for i := range r.msgs {
 		m := &r.msgs[i]
 		h = h.string(m.role).byte(0).string(m.resultFor)

@@ -13,7 +13,7 @@ const (
 	fallbackGoalChars     = 600
 	fallbackRequestChars  = 400
 	fallbackMaxRequests   = 12
-	fallbackMaxFiles      = 40
+	fallbackMaxFiles      = 60
 	fallbackMaxCalls      = 25
 	fallbackMaxErrors     = 15
 	fallbackErrorChars    = 200
@@ -23,7 +23,8 @@ const (
 	// fallbackErrorScan: only the newest tool outputs are searched for errors; older
 	// errors were usually fixed since, and scanning every output is the slow part.
 	fallbackErrorScan = 24
-	// fallbackFileScan: files are taken from the newest calls only, for the same reason.
+	// fallbackFileScan: path-looking words are taken from the newest commands only,
+	// for the same reason (path arguments are taken from every call).
 	fallbackFileScan = 80
 )
 
@@ -130,9 +131,10 @@ func extractiveSummary(msgs []message, p plan, why string) string {
 		}
 	}
 	slices.Reverse(newErrs)
-	// Files, from the newest calls back, listed in the order they were first named.
-	for k := len(callList) - 1; k >= max(0, len(callList)-fallbackFileScan) && len(newFiles) < fallbackMaxFiles; k-- {
-		for _, f := range callPaths(*callList[k].c) {
+	// Files, from the newest calls back, listed in the order they were first named:
+	// path arguments of every call, path-looking words of the newest commands.
+	for k := len(callList) - 1; k >= 0 && len(newFiles) < fallbackMaxFiles; k-- {
+		for _, f := range callPaths(*callList[k].c, k >= len(callList)-fallbackFileScan) {
 			addFile(f)
 		}
 	}
@@ -525,10 +527,14 @@ func orNone(s string) string {
 }
 
 // callPaths returns the file paths a tool call names: path-like arguments, and
-// path-looking words of a shell command.
-func callPaths(c toolCall) []string {
+// (with commands) path-looking words of a shell command.
+func callPaths(c toolCall, commands bool) []string {
 	var out []string
-	for _, a := range c.stringArgs(pathAndCommandArgs) {
+	want := pathArgNames
+	if commands {
+		want = pathAndCommandArgs
+	}
+	for _, a := range c.stringArgs(want) {
 		if a.key != "command" && a.key != "cmd" {
 			if !a.empty() {
 				out = append(out, a.value())

@@ -42,7 +42,8 @@ type ThresholdResult struct {
 	Autoraised      bool `json:"autoraised"`
 	ThresholdTokens int  `json:"threshold_tokens"`
 	TailTokenBudget int  `json:"tail_token_budget"`
-	// TailRule is what decided TailTokenBudget: target_ratio (legacy), lean, or
+	// TailRule is what decided TailTokenBudget: target_ratio (legacy), lean,
+	// small_window (legacy below a 200K window with target_ratio unset), or
 	// window_cap (20% of the window).
 	TailRule         string `json:"tail_rule"`
 	MaxSummaryTokens int    `json:"max_summary_tokens"`
@@ -86,6 +87,9 @@ func ResolveThreshold(cfg Config) ThresholdResult {
 		r.TailTokenBudget, r.TailRule = min(max(tokensOf(cl, leanTailFraction), leanTailMin), leanTailMax), "lean"
 	} else {
 		r.TailTokenBudget, r.TailRule = tokensOf(r.ThresholdTokens, cc.TargetRatio), "target_ratio"
+		if !cc.targetRatioSet && cl < smallWindowTailRef {
+			r.TailTokenBudget, r.TailRule = tokensOf(r.ThresholdTokens, cc.TargetRatio*smallWindowScale(cl)), TailRuleSmallWindow
+		}
 	}
 	if r.TailTokenBudget > windowCap {
 		r.TailTokenBudget, r.TailRule = windowCap, "window_cap"
@@ -93,6 +97,35 @@ func ResolveThreshold(cfg Config) ThresholdResult {
 	r.MaxSummaryTokens = min(tokensOf(cl, summaryWindowFraction), summaryTokensCap)
 	r.HygieneTokens = tokensOf(cl, cc.HygieneThreshold)
 	return r
+}
+
+// The small-window tail rule (beside small_context_floor): below a 200K window the
+// tail shrinks in proportion to the window, both its token budget (target_ratio)
+// and its message floor (protect_last_n), so a small window compacts deeper and
+// the next trigger comes later. It applies only where the config leaves
+// target_ratio or protect_last_n unset; explicit values are obeyed. The tail never
+// drops below the newest tool group and the newest real user message (boundary.go).
+// Chosen by measuring variants on the shared replay (RATIONALE.md).
+const (
+	smallWindowTailRef  = DefaultContextLength // windows from here up keep the configured tail
+	smallWindowMinCount = 2                    // protect_last_n never scales below this
+	// TailRuleSmallWindow is the TailRule of a budget the small-window rule sized.
+	TailRuleSmallWindow = "small_window"
+)
+
+// smallWindowScale is the share of the configured tail a window below
+// smallWindowTailRef keeps: its size relative to that reference.
+func smallWindowScale(cl int) float64 {
+	return min(1, float64(cl)/float64(smallWindowTailRef))
+}
+
+// tailCount is the protect_last_n a compaction uses: the configured one, or below a
+// 200K window with protect_last_n unset, the small-window rule's.
+func tailCount(cc CompressionConfig, thr ThresholdResult) int {
+	if cc.protectLastNSet || thr.ContextLength >= smallWindowTailRef {
+		return cc.ProtectLastN
+	}
+	return max(smallWindowMinCount, int(math.Round(float64(cc.ProtectLastN)*smallWindowScale(thr.ContextLength))))
 }
 
 // summaryTargetTokens is the size asked of a summary of contentTokens tokens:
