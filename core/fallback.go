@@ -14,8 +14,8 @@ const (
 	fallbackRequestChars  = 400
 	fallbackMaxRequests   = 12
 	fallbackMaxFiles      = 60
-	fallbackMaxCalls      = 25
-	fallbackMaxErrors     = 15
+	fallbackMaxCalls      = 12
+	fallbackMaxErrors     = 8
 	fallbackErrorChars    = 200
 	fallbackMaxNotes      = 3
 	fallbackNoteChars     = 400
