@@ -57,6 +57,19 @@ func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig, f
 		}
 	}
 	p.budgetStart = alignBack(p.budgetStart)
+	// The newest tool group is the agent's current step: its outputs stay whole when
+	// the group fits the anchor slack (a budget the small-window rule shrank would
+	// otherwise prune the output the agent is reading).
+	slack := int(float64(anchorBudget(thr, cc)) * activeRequestSlack)
+	if g := newestToolGroup(msgs, p.headEnd); g >= 0 && g < p.budgetStart {
+		size := 0
+		for i := g; i < n; i++ {
+			size += msgs[i].tokens
+		}
+		if size <= slack/3 {
+			p.budgetStart = g
+		}
+	}
 	countStart := alignBack(max(p.headEnd, n-cc.ProtectLastN))
 	p.tailStart = min(p.budgetStart, countStart)
 
@@ -90,7 +103,6 @@ func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig, f
 			break
 		}
 	}
-	slack := int(float64(thr.TailTokenBudget) * activeRequestSlack)
 	for i := p.tailStart - 1; i >= p.headEnd && users < cc.MinTailUserMessages; i-- {
 		if !msgs[i].isRealUser() {
 			continue
@@ -214,6 +226,16 @@ func (s *prunedSet) indices() []int {
 		}
 	}
 	return out
+}
+
+// anchorBudget is the tail budget the user and tool-group anchors are measured
+// against: the configured one, not the one the small-window rule shrank (that rule
+// sizes the history kept, not the newest request or step).
+func anchorBudget(thr ThresholdResult, cc CompressionConfig) int {
+	if thr.TailRule != TailRuleSmallWindow {
+		return thr.TailTokenBudget
+	}
+	return min(tokensOf(thr.ThresholdTokens, cc.TargetRatio), tokensOf(thr.ContextLength, tailWindowCap))
 }
 
 // newestToolGroup returns the index of the newest assistant message that makes tool

@@ -19,7 +19,8 @@ const (
 	fallbackErrorChars    = 200
 	fallbackMaxNotes      = 3
 	fallbackNoteChars     = 400
-	fallbackPreviousShare = 0.4 // at most this share of the budget carries the previous summary
+	fallbackPreviousShare = 0.4   // at most this share of the budget carries an LLM's sections verbatim
+	fallbackMinorShare    = 0.125 // tool calls, errors and notes each take at most this share
 	// fallbackErrorScan: only the newest tool outputs are searched for errors; older
 	// errors were usually fixed since, and scanning every output is the slow part.
 	fallbackErrorScan = 24
@@ -175,6 +176,11 @@ func extractiveSummary(msgs []message, p plan, why string) string {
 		s.next = "- Answer the active request: the user's newest message, quoted under Active Request below."
 	}
 	s.critical = "This summary was extracted without an LLM (" + why + "); details of tool outputs were not kept. Re-read files or re-run commands before relying on them."
+	// No list of lesser lines crowds out the others: tool calls, errors and notes
+	// each keep their newest lines within a share of the budget.
+	s.calls = newestWithin(s.calls, int(float64(budget)*fallbackMinorShare))
+	s.errors = newestWithin(s.errors, int(float64(budget)*fallbackMinorShare))
+	s.decisions = newestWithin(s.decisions, int(float64(budget)*fallbackMinorShare))
 	s.fit(budget)
 	return s.render()
 }
@@ -187,6 +193,8 @@ const (
 	// any is dropped (the head of a request says what it was).
 	fallbackRequestShortChars = 160
 	fallbackGoalShortChars    = 200
+	// fallbackCarriedLineChars bounds one line carried from a previous summary.
+	fallbackCarriedLineChars = 600
 )
 
 // containsPath reports whether text names path as a whole path: not as the end of a
@@ -207,6 +215,19 @@ func containsPath(text, path string) bool {
 		}
 		off = k + 1
 	}
+}
+
+// newestWithin keeps the newest lines whose total length is within limit (at least
+// the newest one).
+func newestWithin(lines []string, limit int) []string {
+	n := 0
+	for k := len(lines) - 1; k >= 0; k-- {
+		n += len(lines[k]) + 1
+		if n > limit && k < len(lines)-1 {
+			return lines[k+1:]
+		}
+	}
+	return lines
 }
 
 // requestLine quotes a user's request as written: whitespace collapsed, nothing
@@ -275,7 +296,7 @@ func parseSummarySections(text string) summaryParts {
 			if l == "" || placeholderLine(l) {
 				continue
 			}
-			items = append(items, l)
+			items = append(items, truncateRunes(l, fallbackCarriedLineChars))
 		}
 		switch kind {
 		case "goal":
@@ -453,14 +474,19 @@ func carryVerbatim(other []string, limit int) []string {
 
 // dropOrder is the order lines go when a summary is over budget: tool calls first
 // (they are the least telling and the agent can see its tools), then the
-// assistant's notes, older progress, older errors, the verbatim carry of an LLM's
-// sections, then requests are shortened, then the oldest files, then the oldest
-// requests. The Goal, the newest progress line and the Next Steps stay.
+// assistant's notes, the builder's own older progress lines ("Done: turns …"),
+// older errors, the verbatim carry of an LLM's sections; then requests are
+// shortened, then the oldest files go, the oldest requests, and last the progress
+// lines an LLM wrote. The Goal, one progress line and the Next Steps stay.
 func (s *summaryParts) fit(budget int) {
 	over := func() bool { return len(s.render()) > budget }
-	dropOldest := func(lines *[]string, keep int, dropped *int) {
-		for len(*lines) > keep && over() {
-			*lines = (*lines)[1:]
+	dropOldest := func(lines *[]string, keep int, dropped *int, which func(string) bool) {
+		for k := 0; k < len(*lines)-keep && over(); {
+			if which != nil && !which((*lines)[k]) {
+				k++
+				continue
+			}
+			*lines = slices.Delete(*lines, k, k+1)
 			if dropped != nil {
 				*dropped++
 			}
@@ -469,10 +495,10 @@ func (s *summaryParts) fit(budget int) {
 	if !over() {
 		return
 	}
-	dropOldest(&s.calls, 0, &s.droppedCalls)
-	dropOldest(&s.decisions, 0, nil)
-	dropOldest(&s.progress, 1, nil)
-	dropOldest(&s.errors, 0, &s.droppedEr)
+	dropOldest(&s.calls, 0, &s.droppedCalls, nil)
+	dropOldest(&s.decisions, 0, nil, nil)
+	dropOldest(&s.progress, 1, nil, builtProgress)
+	dropOldest(&s.errors, 0, &s.droppedEr, nil)
 	for len(s.other) > 0 && over() {
 		s.other = s.other[:len(s.other)-1]
 	}
@@ -481,12 +507,19 @@ func (s *summaryParts) fit(budget int) {
 			s.requests[k] = truncateRunes(l, fallbackRequestShortChars)
 		}
 	}
-	dropOldest(&s.files, 0, &s.droppedFiles)
-	dropOldest(&s.requests, 0, &s.droppedRequests)
+	dropOldest(&s.files, 0, &s.droppedFiles, nil)
+	dropOldest(&s.requests, 0, &s.droppedRequests, nil)
+	if slices.ContainsFunc(s.progress, func(l string) bool { return !builtProgress(l) }) {
+		dropOldest(&s.progress, 0, nil, builtProgress) // an LLM's progress says more than a count of turns
+	}
+	dropOldest(&s.progress, 1, nil, nil)
 	if over() {
 		s.goal = truncateRunes(s.goal, fallbackGoalShortChars)
 	}
 }
+
+// builtProgress reports the progress lines the extractive builder writes.
+func builtProgress(l string) bool { return strings.HasPrefix(l, "- Done: turns #") }
 
 // render writes the summary; empty sections are left out.
 func (s *summaryParts) render() string {
