@@ -109,14 +109,16 @@ func ResolveThreshold(cfg Config) ThresholdResult {
 const (
 	smallWindowTailRef  = DefaultContextLength // windows from here up keep the configured tail
 	smallWindowMinCount = 2                    // protect_last_n never scales below this
+	smallWindowExponent = 1.5
 	// TailRuleSmallWindow is the TailRule of a budget the small-window rule sized.
 	TailRuleSmallWindow = "small_window"
 )
 
 // smallWindowScale is the share of the configured tail a window below
-// smallWindowTailRef keeps: its size relative to that reference.
+// smallWindowTailRef keeps: its size relative to that reference, to the power
+// smallWindowExponent (32K keeps 6.4% of the configured tail, 64K 18%, 128K 51%).
 func smallWindowScale(cl int) float64 {
-	return min(1, float64(cl)/float64(smallWindowTailRef))
+	return min(1, math.Pow(float64(cl)/float64(smallWindowTailRef), smallWindowExponent))
 }
 
 // tailCount is the protect_last_n a compaction uses: the configured one, or below a
