@@ -57,11 +57,19 @@ func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig, f
 		}
 	}
 	p.budgetStart = alignBack(p.budgetStart)
-	// The newest tool group is the agent's current step: its outputs stay whole when
+	// The newest tool group, when it answers the newest request, is the agent's
+	// current step: its outputs stay whole when
 	// the group fits the anchor slack (a budget the small-window rule shrank would
 	// otherwise prune the output the agent is reading).
+	newestUser := -1
+	for i := n - 1; i >= p.headEnd; i-- {
+		if msgs[i].isRealUser() {
+			newestUser = i
+			break
+		}
+	}
 	slack := int(float64(anchorBudget(thr, cc)) * activeRequestSlack)
-	if g := newestToolGroup(msgs, p.headEnd); g >= 0 && g < p.budgetStart {
+	if g := newestToolGroup(msgs, p.headEnd); g > newestUser && g < p.budgetStart {
 		size := 0
 		for i := g; i < n; i++ {
 			size += msgs[i].tokens
@@ -94,13 +102,6 @@ func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig, f
 	for i := range msgs {
 		if (i < p.headEnd || i >= p.tailStart) && msgs[i].isRealUser() {
 			users++
-		}
-	}
-	newestUser := -1
-	for i := n - 1; i >= p.headEnd; i-- {
-		if msgs[i].isRealUser() {
-			newestUser = i
-			break
 		}
 	}
 	for i := p.tailStart - 1; i >= p.headEnd && users < cc.MinTailUserMessages; i-- {

@@ -388,8 +388,10 @@ func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome
 			summary = r.checkHostSummary(p, summary, rep)
 		}
 		if p.activeRequest >= 0 {
-			rest := p.estimate - p.summaryTarget + textTokens(r.tc, summary) + summaryWrapperTokens
-			if sec := activeRequestSection(r.msgs, p, summary, rest); sec != "" {
+			size := func(body string) int {
+				return r.tc.message(gjson.Parse(`{"content":` + string(mustMarshal(summaryText(body, IndexRange{p.headEnd, p.tailStart}))) + `}`))
+			}
+			if sec := activeRequestSection(r.msgs, p, summary, p.estimate-p.summaryTarget, size); sec != "" {
 				summary += "\n\n" + sec
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -112,6 +113,10 @@ func checkCompaction(t *testing.T, input []json.RawMessage, r CompactResult) {
 		}
 		for i := 0; i < rep.HeadEnd; i++ {
 			if i == 0 && rep.SystemNoteAdded {
+				continue
+			}
+			if a, ok := archived[i]; ok && a.Reason == ArchivedPruned {
+				require.Contains(t, string(out[i]), PrunedPrefix, "a head output pruned under pressure has a placeholder")
 				continue
 			}
 			require.Equal(t, string(input[i]), string(out[i]), "head message %d changed", i)
@@ -265,9 +270,26 @@ func TestScenarioMeanings(t *testing.T) {
 	require.True(t, reports["iterative-summary-request"].SummaryRequest.Iterative)
 	big := rep("newest-request-too-big-goes-into-summary")
 	require.True(t, big.ActiveRequestInSummary)
-	require.False(t, big.Fits, "the report says when head + summary + tail cannot fit")
-	require.Contains(t, string(reports["newest-request-too-big-goes-into-summary"].Messages[3]), "Please apply this spec")
+	require.True(t, big.Fits, "the active request is capped to the room left under the threshold")
+	bigSummary := string(reports["newest-request-too-big-goes-into-summary"].Messages[3])
+	require.Equal(t, 1, strings.Count(bigSummary, "Please apply this spec"), "the active request is written once")
+	require.Contains(t, bigSummary, "characters cut to fit the window; the whole message is archived as input message #12")
+	require.Contains(t, bigSummary, "spec_handler_0(request, db)", "its head is kept")
+	require.True(t, slices.ContainsFunc(reports["newest-request-too-big-goes-into-summary"].Archived, func(a ArchivedMessage) bool {
+		return a.Index == 12 && a.Reason == ArchivedSummarized
+	}), "the whole request is archived")
+	fitsInTail := rep("newest-request-that-fits-stays-in-the-tail")
+	require.False(t, fitsInTail.ActiveRequestInSummary)
+	fitOut := reports["newest-request-that-fits-stays-in-the-tail"].Messages
+	require.Contains(t, string(fitOut[len(fitOut)-1]), "Please apply this spec", "the request stays the last message, whole")
+	require.NotContains(t, string(fitOut[fitsInTail.HeadEnd]), "Please apply this spec", "and is not also in the summary")
 	require.Len(t, rep("count-floor-kept-with-outputs-pruned-32k").Pruned, 8)
+	// Below 200K with protect_last_n and target_ratio unset, the tail is sized for
+	// the window: here the newest tool group (whole) and the newest request.
+	deep := rep("small-window-tail-rule-32k")
+	require.Empty(t, deep.Pruned, "the tail keeps the newest step whole and nothing else")
+	require.Equal(t, deep.MessagesBefore-2, deep.TailStart, "the tail is the last exchange")
+	require.Less(t, deep.TokensAfter, rep("count-floor-kept-with-outputs-pruned-32k").TokensAfter, "a small window compacts deeper than the explicit floor of 20")
 	yield := rep("count-floor-yields-to-fit-32k")
 	require.True(t, yield.Fits)
 	require.Less(t, yield.MessagesBefore-yield.TailStart, 20, "the protect_last_n floor yields to fit")

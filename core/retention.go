@@ -185,25 +185,35 @@ const summaryCutNote = "\n\n…[the rest of this summary was cut: it was longer 
 // activeRequestSection quotes the active request (the user's newest message,
 // which did not fit in the tail) once, capped to the room left under the
 // threshold: its head and tail kept, the cut marked. The whole message is archived
-// as summarized. rest is the expected size of everything else the compaction
-// returns. It returns "" when summary already quotes the message whole.
-func activeRequestSection(msgs []message, p plan, summary string, rest int) string {
+// as summarized. others is the expected size of the rest of the compaction (head,
+// tail, note), size measures a summary body as the summary message costs. It
+// returns "" when summary already quotes the message whole.
+func activeRequestSection(msgs []message, p plan, summary string, others int, size func(string) int) string {
 	m := &msgs[p.activeRequest]
 	text := strings.TrimSpace(m.text())
 	if text == "" || strings.Contains(collapseSpace(summary), collapseSpace(text)) {
 		return ""
 	}
+	title := "## Active Request (the user's newest message, as written)\n"
 	// Leave the tail budget free for the turns that follow, so the next compaction
 	// does not come at the next turn.
-	room := p.thr.ThresholdTokens - rest - p.thr.TailTokenBudget
+	limit := p.thr.ThresholdTokens - p.thr.TailTokenBudget - others
 	chars := utf8.RuneCountInString(text)
-	capChars := max(fallbackRequestChars, int(int64(max(room, 0))*int64(chars)/int64(max(m.tokens, 1))))
-	title := "## Active Request (the user's newest message, as written)\n"
-	if chars <= capChars {
-		return title + text
+	perToken := float64(chars) / float64(max(m.tokens, 1))
+	capChars := chars
+	for range 4 { // the cap is measured, not only estimated: a few rounds settle it
+		sec := title + text
+		if capChars < chars {
+			note := "\n…[" + formatCount(chars-capChars) + " characters cut to fit the window; the whole message is archived as input message #" + strconv.Itoa(p.activeRequest) + "]…\n"
+			sec = title + truncateMiddleWith(text, capChars*2/3, capChars/3, note)
+		}
+		over := size(summary+"\n\n"+sec) - limit
+		if over <= 0 || capChars <= fallbackRequestChars {
+			return sec
+		}
+		capChars = max(fallbackRequestChars, capChars-int(float64(over)*perToken*1.05)-1)
 	}
-	note := "\n…[" + formatCount(chars-capChars) + " characters cut to fit the window; the whole message is archived as input message #" + strconv.Itoa(p.activeRequest) + "]…\n"
-	return title + truncateMiddleWith(text, capChars*2/3, capChars/3, note)
+	return title + truncateMiddleWith(text, capChars*2/3, capChars/3, "\n…["+formatCount(chars-capChars)+" characters cut to fit the window; the whole message is archived as input message #"+strconv.Itoa(p.activeRequest)+"]…\n")
 }
 
 // truncateMiddleWith keeps the first headC and last tailC runes of s around note.
@@ -219,9 +229,6 @@ func truncateMiddleWith(s string, headC, tailC int, note string) string {
 	}
 	return s[:head] + note + s[tail:]
 }
-
-// summaryWrapperTokens is the rough cost of summaryText's prefix and tags.
-const summaryWrapperTokens = 60
 
 // checkHostSummary bounds a host's summary to the max_tokens it was asked for (cut
 // at a section boundary) and appends the anchors of the summarized turns it left

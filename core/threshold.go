@@ -87,7 +87,7 @@ func ResolveThreshold(cfg Config) ThresholdResult {
 		r.TailTokenBudget, r.TailRule = min(max(tokensOf(cl, leanTailFraction), leanTailMin), leanTailMax), "lean"
 	} else {
 		r.TailTokenBudget, r.TailRule = tokensOf(r.ThresholdTokens, cc.TargetRatio), "target_ratio"
-		if !cc.targetRatioSet && cl < smallWindowTailRef {
+		if cc.smallWindowTail(cl) {
 			r.TailTokenBudget, r.TailRule = tokensOf(r.ThresholdTokens, cc.TargetRatio*smallWindowScale(cl)), TailRuleSmallWindow
 		}
 	}
@@ -102,8 +102,8 @@ func ResolveThreshold(cfg Config) ThresholdResult {
 // The small-window tail rule (beside small_context_floor): below a 200K window the
 // tail shrinks in proportion to the window, both its token budget (target_ratio)
 // and its message floor (protect_last_n), so a small window compacts deeper and
-// the next trigger comes later. It applies only where the config leaves
-// target_ratio or protect_last_n unset; explicit values are obeyed. The tail never
+// the next trigger comes later. It applies only where the config leaves both
+// target_ratio and protect_last_n unset; explicit values are obeyed. The tail never
 // drops below the newest tool group and the newest real user message (boundary.go).
 // Chosen by measuring variants on the shared replay (RATIONALE.md).
 const (
@@ -121,10 +121,17 @@ func smallWindowScale(cl int) float64 {
 	return min(1, math.Pow(float64(cl)/float64(smallWindowTailRef), smallWindowExponent))
 }
 
+// smallWindowTail reports whether the small-window rule sizes the tail of a window
+// of cl tokens: below 200K, when the config sets neither protect_last_n nor
+// target_ratio (either one set means the tail is the config's, as written).
+func (cc CompressionConfig) smallWindowTail(cl int) bool {
+	return cl < smallWindowTailRef && !cc.protectLastNSet && !cc.targetRatioSet
+}
+
 // tailCount is the protect_last_n a compaction uses: the configured one, or below a
-// 200K window with protect_last_n unset, the small-window rule's.
+// 200K window with the tail keys unset (legacy tail mode), the small-window rule's.
 func tailCount(cc CompressionConfig, thr ThresholdResult) int {
-	if cc.protectLastNSet || thr.ContextLength >= smallWindowTailRef {
+	if cc.TailMode == "lean" || !cc.smallWindowTail(thr.ContextLength) {
 		return cc.ProtectLastN
 	}
 	return max(smallWindowMinCount, int(math.Round(float64(cc.ProtectLastN)*smallWindowScale(thr.ContextLength))))
