@@ -167,11 +167,15 @@ func assemble(msgs []message, p plan, summary string) assembly {
 	return a
 }
 
+// assistantDelimiter is SummaryDelimiter for a summary merged into an assistant
+// message.
+var assistantDelimiter = strings.Replace(SummaryDelimiter, "THE USER'S", "THE ASSISTANT'S", 1)
+
 // mergeSummary puts the summary text before the content of a tail message.
 func mergeSummary(raw, text, role string) string {
 	delim := SummaryDelimiter
 	if role == "assistant" {
-		delim = strings.Replace(delim, "THE USER'S", "THE ASSISTANT'S", 1)
+		delim = assistantDelimiter
 	}
 	c := gjson.Get(raw, "content")
 	var out string

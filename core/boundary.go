@@ -22,6 +22,10 @@ type plan struct {
 	summaryTarget int
 	// estimate is the expected size after compaction, with the summary at its target.
 	estimate int
+	// roomMargin is the room a compaction leaves free under the threshold for the
+	// turns that follow (the configured tail budget): head outputs are pruned when
+	// the result would leave less, and the active request is capped to leave it.
+	roomMargin int
 	// calls indexes every tool call of the messages by id (placeholders and the
 	// extractive summary name the call an output answers).
 	calls callIndex
@@ -148,12 +152,14 @@ func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig, f
 		return head + p.summaryTarget + kept[p.tailStart] + systemNoteTokens
 	}
 	p.estimate = estimate()
-	// Under pressure the head's tool outputs are pruned like the middle's (an
-	// intended departure from DESIGN §8, whose head is kept whole): a first tool
-	// group of 20K tokens would otherwise leave every compaction above the
+	// Under pressure (the result would leave less than the configured tail budget
+	// free under the threshold) the head's tool outputs are pruned like the
+	// middle's, an intended departure from DESIGN §8, whose head is kept whole: a
+	// first tool group of 20K tokens would otherwise leave every compaction at the
 	// threshold, and the next turn would compact again.
 	var headPruned []int
-	if p.estimate > thr.ThresholdTokens {
+	p.roomMargin = anchorBudget(thr, cc)
+	if p.estimate > thr.ThresholdTokens-p.roomMargin {
 		for i := 0; i < p.headEnd; i++ {
 			if _, ok := prunable(&msgs[i]); ok && msgs[i].tokens > prunedTokensEstimate {
 				headPruned = append(headPruned, i)

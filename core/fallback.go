@@ -82,23 +82,19 @@ func extractiveSummary(msgs []message, p plan, why string) string {
 	}
 	for i := from; i < to; i++ {
 		m := &msgs[i]
-		if i == prevIdx {
-			if t := mergedUserText(m); t != "" { // the user's message the summary was merged into
+		summary := i == prevIdx || m.isSummary()
+		switch {
+		case summary && m.role == "user":
+			if t := mergedUserText(m); t != "" { // the user's message a summary was merged into
 				newRequests = append(newRequests, requestLine(i, t))
 			}
-			continue
-		}
-		switch {
 		case m.isRealUser():
 			if i != p.activeRequest { // the active request is written once, in its own section
 				newRequests = append(newRequests, requestLine(i, m.text()))
 			}
-		case m.isSummary():
-			if t := mergedUserText(m); t != "" {
-				newRequests = append(newRequests, requestLine(i, t))
-			}
 		case m.role == "assistant":
-			if t := strings.TrimSpace(m.text()); t != "" {
+			// A summary merged into an assistant message: its own text and calls count.
+			if t := strings.TrimSpace(ownText(m, summary)); t != "" {
 				newNotes = append(newNotes, "- #"+strconv.Itoa(i)+": "+truncateRunes(t, fallbackNoteChars))
 			}
 			for k := range m.calls {
@@ -238,6 +234,20 @@ func requestLine(i int, text string) string {
 
 // collapseSpace joins the words of s with single spaces.
 func collapseSpace(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// ownText is the text of m, without a summary merged into it when summary is set.
+func ownText(m *message, summary bool) string {
+	t := m.text()
+	if !summary {
+		return t
+	}
+	for _, d := range []string{SummaryDelimiter, assistantDelimiter} {
+		if cut := strings.Index(t, d); cut >= 0 {
+			return t[cut+len(d):]
+		}
+	}
+	return ""
+}
 
 // mergedUserText is the user's own text of a message a summary was merged into
 // (after SummaryDelimiter), or "".

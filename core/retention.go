@@ -60,9 +60,9 @@ func summaryAnchors(msgs []message, p plan) []Anchor {
 		switch {
 		case m.isRealUser() && i != p.activeRequest:
 			add(&requests, AnchorRequest, truncateRunes(collapseSpace(m.text()), anchorRequestChars), anchorMaxRequests)
-		case m.isSummary() || i == prevIdx:
+		case (m.isSummary() || i == prevIdx) && m.role == "user":
 			add(&requests, AnchorRequest, truncateRunes(collapseSpace(mergedUserText(m)), anchorRequestChars), anchorMaxRequests)
-		case m.role == "assistant":
+		case m.role == "assistant": // a summary merged into it aside, its calls count
 			for k := len(m.calls) - 1; k >= 0; k-- {
 				for _, a := range m.calls[k].stringArgs(pathArgNames) {
 					if v := strings.TrimSpace(a.value()); v != "" && len(v) <= 300 {
@@ -195,9 +195,9 @@ func activeRequestSection(msgs []message, p plan, summary string, others int, si
 		return ""
 	}
 	title := "## Active Request (the user's newest message, as written)\n"
-	// Leave the tail budget free for the turns that follow, so the next compaction
+	// Leave the room margin free for the turns that follow, so the next compaction
 	// does not come at the next turn.
-	limit := p.thr.ThresholdTokens - p.thr.TailTokenBudget - others
+	limit := p.thr.ThresholdTokens - p.roomMargin - others
 	chars := utf8.RuneCountInString(text)
 	perToken := float64(chars) / float64(max(m.tokens, 1))
 	capChars := chars

@@ -63,8 +63,10 @@ func previousSummary(msgs []message, from, to int) (string, int) {
 		}
 		text := strings.TrimLeft(msgs[i].text(), " \n")
 		text = strings.TrimPrefix(text, SummaryPrefix)
-		if cut := strings.Index(text, SummaryDelimiter); cut >= 0 {
-			text = text[:cut]
+		for _, d := range []string{SummaryDelimiter, assistantDelimiter} {
+			if cut := strings.Index(text, d); cut >= 0 {
+				text = text[:cut]
+			}
 		}
 		if cut := strings.Index(text, summaryOpenTag); cut >= 0 {
 			text = text[cut+len(summaryOpenTag):]
