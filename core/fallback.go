@@ -405,9 +405,12 @@ func appendOther(other []string, title, line string) []string {
 // placeholderLine reports lines the builder writes for an empty section or a count
 // of left-out lines: they are not carried.
 func placeholderLine(l string) bool {
+	if strings.HasPrefix(l, "…[") && strings.HasSuffix(l, "left out to fit]…") {
+		return true
+	}
 	l = strings.TrimPrefix(l, "- ")
 	return strings.HasPrefix(l, "(") && strings.HasSuffix(l, ")") &&
-		(strings.HasPrefix(l, "(none") || strings.HasSuffix(l, "omitted)") || strings.HasSuffix(l, "left out)") || strings.HasSuffix(l, "to fit)"))
+		(strings.HasPrefix(l, "(none") || strings.HasSuffix(l, "omitted)") || strings.HasSuffix(l, "left out)") || strings.Contains(l, " left out to fit"))
 }
 
 // bullets makes every item a "- " line.
@@ -535,7 +538,7 @@ func builtProgress(l string) bool { return strings.HasPrefix(l, "- Done: turns #
 func (s *summaryParts) render() string {
 	var b strings.Builder
 	section := func(title string, lines []string, dropped int, what string) {
-		if len(lines) == 0 && dropped == 0 {
+		if len(lines) == 0 { // empty, or every line left out: the section would say nothing
 			return
 		}
 		b.WriteString("## " + title + "\n")
@@ -543,7 +546,7 @@ func (s *summaryParts) render() string {
 			b.WriteString(l + "\n")
 		}
 		if dropped > 0 {
-			b.WriteString("- (" + strconv.Itoa(dropped) + " " + what + " left out to fit)\n")
+			b.WriteString("- (" + what + " left out to fit: " + strconv.Itoa(dropped) + ")\n")
 		}
 		b.WriteString("\n")
 	}
