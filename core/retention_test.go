@@ -44,7 +44,8 @@ func asAny(t *testing.T, out []json.RawMessage) []any {
 // tokens at a 32K window. It must be written once, capped so the result fits under
 // the threshold, its head and tail kept and the cut marked, the original archived.
 func TestHugeNewestUserMessageAt32K(t *testing.T) {
-	msgs := []any{sys("You are a coding agent."), user("Port the billing service to Go.")}
+	// A 10K-token head (a long first request), as in the recordings that overflowed.
+	msgs := []any{sys("You are a coding agent."), user("Port the billing service to Go. The service as it stands:\n" + code("legacy", 40_000))}
 	for i := 0; i < 6; i++ {
 		msgs = append(msgs, toolTurn(fmt.Sprintf("c%d", i), "read_file", args("path", fmt.Sprintf("billing/mod_%d.py", i)), code(fmt.Sprintf("billing%d", i), 4000))...)
 	}
@@ -65,11 +66,14 @@ func TestHugeNewestUserMessageAt32K(t *testing.T) {
 				require.Less(t, len(begin.SummaryRequest.Messages[1].Content), 40_000, "the summary request does not ask the LLM to repeat the request")
 				res, e = callOp(t, "compact.finish", map[string]any{"messages": msgs, "config": window(32_000), "state": begin.State, "summary": "## Goal\nPort the billing service to Go.\n## Relevant Files\n- billing/mod_0.py"})
 				require.Nil(t, e)
+				require.Greater(t, decodeResult(t, res).Report.TokensAfter, 10_000, "the head is kept")
+				require.Nil(t, e)
 				r = decodeResult(t, res)
 			}
 			rep := r.Report
 			require.True(t, rep.ActiveRequestInSummary)
 			require.True(t, rep.Fits, "head + summary with the capped request fit under the threshold: %+v", rep)
+			require.Less(t, rep.TokensAfter, rep.ThresholdTokens-4_000, "and leave room for the turns that follow")
 			require.Less(t, rep.TokensAfter, rep.ThresholdTokens)
 			all := ""
 			for _, m := range r.Messages {
