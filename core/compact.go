@@ -42,6 +42,13 @@ type Report struct {
 	// ActiveRequestInSummary is true when the newest user message did not fit in
 	// the tail and the summary carries it verbatim.
 	ActiveRequestInSummary bool `json:"active_request_in_summary"`
+	// SummaryTruncated is true when the host's summary was longer than the
+	// max_tokens it was asked for and was cut at a section boundary.
+	SummaryTruncated bool `json:"summary_truncated"`
+	// AnchorsAdded are the anchors of the summarized turns (file paths in tool-call
+	// arguments, user requests, the last error) the host's summary left out, which
+	// the core appended to it in one section.
+	AnchorsAdded []Anchor `json:"anchors_added"`
 	// FirstChangedIndex is the first output index that differs from the input: the
 	// prompt cache breaks there. Null when nothing changed.
 	FirstChangedIndex *int     `json:"first_changed_index"`
@@ -123,6 +130,7 @@ func (r *compactRequest) plan() plan {
 	if r.anthropic && r.system.Exists() && cc.ProtectFirstN > 0 {
 		cc.ProtectFirstN--
 	}
+	cc.ProtectLastN = tailCount(cc, r.thr)
 	return planCompaction(r.msgs, r.thr, cc, r.systemTokens)
 }
 
@@ -271,6 +279,7 @@ func (r *compactRequest) stateFor(p plan) string {
 	cfg, _ := marshal(r.cfg)
 	h = h.bytes(cfg)
 	h = h.byte(0).byte(boolByte(r.force))
+	h = h.byte(boolByte(r.cfg.Compression.protectLastNSet)).byte(boolByte(r.cfg.Compression.targetRatioSet))
 	for i := range r.msgs {
 		m := &r.msgs[i]
 		h = h.string(m.role).byte(0).string(m.resultFor)
@@ -323,6 +332,7 @@ func (r *compactRequest) unchanged(reason string) *compactOutcome {
 		Reason: reason, TokensBefore: before, TokensAfter: before, ThresholdTokens: r.thr.ThresholdTokens,
 		Fits: before < r.thr.ThresholdTokens, MessagesBefore: len(r.msgs), MessagesAfter: len(r.msgs),
 		HeadEnd: len(r.msgs), TailStart: len(r.msgs), Pruned: []int{}, OrphansRemoved: []int{}, StubsAdded: []string{}, Repaired: []int{},
+		AnchorsAdded: []Anchor{},
 	}
 	o := &compactOutcome{out: out, report: rep}
 	if r.system.Exists() {
@@ -376,6 +386,7 @@ func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome
 		Compacted: true, Reason: "compacted", TokensBefore: r.tokensBefore(), ThresholdTokens: r.thr.ThresholdTokens,
 		MessagesBefore: len(r.msgs), HeadEnd: p.headEnd, TailStart: p.tailStart, Pruned: []int{},
 		ActiveRequestInSummary: p.activeRequest >= 0, OrphansRemoved: []int{}, StubsAdded: []string{}, Repaired: []int{},
+		AnchorsAdded: []Anchor{},
 	}
 	var a assembly
 	if p.tailStart > p.headEnd {
@@ -394,8 +405,16 @@ func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome
 			}
 			summary = extractiveSummary(r.msgs, p, "the summarizer failed: "+failure)
 		}
-		if p.activeRequest >= 0 && !strings.Contains(summary, strings.TrimSpace(r.msgs[p.activeRequest].text())) {
-			summary += "\n\n## Active Request (the user's newest message, verbatim)\n" + r.msgs[p.activeRequest].text()
+		if !rep.FallbackUsed && r.summarizer == SummarizerHost {
+			summary = r.checkHostSummary(p, summary, rep)
+		}
+		if p.activeRequest >= 0 {
+			size := func(body string) int {
+				return r.tc.message(gjson.Parse(`{"content":` + string(mustMarshal(summaryText(body, IndexRange{p.headEnd, p.tailStart}))) + `}`))
+			}
+			if sec := activeRequestSection(r.msgs, p, summary, p.estimate-p.summaryTarget, size); sec != "" {
+				summary += "\n\n" + sec
+			}
 		}
 		prev, _ := previousSummary(r.msgs, p.headEnd, p.tailStart)
 		rep.Iterative = prev != ""

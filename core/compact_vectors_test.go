@@ -180,7 +180,8 @@ func compactBeginCases() []genCase {
 	previous := cat(sys("You are a coding agent."), user("Refactor the parser module."), say("I'll start by reading the files."),
 		user(SummaryPrefix+" Earlier turns of this conversation (messages 3–20 of the original) were compacted to save context space. The summary below replaces them; the turns after it are verbatim.\n\n<summary>\n## Goal\nRefactor the parser.\n## Progress (Done / In Progress / Blocked)\n- In Progress: splitting the lexer out of src/parser.py\n</summary>"),
 		smallSession(6)[3:])
-	hugeRequest := cat(smallSession(4)[:len(smallSession(4))-1], user("Please apply this spec:\n"+code("spec", 2400)))
+	hugeRequest := cat(smallSession(4)[:len(smallSession(4))-1], user("Please apply this spec:\n"+code("spec", 8000)))
+	fittingRequest := cat(smallSession(4)[:len(smallSession(4))-1], user("Please apply this spec:\n"+code("spec", 2400)))
 	manyOutputs := []any{sys("You are a coding agent."), user("Audit every module.")}
 	for i := 0; i < 20; i++ {
 		manyOutputs = append(manyOutputs, toolTurn(fmt.Sprintf("m%d", i), "read_file", args("path", fmt.Sprintf("pkg/mod%02d.go", i)), code(fmt.Sprintf("mod%d", i), 10000))...)
@@ -192,6 +193,7 @@ func compactBeginCases() []genCase {
 	}
 	lastUserOnly := map[string]any{"model": map[string]any{"context_length": 2000}, "compression": map[string]any{"protect_last_n": 1}}
 	k32 := map[string]any{"model": map[string]any{"context_length": 32000}}
+	k32floor := map[string]any{"model": map[string]any{"context_length": 32000}, "compression": map[string]any{"protect_last_n": 20}}
 	return []genCase{
 		{"worked-example-45-messages-builtin", map[string]any{"messages": worked, "force": true, "summarizer": "builtin"}},
 		{"worked-example-45-messages-summary-request", map[string]any{"messages": worked, "force": true}},
@@ -209,8 +211,10 @@ func compactBeginCases() []genCase {
 		{"iterative-update-of-previous-summary", map[string]any{"messages": previous, "config": tinyWindow, "force": true, "summarizer": "builtin"}},
 		{"iterative-summary-request", map[string]any{"messages": previous, "config": tinyWindow, "force": true}},
 		{"newest-request-too-big-goes-into-summary", map[string]any{"messages": hugeRequest, "config": tinyWindow, "force": true, "summarizer": "builtin"}},
-		{"count-floor-kept-with-outputs-pruned-32k", map[string]any{"messages": manyOutputs, "config": k32, "summarizer": "builtin"}},
-		{"count-floor-yields-to-fit-32k", map[string]any{"messages": manyNotes, "config": k32, "summarizer": "builtin"}},
+		{"newest-request-that-fits-stays-in-the-tail", map[string]any{"messages": fittingRequest, "config": tinyWindow, "force": true, "summarizer": "builtin"}},
+		{"count-floor-kept-with-outputs-pruned-32k", map[string]any{"messages": manyOutputs, "config": k32floor, "summarizer": "builtin"}},
+		{"count-floor-yields-to-fit-32k", map[string]any{"messages": manyNotes, "config": k32floor, "summarizer": "builtin"}},
+		{"small-window-tail-rule-32k", map[string]any{"messages": manyOutputs, "config": k32, "summarizer": "builtin"}},
 		{"anthropic-layout-with-system", map[string]any{"messages": anthropicSession(6, 800), "system": "You are Claude Code.", "config": tinyWindow, "force": true, "summarizer": "builtin"}},
 		{"anthropic-layout-system-blocks-as-refs", map[string]any{"messages": anthropicSession(6, 800), "system": []any{text("You are Claude Code.")}, "config": tinyWindow, "force": true, "summarizer": "builtin", "output": "refs"}},
 		{"anthropic-layout-detected-from-blocks", map[string]any{"messages": anthropicSession(6, 800), "config": tinyWindow, "force": true, "summarizer": "builtin"}},

@@ -34,6 +34,9 @@ type CompressionConfig struct {
 	HygieneThreshold    float64          `json:"hygiene_threshold"`
 	// SummaryContextLength is the summarizer model's window; 0 means the main model's.
 	SummaryContextLength int `json:"summary_context_length"`
+	// protectLastNSet and targetRatioSet record that the config gave these keys: the
+	// small-window tail rule (threshold.go) sizes the tail only where they are unset.
+	protectLastNSet, targetRatioSet bool
 }
 
 // ModelThreshold is one entry of compression.model_thresholds: a substring of the
@@ -245,6 +248,8 @@ func parseConfig(v gjson.Result, path string) (Config, error) {
 	c.integer("small_context_limit", &cc.SmallContextLimit, 0, maxContextLength)
 	c.fraction("hygiene_threshold", &cc.HygieneThreshold, false)
 	c.integer("summary_context_length", &cc.SummaryContextLength, 0, maxContextLength)
+	_, cc.protectLastNSet = c.get("protect_last_n")
+	_, cc.targetRatioSet = c.get("target_ratio")
 	if mt, ok := c.get("model_thresholds"); ok {
 		p := c.at("model_thresholds")
 		if !mt.IsObject() {
