@@ -103,7 +103,7 @@ const (
 )
 
 // assemble builds head (with the system note once), one summary message, and the
-// tail (DESIGN §8 phase 4). The summary takes a role that avoids two consecutive
+// tail (docs/DESIGN.md §8 phase 4). The summary takes a role that avoids two consecutive
 // messages of the same role; when neither user nor assistant fits, it is merged
 // into the first tail message between clear delimiters.
 func assemble(msgs []message, p plan, summary string) assembly {

@@ -1,7 +1,7 @@
 package core
 
 // activeRequestSlack: the newest real user message stays in the tail when that keeps
-// the tail within 1.5x its budget (DESIGN §8 phase 2).
+// the tail within 1.5x its budget (docs/DESIGN.md §8 phase 2).
 const activeRequestSlack = 1.5
 
 // prunedTokensEstimate is the rough size of a pruned tool message (overhead and a
@@ -31,7 +31,7 @@ type plan struct {
 	calls callIndex
 }
 
-// planCompaction places the head and tail boundaries (DESIGN §8 phases 1 and 2).
+// planCompaction places the head and tail boundaries (docs/DESIGN.md §8 phases 1 and 2).
 // No boundary splits a tool group: head ends after the results of its last call,
 // the tail starts at an assistant, never at a tool result.
 //
@@ -154,7 +154,7 @@ func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig, f
 	p.estimate = estimate()
 	// Under pressure (the result would leave less than the configured tail budget
 	// free under the threshold) the head's tool outputs are pruned like the
-	// middle's, an intended departure from DESIGN §8, whose head is kept whole: a
+	// middle's, an intended departure from docs/DESIGN.md §8, whose head is kept whole: a
 	// first tool group of 20K tokens would otherwise leave every compaction at the
 	// threshold, and the next turn would compact again.
 	var headPruned []int

@@ -10,7 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// Report says what a compaction did (DESIGN §8), so hosts can log it.
+// Report says what a compaction did (docs/DESIGN.md §8), so hosts can log it.
 type Report struct {
 	Compacted bool `json:"compacted"`
 	// Reason: compacted, pruned_only, below_threshold, disabled or nothing_to_compact.
@@ -60,7 +60,7 @@ type Report struct {
 	Repaired []int `json:"repaired"`
 }
 
-// ArchivedMessage is an input message not returned unchanged (DESIGN §8.7).
+// ArchivedMessage is an input message not returned unchanged (docs/DESIGN.md §8.7).
 type ArchivedMessage struct {
 	Index int `json:"index"`
 	// Reason: summarized, pruned, merged, orphan_removed, repaired or system_note.

@@ -210,7 +210,7 @@ func TestCompactTraces(t *testing.T) {
 	}
 }
 
-// TestWorkedExample pins the meaning of the DESIGN §8 worked example.
+// TestWorkedExample pins the meaning of the docs/DESIGN.md §8 worked example.
 func TestWorkedExample(t *testing.T) {
 	msgs := workedSession()
 	res, e := callOp(t, "compact.begin", map[string]any{"messages": msgs, "force": true, "summarizer": "builtin"})

@@ -10,7 +10,7 @@ import (
 )
 
 // Config is the configuration of every op, parsed from the request's "config" object.
-// The JSON keys mirror the Hermes config keys (DESIGN §4).
+// The JSON keys mirror the Hermes config keys (docs/DESIGN.md §4).
 type Config struct {
 	Compression   CompressionConfig `json:"compression"`
 	PromptCaching CachingConfig     `json:"prompt_caching"`
@@ -64,7 +64,7 @@ type TokensConfig struct {
 	Calibration float64 `json:"calibration"`
 }
 
-// Defaults (DESIGN §4).
+// Defaults (docs/DESIGN.md §4).
 const (
 	DefaultContextLength = 200_000
 	maxContextLength     = 100_000_000

@@ -39,7 +39,7 @@ const fallbackErrorsPerOutput = 5
 // pathArgNames are the tool-call arguments that hold file paths.
 var pathArgNames = []string{"path", "file_path", "filepath", "filename", "file", "notebook_path", "directory", "dir"}
 
-// extractiveSummary builds the deterministic summary of msgs[from:to] (DESIGN §8.5):
+// extractiveSummary builds the deterministic summary of msgs[from:to] (docs/DESIGN.md §8.5):
 // the previous summary carried forward by section, the user's requests as they wrote
 // them, files and paths, tool calls, errors seen and the assistant's last notes,
 // within about target tokens. It needs no LLM, so compaction never loses the middle.

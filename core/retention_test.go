@@ -117,7 +117,7 @@ func TestHugeFirstToolGroupIsPrunedUnderPressure(t *testing.T) {
 	require.NoError(t, json.Unmarshal(res, &count))
 	require.Less(t, count.Total, rep.ThresholdTokens-4_800, "the compaction leaves the tail budget free")
 
-	// Without pressure the head is kept whole (DESIGN §8).
+	// Without pressure the head is kept whole (docs/DESIGN.md §8).
 	r = compactMsgs(t, msgs, window(200_000), true)
 	require.NotContains(t, r.Report.Pruned, 3)
 }

@@ -19,7 +19,7 @@ const (
 )
 
 // SummaryDelimiter separates a summary merged into a user message from that
-// message's own text (DESIGN §8 phase 4).
+// message's own text (docs/DESIGN.md §8 phase 4).
 const SummaryDelimiter = "\n\n--- END OF CONTEXT SUMMARY; THE USER'S MESSAGE FOLLOWS ---\n\n"
 
 // summarySections is the structured template every summary follows.

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Budget constants (DESIGN §5).
+// Budget constants (docs/DESIGN.md §5).
 const (
 	codexAutoraiseFraction = 0.85
 	tailWindowCap          = 0.20 // tail budgets never exceed 20% of the window
@@ -140,7 +140,7 @@ func tailCount(cc CompressionConfig, thr ThresholdResult) int {
 // summaryTargetTokens is the size asked of a summary of contentTokens tokens:
 // 20% of the content, at least 2,000, at most max_summary_tokens. Where the floor
 // is above the window's cap (windows under 40K), the cap wins: a summary must not
-// ask for more than the window's budget (an intended departure from DESIGN §5).
+// ask for more than the window's budget (an intended departure from docs/DESIGN.md §5).
 func summaryTargetTokens(contentTokens, maxSummary int) int {
 	return min(max(summaryTokensFloor, tokensOf(contentTokens, summaryContentFraction)), maxSummary)
 }

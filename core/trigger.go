@@ -1,6 +1,6 @@
 package core
 
-// Minimum message count for the gateway hygiene check (DESIGN §6).
+// Minimum message count for the gateway hygiene check (docs/DESIGN.md §6).
 const hygieneMinMessages = 4
 
 // Trigger reasons.
@@ -23,7 +23,7 @@ type ShouldCompressResult struct {
 // ShouldCompress is the agent-side trigger: prompt_tokens (the API-reported prompt
 // size of the last response) at or above threshold_tokens.
 //
-// lastCompactionTokens is the breaker (DESIGN §6): pass the report's tokens_after
+// lastCompactionTokens is the breaker (docs/DESIGN.md §6): pass the report's tokens_after
 // when the previous compaction could not get under the threshold (fits false), else
 // 0. The trigger then stays quiet until the prompt has grown by breakerGrowth since,
 // because compacting again earlier cannot free anything and would loop.
