@@ -351,7 +351,13 @@ func generateCompactSuites(t *testing.T) map[string]genSuite {
 // TestCompactVectorsUpToDate regenerates the compaction vectors and fails when the
 // committed files differ (or rewrites them with -update).
 func TestCompactVectorsUpToDate(t *testing.T) {
-	for name, suite := range generateCompactSuites(t) {
+	checkGenerated(t, generateCompactSuites(t), "TestCompactVectorsUpToDate")
+}
+
+// checkGenerated fails when a generated vector file in testdata/ differs from
+// suites, or with -update rewrites it; test names the test that regenerates them.
+func checkGenerated(t *testing.T, suites map[string]genSuite, test string) {
+	for name, suite := range suites {
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false)
@@ -364,6 +370,6 @@ func TestCompactVectorsUpToDate(t *testing.T) {
 		}
 		have, err := os.ReadFile(path)
 		require.NoError(t, err)
-		require.True(t, bytes.Equal(have, buf.Bytes()), "%s is out of date: run go test ./core -run TestCompactVectorsUpToDate -update and review the diff", path)
+		require.True(t, bytes.Equal(have, buf.Bytes()), "%s is out of date: run go test ./core -run %s -update and review the diff", path, test)
 	}
 }

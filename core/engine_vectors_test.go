@@ -1,9 +1,7 @@
 package core
 
 import (
-	"bytes"
 	"encoding/json"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -126,21 +124,7 @@ func generateEngineSuites(t *testing.T) map[string]genSuite {
 // TestEngineVectorsUpToDate regenerates the config.merge and engine.* vectors and
 // fails when the committed files differ (or rewrites them with -update).
 func TestEngineVectorsUpToDate(t *testing.T) {
-	for name, suite := range generateEngineSuites(t) {
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", " ")
-		require.NoError(t, enc.Encode(suite))
-		path := "../testdata/" + name + ".json"
-		if *update {
-			require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
-			continue
-		}
-		have, err := os.ReadFile(path)
-		require.NoError(t, err)
-		require.True(t, bytes.Equal(have, buf.Bytes()), "%s is out of date: run go test ./core -run TestEngineVectorsUpToDate -update and review the diff", path)
-	}
+	checkGenerated(t, generateEngineSuites(t), "TestEngineVectorsUpToDate")
 }
 
 // TestEngineVectorMeanings: what the generated engine vectors must say, beyond
