@@ -239,7 +239,6 @@ func TestLosslessTraceTwiceThenRecallFromAFreshProcess(t *testing.T) {
 	require.Contains(t, gjson.Get(other[1], "error").Str, "no archived message or range with id r1")
 }
 
-
 func TestEngineModesAndToolErrors(t *testing.T) {
 	ctx := context.Background()
 	e := sharedEngine(t)
