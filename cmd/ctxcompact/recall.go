@@ -167,4 +167,3 @@ func printExpanded(ctx context.Context, st *recall.Store, session, id, res strin
 	}
 	return nil
 }
-
