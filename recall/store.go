@@ -76,6 +76,8 @@ type Store struct {
 	path string
 	// hasFTS: ctxc_fts exists (kept in sync on every write); useFTS: search with it.
 	hasFTS, useFTS bool
+	// window is recentWindow (tests set 0 to search the index at once).
+	window int
 }
 
 // Open opens (creating when missing) the store at path; "" or ":memory:" is a
@@ -91,7 +93,7 @@ func OpenWith(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ctxcompact: opening the recall store %s: %w", path, err)
 	}
-	s := &Store{conn: conn, path: path}
+	s := &Store{conn: conn, path: path, window: recentWindow}
 	if err := s.init(opts); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("ctxcompact: opening the recall store %s: %w", path, err)
@@ -326,79 +328,107 @@ func (s *Store) Archive(ctx context.Context, session string, a core.RecallArchiv
 	return nil
 }
 
+// TotalCap bounds the total of a search: matches are counted up to it (a total of
+// TotalCap means that many or more), so a common word does not cost a scan of the
+// whole archive.
+const TotalCap = 100
+
+// recentWindow is how many of a session's newest rows a search reads first, with
+// LIKE alone: a common term is answered from them without the FTS index, whose
+// posting lists for common trigrams are long.
+const recentWindow = 300
+
 // Find returns the session's rows that match query (every term a case-insensitive
 // substring of the row's text), newest first, at most limit of them (limit <= 0:
-// all), and how many match in all.
+// all), and how many match, counted up to TotalCap (all when limit <= 0).
 func (s *Store) Find(ctx context.Context, session, query string, limit int) (hits []core.RecallHit, total int, err error) {
 	q, err := core.BuildRecallQuery(query)
 	if err != nil {
 		return nil, 0, err
 	}
-	where, args := s.matchClause(q)
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer unlock()
-	lim := ""
+	want := 0 // rows to fetch; 0: all
 	if limit > 0 {
-		lim = " LIMIT " + strconv.Itoa(limit)
+		want = max(limit, TotalCap)
 	}
-	st, _, err := s.conn.Prepare(`SELECT id, range_id, position, role, text FROM ctxc_messages WHERE ` + where + ` ORDER BY rowid DESC` + lim)
+	var likes strings.Builder
+	for range q.Like {
+		likes.WriteString(` AND text LIKE ? ESCAPE '\'`)
+	}
+	lim := ""
+	if want > 0 {
+		lim = " LIMIT " + strconv.Itoa(want)
+	}
+	const cols = `SELECT id, range_id, position, role, text FROM ctxc_messages WHERE `
+	var rows []core.RecallHit
+	complete := false
+	if want > 0 && s.window > 0 {
+		// The newest rows first, by LIKE alone.
+		n, err := s.sessionRows(session)
+		if err != nil {
+			return nil, 0, err
+		}
+		rows, err = s.query(cols+`rowid IN (SELECT rowid FROM ctxc_messages WHERE session = ? ORDER BY rowid DESC LIMIT `+
+			strconv.Itoa(s.window)+`)`+likes.String()+` ORDER BY rowid DESC`+lim, append([]string{session}, q.Like...))
+		if err != nil {
+			return nil, 0, err
+		}
+		complete = len(rows) >= want || n <= s.window
+	}
+	if !complete {
+		where, args := "session = ?", []string{session}
+		if s.useFTS && q.FTS != "" {
+			// +session: look the index's rowids up, not every row of the session.
+			where = "+session = ? AND rowid IN (SELECT rowid FROM ctxc_fts WHERE ctxc_fts MATCH ?)"
+			args = append(args, q.FTS)
+		}
+		rows, err = s.query(cols+where+likes.String()+` ORDER BY rowid DESC`+lim, append(args, q.Like...))
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+	total = len(rows)
+	if limit > 0 && len(rows) > limit {
+		rows = rows[:limit]
+	}
+	return rows, total, nil
+}
+
+func (s *Store) sessionRows(session string) (int, error) {
+	st, _, err := s.conn.Prepare(`SELECT count(*) FROM ctxc_messages WHERE session = ?`)
 	if err != nil {
-		return nil, 0, fmt.Errorf("ctxcompact: searching the recall store: %w", err)
+		return 0, err
 	}
 	defer st.Close()
-	bindAll(st, session, args)
-	hits = []core.RecallHit{}
+	st.BindText(1, session)
+	if !st.Step() {
+		return 0, st.Err()
+	}
+	return st.ColumnInt(0), nil
+}
+
+func (s *Store) query(sql string, args []string) ([]core.RecallHit, error) {
+	st, _, err := s.conn.Prepare(sql)
+	if err != nil {
+		return nil, fmt.Errorf("ctxcompact: searching the recall store: %w", err)
+	}
+	defer st.Close()
+	for i, a := range args {
+		st.BindText(i+1, a)
+	}
+	hits := []core.RecallHit{}
 	for st.Step() {
 		hits = append(hits, core.RecallHit{ID: st.ColumnText(0), RangeID: st.ColumnText(1), Position: st.ColumnInt(2),
 			Role: st.ColumnText(3), Text: st.ColumnText(4)})
 	}
 	if err := st.Err(); err != nil {
-		return nil, 0, fmt.Errorf("ctxcompact: searching the recall store: %w", err)
+		return nil, fmt.Errorf("ctxcompact: searching the recall store: %w", err)
 	}
-	total = len(hits)
-	if limit > 0 && len(hits) == limit {
-		cs, _, err := s.conn.Prepare(`SELECT count(*) FROM ctxc_messages WHERE ` + where)
-		if err != nil {
-			return nil, 0, err
-		}
-		defer cs.Close()
-		bindAll(cs, session, args)
-		if cs.Step() {
-			total = cs.ColumnInt(0)
-		}
-		if err := cs.Err(); err != nil {
-			return nil, 0, fmt.Errorf("ctxcompact: searching the recall store: %w", err)
-		}
-	}
-	return hits, total, nil
-}
-
-// matchClause is the WHERE clause of a search (after session = ?) and its
-// arguments, as docs/RECALL.md says: the FTS5 match when the store searches
-// with it, and LIKE for every term.
-func (s *Store) matchClause(q core.RecallQuery) (string, []string) {
-	var b strings.Builder
-	b.WriteString("session = ?")
-	var args []string
-	if s.useFTS && q.FTS != "" {
-		b.WriteString(" AND rowid IN (SELECT rowid FROM ctxc_fts WHERE ctxc_fts MATCH ?)")
-		args = append(args, q.FTS)
-	}
-	for _, p := range q.Like {
-		b.WriteString(` AND text LIKE ? ESCAPE '\'`)
-		args = append(args, p)
-	}
-	return b.String(), args
-}
-
-func bindAll(st *sqlite3.Stmt, session string, args []string) {
-	st.BindText(1, session)
-	for i, a := range args {
-		st.BindText(i+2, a)
-	}
+	return hits, nil
 }
 
 // Message is one archived row.

@@ -71,6 +71,7 @@ func TestFTS5WithTrigramIsAvailable(t *testing.T) {
 
 func TestArchiveSearchExpand(t *testing.T) {
 	s := mustOpen(t, "", Options{})
+	s.window = 0 // the FTS index, not the recent rows
 	id, err := s.NextRangeID(bg, "a")
 	require.NoError(t, err)
 	require.Equal(t, "r1", id)
@@ -186,9 +187,18 @@ func corpus(n int) []string {
 }
 
 func TestFTS5AndLikeGiveTheSameHits(t *testing.T) {
+	for _, window := range []int{0, 7, recentWindow} {
+		t.Run(fmt.Sprint("window-", window), func(t *testing.T) { testSameHits(t, window) })
+	}
+}
+
+// testSameHits compares the modes with a recent window of window rows (0: the
+// index or the LIKE scan at once; 7: the window, then the index, for most queries).
+func testSameHits(t *testing.T, window int) {
 	dir := t.TempDir()
 	fts := mustOpen(t, filepath.Join(dir, "fts.db"), Options{})
 	like := mustOpen(t, filepath.Join(dir, "like.db"), Options{ForceLike: true})
+	fts.window, like.window = window, window
 	require.Equal(t, ModeFTS5, fts.Mode())
 	c := corpus(120)
 	for k := 0; k < 4; k++ {
@@ -209,6 +219,11 @@ func TestFTS5AndLikeGiveTheSameHits(t *testing.T) {
 		fr, _ := fts.SearchResult(bg, "s", q, 5)
 		lr, _ := like.SearchResult(bg, "s", q, 5)
 		require.Equal(t, lr, fr, q)
+		// With a limit: the newest of the same hits, total counted up to TotalCap.
+		fl, flt, err := fts.Find(bg, "s", q, 3)
+		require.NoError(t, err)
+		require.Equal(t, ids(fh)[:min(3, len(fh))], ids(fl), q)
+		require.Equal(t, min(len(fh), TotalCap), flt, q)
 		found += len(fh)
 	}
 	require.Greater(t, found, 100, "the queries do find things")
