@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -154,6 +155,14 @@ type pathCall struct {
 	callAt, result int
 }
 
+func hitIDs(hits []core.RecallHit) []string {
+	var out []string
+	for _, h := range hits {
+		out = append(out, h.ID)
+	}
+	return out
+}
+
 func findPathCall(t *testing.T, input []json.RawMessage, from, to int) pathCall {
 	for i := from; i < to; i++ {
 		for _, c := range gjson.GetBytes(input[i], "tool_calls").Array() {
@@ -212,6 +221,41 @@ func TestLosslessTraceTwiceThenRecallFromAFreshProcess(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ranges, 2)
 	require.Equal(t, []string{"r1", "r2"}, []string{ranges[0].ID, ranges[1].ID})
+
+	// Every archived file path and user request of both ranges is found, and its
+	// message comes back as it was.
+	checked := 0
+	for _, rg := range ranges {
+		rows, err := store.Expand(ctx, "session-1", rg.ID)
+		require.NoError(t, err)
+		for _, row := range rows {
+			m := gjson.Parse(row.JSON)
+			var queries []string
+			for _, c := range m.Get("tool_calls").Array() {
+				args := gjson.Parse(c.Get("function.arguments").Str)
+				for _, k := range []string{"file_path", "path", "notebook_path"} {
+					if v := args.Get(k).Str; v != "" && !strings.ContainsAny(v, "\" \t\n") {
+						queries = append(queries, v)
+					}
+				}
+			}
+			if row.Role == "user" && m.Get("content").Type == gjson.String {
+				words := strings.Fields(strings.ReplaceAll(m.Get("content").Str, `"`, " "))
+				queries = append(queries, strings.Join(words[:min(6, len(words))], " "))
+			}
+			for _, q := range queries {
+				if strings.TrimSpace(q) == "" {
+					continue
+				}
+				hits, _, err := store.Find(ctx, "session-1", q, 0)
+				require.NoError(t, err)
+				require.Contains(t, hitIDs(hits), row.ID, "query %q", q)
+				checked++
+			}
+		}
+	}
+	require.Greater(t, checked, 5, "paths and requests were checked")
+	t.Logf("%d archived paths and requests found by search", checked)
 
 	pc := findPathCall(t, first, sum1.From, sum1.To)
 	require.NoError(t, store.Close()) // the parent lets go of the file
