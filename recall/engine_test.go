@@ -76,9 +76,18 @@ func asBytes(msgs []json.RawMessage) [][]byte {
 // fresh process that has only the file.
 const childEnv = "CTXC_RECALL_CHILD"
 
+// writerEnv makes the re-executed test binary archive writerRanges ranges into a
+// store: "PATH SESSION".
+const writerEnv = "CTXC_RECALL_WRITER"
+
+const writerRanges = 15
+
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(childEnv); spec != "" {
 		os.Exit(child(spec))
+	}
+	if spec := os.Getenv(writerEnv); spec != "" {
+		os.Exit(writer(spec))
 	}
 	os.Exit(m.Run())
 }
@@ -334,4 +343,77 @@ func TestEngineModesAndToolErrors(t *testing.T) {
 	require.False(t, res.Report.Compacted)
 	id, _ := store.NextRangeID(ctx, "s")
 	require.Equal(t, "r1", id)
+}
+
+// writer archives writerRanges ranges of one message into the store, as a
+// process of its own.
+func writer(spec string) int {
+	path, session, _ := strings.Cut(spec, " ")
+	st, err := recall.Open(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer st.Close()
+	if err := archiveMany(st, session, writerRanges); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	return 0
+}
+
+func archiveMany(st *recall.Store, session string, n int) error {
+	ctx := context.Background()
+	for k := 0; k < n; k++ {
+		id, err := st.NextRangeID(ctx, session)
+		if err != nil {
+			return err
+		}
+		req := fmt.Sprintf(`{"session":%q,"range_id":%q,"report":{"summarized":{"from":0,"to":1}},"archived":[{"index":0,"reason":"summarized","message":{"role":"user","content":"write %d of %s"}}]}`, session, id, k, session)
+		out := gjson.ParseBytes(core.Dispatch("recall.archive", []byte(req)))
+		var a core.RecallArchive
+		if err := json.Unmarshal([]byte(out.Get("result").Raw), &a); err != nil {
+			return err
+		}
+		if err := st.Archive(ctx, session, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Writes from several processes to one file are serialized by SQLite's lock (with
+// the busy timeout): none is lost, none fails.
+func TestProcessesWriteOneStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "shared.db")
+	st, err := recall.Open(path)
+	require.NoError(t, err)
+	defer st.Close()
+	var cmds []*exec.Cmd
+	for _, session := range []string{"p1", "p2"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), writerEnv+"="+path+" "+session)
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		require.NoError(t, cmd.Start())
+		cmds = append(cmds, cmd)
+		t.Cleanup(func() {
+			if errb.Len() > 0 {
+				t.Log(errb.String())
+			}
+		})
+	}
+	require.NoError(t, archiveMany(st, "parent", writerRanges))
+	for _, cmd := range cmds {
+		require.NoError(t, cmd.Wait())
+	}
+	for _, session := range []string{"p1", "p2", "parent"} {
+		rs, err := st.Ranges(context.Background(), session)
+		require.NoError(t, err)
+		require.Len(t, rs, writerRanges, session)
+		hits, total, err := st.Find(context.Background(), session, "write", 0)
+		require.NoError(t, err)
+		require.Equal(t, writerRanges, total, session)
+		require.Equal(t, "r15.0", hits[0].ID)
+	}
 }
