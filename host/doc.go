@@ -26,7 +26,11 @@
 // ContextEngine keeps an agent session between compactions (usage, the trigger
 // and its breaker, model switches), the method set of the JS and Python
 // ContextEngine, over the core's engine.* ops; its state is a JSON object a host
-// can persist.
+// can persist. With {"context": {"engine": "lossless"}}, a ContextEngineOptions.Store
+// (package github.com/ctxcompact/ctxcompact/recall, a SQLite file; this package
+// links no SQLite) and a SessionID, it is the lossless engine: every compaction's
+// originals are archived, the summary names them, and ToolSchemas and
+// HandleToolCall give the agent context_search and context_expand.
 //
 // Errors: a request the core rejects returns its *core.Error (match the code with
 // errors.Is(err, &core.Error{Code: core.CodeInvalidMessages})); host-level failures
