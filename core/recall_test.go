@@ -311,3 +311,12 @@ func TestRecallClosingOrderAndBound(t *testing.T) {
 	require.True(t, strings.HasSuffix(line, ", ..."), "bounded, and says so")
 	require.LessOrEqual(t, len(line), len(RecallDetailsPrefix)+recallDetailsChars+5)
 }
+
+func TestIsRangeID(t *testing.T) {
+	for _, ok := range []string{"r1", "r9", "r10", "r123456789"} {
+		require.True(t, IsRangeID(ok), ok)
+	}
+	for _, bad := range []string{"", "r", "r0", "r01", "R1", "r1.2", "r1a", "1", "r1234567890", " r1"} {
+		require.False(t, IsRangeID(bad), bad)
+	}
+}
