@@ -4,6 +4,7 @@ import {
   Compactor, CompactError, ContextEngine, ErrBadBinary, ErrClosed, ErrABIMismatch,
   type CompactResult, type ErrorCode, type Message, type SummaryRequest, type Config,
 } from "ctxcompact";
+import { RecallStore, parseQuery, type RecallArchive, type RecallSearch } from "ctxcompact/recall";
 
 const config: Config = {
   compression: { threshold: 0.5, tail_mode: "lean", model_thresholds: { "claude": 0.6 }, small_context_floor: null },
@@ -70,4 +71,24 @@ export async function main(): Promise<number> {
   const code: ErrorCode = "oops";
   void [first, role, n, s, status.usage_percent, bad, badCfg, code];
   return res.messages.length;
+}
+
+// ctxcompact/recall: the store, its own entry point.
+export async function store(): Promise<number> {
+  const st = await RecallStore.open(null, { fts: false });
+  const a: RecallArchive = { range: { id: st.nextRangeId("s"), from_index: 0, to_index: 1, summary: "S" }, rows: [] };
+  const mode: "fts5" | "like" = st.searchMode;
+  st.archive("s", a);
+  const found: RecallSearch = st.search("s", parseQuery("src/app.py"), { limit: 5 });
+  const json: string[] = st.expand("s", "r1").messages;
+  const gone: number = st.deleteSession("s").messages + st.sessions().length;
+  // @ts-expect-error the store is opened with RecallStore.open
+  new RecallStore();
+  // @ts-expect-error driver is "auto" | "node:sqlite" | "wasm"
+  await RecallStore.open("x.db", { driver: "sqlite" });
+  // @ts-expect-error rows carry the original JSON as text
+  st.archive("s", { range: a.range, rows: [{ id: "r1.0", range_id: "r1", position: 0, role: "user", reason: "summarized", json: {}, text: "" }] });
+  st.close();
+  void mode;
+  return found.total + json.length + gone;
 }
