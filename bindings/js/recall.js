@@ -197,22 +197,51 @@ function likePattern(term) {
   return `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
+// The whitespace of the core's query splitter (Go's unicode.IsSpace).
+const SPACE = /[ \t\n\r\f\v\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/;
+const trimSpace = (t) => {
+  let a = 0;
+  let b = t.length;
+  while (a < b && SPACE.test(t[a])) a++;
+  while (b > a && SPACE.test(t[b - 1])) b--;
+  return t.slice(a, b);
+};
+const asciiLower = (t) => t.replace(/[A-Z]/g, (c) => c.toLowerCase());
+
 /**
- * A search query split the documented way (the core's recall.query does the same;
- * the engine sends the core's): terms on whitespace, a quoted "..." phrase is one
- * term; the FTS5 expression quotes each term of 3+ characters as a phrase, joined
- * with AND; every term is also a LIKE pattern.
+ * A search query split as the core's recall.query splits it (the engine sends the
+ * core's; this is for the store used alone): terms on whitespace, a "quoted
+ * phrase" is one term (an unclosed quote: the rest), duplicates (ASCII
+ * case-insensitive) kept once; the FTS5 expression quotes each term of 3+
+ * characters as a phrase, joined with AND; every term is also a LIKE pattern.
  * @param {string} query
  */
 export function parseQuery(query) {
-  if (typeof query !== "string" || query.trim() === "") throw fail("recall: the query must be a non-empty string", "/query");
+  if (typeof query !== "string") throw fail("recall: query must be a string", "/query");
   const terms = [];
-  const re = /"([^"]*)"|(\S+)/g;
-  for (let m; (m = re.exec(query)) !== null;) {
-    const t = m[1] !== undefined ? m[1] : m[2];
-    if (t.trim() !== "") terms.push(t);
+  const seen = new Set();
+  const add = (t) => {
+    const k = asciiLower(t);
+    if (t !== "" && !seen.has(k)) {
+      seen.add(k);
+      terms.push(t);
+    }
+  };
+  for (let i = 0; i < query.length;) {
+    if (SPACE.test(query[i])) {
+      i++;
+    } else if (query[i] === '"') {
+      const end = query.indexOf('"', i + 1);
+      add(trimSpace(query.slice(i + 1, end < 0 ? query.length : end)));
+      i = end < 0 ? query.length : end + 1;
+    } else {
+      let j = i;
+      while (j < query.length && !SPACE.test(query[j]) && query[j] !== '"') j++;
+      add(query.slice(i, j));
+      i = j;
+    }
   }
-  if (terms.length === 0) throw fail("recall: the query has no terms", "/query");
+  if (terms.length === 0) throw fail("recall: query must have at least one word to search for", "/query");
   const fts = terms.filter((t) => [...t].length >= 3).map((t) => `"${t.replace(/"/g, '""')}"`).join(" AND ");
   return { terms, fts, like: terms.map(likePattern) };
 }
@@ -438,22 +467,41 @@ export class RecallStore {
     const limit = options?.limit ?? DEFAULT_SEARCH_LIMIT;
     if (!Number.isSafeInteger(limit) || limit < 1) throw fail("recall store: limit must be a positive integer", "/limit");
     const d = this.#db();
-    const where = ["m.session = ?"];
-    const params = [session];
-    if (this.#useFTS && q.fts) {
-      where.push("m.rowid IN (SELECT rowid FROM ctxc_fts WHERE ctxc_fts MATCH ?)");
+    // With the index: its candidates in rowid order, newest first, joined to their
+    // rows. The hits must be exactly the LIKE fallback's (every term an ASCII
+    // case-insensitive substring of the text): the trigram index matches a term of
+    // 3+ characters as a substring with Unicode case folding, which for an ASCII
+    // term differs only where the text has one of the two non-ASCII characters the
+    // tokenizer folds to ASCII letters (U+212A KELVIN SIGN to k, U+017F LONG S to s;
+    // found by indexing every code point). So the LIKE check (which reads the text)
+    // is kept only for terms the index cannot decide: under 3 characters, non-ASCII,
+    // or with a k or an s.
+    const fts = this.#useFTS && q.fts !== "";
+    const where = [];
+    const params = [];
+    if (fts) {
+      where.push("ctxc_fts MATCH ?");
       params.push(q.fts);
     }
-    for (const p of q.like) {
-      where.push("m.text LIKE ? ESCAPE '\\'");
-      params.push(p);
-    }
-    const cond = where.join(" AND ");
+    where.push("m.session = ?");
+    params.push(session);
+    const terms = q.terms.length === q.like.length ? q.terms : null;
+    q.like.forEach((p, i) => {
+      const t = terms?.[i];
+      const decided = fts && t !== undefined && [...t].length >= 3 && /^[\x00-\x7f]*$/.test(t) && !/[ksKS]/.test(t);
+      if (!decided) {
+        where.push("m.text LIKE ? ESCAPE '\\'");
+        params.push(p);
+      }
+    });
+    const from = fts ? "ctxc_fts f JOIN ctxc_messages m ON m.rowid = f.rowid" : "ctxc_messages m";
+    const cond = `${from} WHERE ${where.join(" AND ")}`;
+    const order = fts ? "f.rowid DESC" : "m.rowid DESC";
+    const max = Math.min(limit, MAX_SEARCH_LIMIT);
     try {
-      const hits = d.all(`SELECT m.id AS id, m.range_id AS range_id, m.position AS position, m.role AS role, m.text AS text FROM ctxc_messages m WHERE ${cond} ORDER BY m.rowid DESC LIMIT ?`,
-        [...params, Math.min(limit, MAX_SEARCH_LIMIT)]).map((r) => ({ ...r }));
-      const total = hits.length < Math.min(limit, MAX_SEARCH_LIMIT) ? hits.length
-        : Number(d.get(`SELECT count(*) AS n FROM ctxc_messages m WHERE ${cond}`, params).n);
+      const hits = d.all(`SELECT m.id AS id, m.range_id AS range_id, m.position AS position, m.role AS role, m.text AS text FROM ${cond} ORDER BY ${order} LIMIT ?`,
+        [...params, max]).map((r) => ({ ...r }));
+      const total = hits.length < max ? hits.length : Number(d.get(`SELECT count(*) AS n FROM ${cond}`, params).n);
       return { hits, total };
     } catch (err) {
       throw dbError(`search in session ${JSON.stringify(session)}`, err);

@@ -165,10 +165,12 @@ const TEXTS = [
   "tool: 50%_off \\backslash\\ path C:\\temp\\x",
   "assistant: the quick brown fox",
   "tool: src/app.pyc is compiled",
+  "tool: \u212Aey \u017Fet \u212Aelvin", // KELVIN SIGN and LONG S: the index folds them to k and s, LIKE does not
+  "tool: key set kelvin",
 ];
 const QUERIES = ["src/app.py", "SRC/APP.PY", "app", "foo.bar", "foo_bar", "100%", "50%_", "\\backslash\\", "C:\\temp",
   "café", "CAFÉ", "straße", "go", "ap", "\"quick brown\"", "brown quick", "\"brown quick\"", "test_app.py::test_login",
-  "tool: py", "nothing-like-this", "a", "é", "\"add error handling\""];
+  "tool: py", "nothing-like-this", "a", "é", "\"add error handling\"", "key", "KEY", "set", "elvin", "ey s", "\u212Aey", "tool"];
 
 /** The contract's rule: every term a case-insensitive (ASCII) substring of the text. */
 function reference(texts, query) {
