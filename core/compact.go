@@ -268,7 +268,9 @@ func (r *compactRequest) tokensBefore() int {
 // finish in any runtime.
 func (r *compactRequest) stateFor(p plan) string {
 	h := fnv64a(fnvOffset64)
-	cfg, _ := marshal(r.cfg)
+	c := r.cfg
+	c.Context = ContextConfig{} // the context engine does not change a compaction
+	cfg, _ := marshal(c)
 	h = h.bytes(cfg)
 	h = h.byte(0).byte(boolByte(r.force))
 	for i := range r.msgs {

@@ -16,7 +16,25 @@ type Config struct {
 	PromptCaching CachingConfig     `json:"prompt_caching"`
 	Model         ModelConfig       `json:"model"`
 	Tokens        TokensConfig      `json:"tokens"`
+	// Context is left out of compact.begin's state fingerprint (stateFor): it
+	// does not change a compaction.
+	Context ContextConfig `json:"context,omitzero"`
 }
+
+// ContextConfig holds the "context" keys: which context engine a host's
+// ContextEngine runs (issue 17).
+type ContextConfig struct {
+	// Engine is compressor (compaction only, the default) or lossless (compaction
+	// whose originals are archived to a recall store, with context_search and
+	// context_expand tools for the agent).
+	Engine string `json:"engine"`
+}
+
+// Context engines (ContextConfig.Engine).
+const (
+	ContextEngineCompressor = "compressor"
+	ContextEngineLossless   = "lossless"
+)
 
 // CompressionConfig holds the "compression" keys.
 type CompressionConfig struct {
@@ -86,6 +104,7 @@ func DefaultConfig() Config {
 		PromptCaching: CachingConfig{CacheTTL: "5m"},
 		Model:         ModelConfig{ContextLength: DefaultContextLength},
 		Tokens:        TokensConfig{Encoding: EncodingRough, Calibration: 1},
+		Context:       ContextConfig{Engine: ContextEngineCompressor},
 	}
 }
 
@@ -219,7 +238,7 @@ func parseConfig(v gjson.Result, path string) (Config, error) {
 		return cfg, nil
 	}
 	root := &configReader{obj: v, path: path}
-	root.checkObject([]string{"compression", "prompt_caching", "model", "tokens"})
+	root.checkObject(configSections)
 	if root.err != nil {
 		return cfg, root.err
 	}
@@ -294,6 +313,12 @@ func parseConfig(v gjson.Result, path string) (Config, error) {
 	if t.err != nil {
 		return cfg, t.err
 	}
+
+	cx := root.object("context", "engine")
+	cx.str("engine", &cfg.Context.Engine, ContextEngineCompressor, ContextEngineLossless)
+	if cx.err != nil {
+		return cfg, cx.err
+	}
 	if root.err != nil {
 		return cfg, root.err
 	}
@@ -301,7 +326,7 @@ func parseConfig(v gjson.Result, path string) (Config, error) {
 }
 
 // configSections are the config's sections, in the order a merged config lists them.
-var configSections = []string{"compression", "prompt_caching", "model", "tokens"}
+var configSections = []string{"compression", "prompt_caching", "model", "tokens", "context"}
 
 // MergeConfig merges the config object over over the config object base: section
 // by section and key by key, over's key winning, an explicit null included; a value
