@@ -3,6 +3,7 @@
 import {
   Compactor, CompactError, ContextEngine, ErrBadBinary, ErrClosed, ErrABIMismatch,
   type CompactResult, type ErrorCode, type Message, type SummaryRequest, type Config,
+  type OpenAIChatToolSchema, type ContextSearchResult, type ContextExpandResult, type ContextToolError,
 } from "ctxcompact";
 import { RecallStore, parseQuery, type RecallArchive, type RecallSearch } from "ctxcompact/recall";
 
@@ -88,7 +89,17 @@ export async function store(): Promise<number> {
   await RecallStore.open("x.db", { driver: "sqlite" });
   // @ts-expect-error rows carry the original JSON as text
   st.archive("s", { range: a.range, rows: [{ id: "r1.0", range_id: "r1", position: 0, role: "user", reason: "summarized", json: {}, text: "" }] });
+  const engine = await ContextEngine.create({ config: { context: { engine: "lossless" } }, store: st, sessionId: "s" });
+  const tools: OpenAIChatToolSchema[] = engine.getToolSchemas();
+  const schema: Record<string, unknown> = engine.getToolSchemas("anthropic")[0].input_schema;
+  const text: string = engine.handleToolCall("context_search", { query: "src/app.py" }) + engine.handleToolCall("context_expand", '{"id":"r1"}');
+  const parsed = JSON.parse(text) as ContextSearchResult | ContextExpandResult | ContextToolError;
+  const on: boolean = engine.lossless && engine.store === st && engine.sessionId === "s";
+  // @ts-expect-error context.engine is "compressor" or "lossless"
+  const badCtx: Config = { context: { engine: "magic" } };
+  // @ts-expect-error store is a RecallStore (open it with RecallStore.open)
+  await ContextEngine.create({ store: "recall.db", sessionId: "s" });
   st.close();
-  void mode;
+  void [mode, tools, schema, parsed, on, badCtx];
   return found.total + json.length + gone;
 }
