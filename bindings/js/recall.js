@@ -467,8 +467,7 @@ export class RecallStore {
     const limit = options?.limit ?? DEFAULT_SEARCH_LIMIT;
     if (!Number.isSafeInteger(limit) || limit < 1) throw fail("recall store: limit must be a positive integer", "/limit");
     const d = this.#db();
-    // With the index: its candidates in rowid order, newest first, joined to their
-    // rows. The hits must be exactly the LIKE fallback's (every term an ASCII
+    // With the index: its candidates joined to their rows. The hits must be exactly the LIKE fallback's (every term an ASCII
     // case-insensitive substring of the text): the trigram index matches a term of
     // 3+ characters as a substring with Unicode case folding, which for an ASCII
     // term differs only where the text has one of the two non-ASCII characters the
@@ -495,13 +494,17 @@ export class RecallStore {
       }
     });
     const from = fts ? "ctxc_fts f JOIN ctxc_messages m ON m.rowid = f.rowid" : "ctxc_messages m";
-    const cond = `${from} WHERE ${where.join(" AND ")}`;
-    const order = fts ? "f.rowid DESC" : "m.rowid DESC";
     const max = Math.min(limit, MAX_SEARCH_LIMIT);
     try {
-      const hits = d.all(`SELECT m.id AS id, m.range_id AS range_id, m.position AS position, m.role AS role, m.text AS text FROM ${cond} ORDER BY ${order} LIMIT ?`,
-        [...params, max]).map((r) => ({ ...r }));
-      const total = hits.length < max ? hits.length : Number(d.get(`SELECT count(*) AS n FROM ${cond}`, params).n);
+      // One pass over the matches gives the total and the newest `max` rowids
+      // (ascending: FTS5 walks its doclists forwards much faster than backwards),
+      // then their rows.
+      const ids = d.all(`SELECT m.rowid AS r FROM ${from} WHERE ${where.join(" AND ")} ORDER BY ${fts ? "f" : "m"}.rowid`, params);
+      const total = ids.length;
+      const hits = [];
+      for (let i = total - 1; i >= 0 && hits.length < max; i--) {
+        hits.push({ ...d.get("SELECT id, range_id, position, role, text FROM ctxc_messages WHERE rowid = ?", [ids[i].r]) });
+      }
       return { hits, total };
     } catch (err) {
       throw dbError(`search in session ${JSON.stringify(session)}`, err);

@@ -11,7 +11,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { CompactError, Compactor, ContextEngine } from "../index.js";
+import { CompactError, Compactor, ContextEngine, _instanceOf } from "../index.js";
 import { RecallStore } from "../recall.js";
 import { loadTrace, session, traceFile, tracesSkip } from "./helpers.mjs";
 
@@ -226,6 +226,28 @@ test("two engines on one store: ranges numbered per session, searches see only t
   store.deleteSession("alice");
   assert.equal(seen(a, "alice-marker"), 0);
   assert.ok(seen(b, "bob-marker") > 0);
+  store.close();
+});
+
+test("compress sends archive_id r<k> to compact.begin and finish in lossless mode only", async () => {
+  const comp = await Compactor.create();
+  const inst = _instanceOf(comp);
+  const sent = [];
+  const parts = inst.callParts.bind(inst);
+  inst.callParts = (p) => {
+    const req = JSON.parse(p.map((x) => (typeof x === "string" ? x : new TextDecoder().decode(x))).join(""));
+    if (req.op.startsWith("compact.")) sent.push([req.op, req.archive_id ?? null]);
+    return parts(p);
+  };
+  const store = await RecallStore.open();
+  const summarize = async () => "Goal: the task.";
+  const e = comp.engine({ config: LOSSLESS, store, sessionId: "s", summarize });
+  const r = await e.compress(session({ turns: 60 }), { force: true });
+  await e.compress([...r.messages, ...session({ turns: 30 })], { force: true });
+  await comp.engine({ config: { model: { context_length: 32000 } }, summarize }).compress(session({ turns: 60 }), { force: true });
+  assert.deepEqual(sent, [["compact.begin", "r1"], ["compact.finish", "r1"], ["compact.begin", "r2"], ["compact.finish", "r2"],
+    ["compact.begin", null], ["compact.finish", null]]);
+  assert.deepEqual(store.ranges("s").map((x) => x.id), ["r1", "r2"]);
   store.close();
 });
 
