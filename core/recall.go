@@ -177,7 +177,11 @@ func opRecallArchive(req opRequest) ([]byte, error) {
 	} else if lo >= 0 {
 		out.Range.FromIndex, out.Range.ToIndex = lo, hi
 	}
-	if sm := p.Get("summary_message"); sm.Exists() && sm.Type != gjson.Null {
+	sm := p.Get("summary_message")
+	if (!sm.Exists() || sm.Type == gjson.Null) && p.Get("messages").IsArray() && report.Get("summarized").IsObject() {
+		sm = summaryMessageOf(p.Get("messages"), int(report.Get("head_end").Int()))
+	}
+	if sm.Exists() && sm.Type != gjson.Null {
 		if !sm.IsObject() {
 			return nil, errorf(CodeInvalidRequest, "/summary_message", "summary_message must be the summary message object, or null")
 		}
@@ -186,6 +190,26 @@ func opRecallArchive(req opRequest) ([]byte, error) {
 			Role: "summary", Reason: "summary", JSON: sm.Raw, Text: capText("summary\n" + out.Range.Summary)})
 	}
 	return marshal(out)
+}
+
+// summaryMessageOf finds the summary message in a compaction's output messages
+// (refs allowed: an unchanged message, an index, is never it): the one at
+// head_end when it carries the summary, else the first that does. The summary
+// message is new, or a tail message the summary was merged into.
+func summaryMessageOf(msgs gjson.Result, headEnd int) gjson.Result {
+	all := msgs.Array()
+	isSummary := func(m gjson.Result) bool {
+		return m.IsObject() && strings.Contains(contentText(m.Get("content")), SummaryPrefix)
+	}
+	if headEnd >= 0 && headEnd < len(all) && isSummary(all[headEnd]) {
+		return all[headEnd]
+	}
+	for _, m := range all {
+		if isSummary(m) {
+			return m
+		}
+	}
+	return gjson.Result{}
 }
 
 func messageRole(m gjson.Result) string {

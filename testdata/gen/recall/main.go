@@ -51,6 +51,7 @@ var files = []genFile{
 			{"openai-range", `{"session":"s1","range_id":"r1","report":` + reportSum + `,"archived":[{"index":1,"reason":"summarized","message":` + userMsg + `},{"index":2,"reason":"summarized","message":` + callMsg + `},{"index":3,"reason":"summarized","message":` + toolMsg + `}],"summary_message":` + summary + `}`},
 			{"anthropic-blocks", `{"session":"s1","range_id":"r2","report":{"summarized":{"from":0,"to":2}},"archived":[{"index":0,"reason":"summarized","message":` + anthUse + `},{"index":1,"reason":"summarized","message":` + anthRes + `}],"summary_message":{"role":"user","content":[{"type":"text","text":"Summary: tests failed."}]}}`},
 			{"pruned-only-has-no-summary-row", `{"session":"s1","range_id":"r3","report":{"summarized":null},"archived":[{"index":5,"reason":"pruned","message":` + toolMsg + `},{"index":7,"reason":"pruned","message":` + toolMsg + `}],"summary_message":null}`},
+			{"summary-from-output-messages", `{"session":"s1","range_id":"r1","report":{"summarized":{"from":1,"to":3},"head_end":1},"archived":[{"index":1,"reason":"summarized","message":` + userMsg + `},{"index":2,"reason":"summarized","message":` + callMsg + `}],"messages":[0,` + summary + `,3,4]}`},
 			{"rejects-bad-range-id", `{"session":"s1","range_id":"3","report":{},"archived":[]}`},
 			{"rejects-missing-session", `{"range_id":"r1","report":{},"archived":[]}`},
 			{"rejects-refs-without-message", `{"session":"s1","range_id":"r1","report":{},"archived":[{"index":0,"reason":"summarized"}]}`},
