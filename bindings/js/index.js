@@ -659,20 +659,23 @@ export class ContextEngine {
       summarize, promptTokens, force: o.force, format: o.format, system: o.system,
       timeoutMs: o.timeoutMs ?? this.#timeoutMs, signal: o.signal, archiveId,
     }, config === "null" ? undefined : config);
-    if (lossless && res.archived.length > 0) this.#archive(archiveId, res);
+    if (lossless && res.archived.length > 0) this.#archive(archiveId, res, messages);
     this.#op("engine.record", `,"report":${JSON.stringify(res.report)}`);
     return res;
   }
 
-  /** recall.archive over a compaction's result (the archived originals as the caller's objects serialize), then one store transaction. */
-  #archive(rangeId, res) {
-    const r = res.report;
-    const at = r.summary_merged_into ?? r.summarized?.from;
-    const summary = r.summarized && Number.isInteger(at) ? res.messages[at] : undefined;
+  /**
+   * recall.archive over a compaction's result: the archived originals (the caller's
+   * objects, as JSON.stringify writes them) and the output messages, where the core
+   * finds the summary (the caller's unchanged objects go as refs: never the summary),
+   * then one store transaction.
+   */
+  #archive(rangeId, res, input) {
+    const mine = new Set(input);
+    const out = res.messages.map((m, i) => (mine.has(m) ? "0" : serialize(m, `/messages/${i}`, "invalid_messages")));
     const archived = res.archived.map((a) => `{"index":${a.index},"reason":${JSON.stringify(a.reason)},"message":${serialize(a.message, `/archived/${a.index}`, "invalid_messages")}}`);
     const rows = unwrap(this.#c.callRaw(`{"op":"recall.archive","session":${JSON.stringify(this.#sessionId)},"range_id":"${rangeId}"` +
-      `,"report":${JSON.stringify(r)},"archived":[${archived.join(",")}]` +
-      `,"summary_message":${summary === undefined ? "null" : serialize(summary, "/summary_message", "invalid_messages")}}`));
+      `,"report":${JSON.stringify(res.report)},"archived":[${archived.join(",")}],"messages":[${out.join(",")}]}`));
     this.#store.archive(this.#sessionId, rows);
   }
 

@@ -85,11 +85,12 @@ test("acceptance: a shared trace compacted twice; a path from the first range fo
     const original = pick.result.message;
     const resultId = `r1.${pick.result.index}`;
 
-    const [found, one, range, cut] = toolsInFreshProcess(file, "django-13964", [
+    const [found, one, range, cut, summary] = toolsInFreshProcess(file, "django-13964", [
       ["context_search", { query: pick.path, limit: 50 }],
       ["context_expand", JSON.stringify({ id: resultId })], // arguments as the model sends them: JSON text
       ["context_expand", { id: "r1" }],
       ["context_expand", { id: "r1", max_tokens: 200 }],
+      ["context_expand", { id: "r1.summary" }],
     ]);
     const hits = JSON.parse(found).hits;
     assert.ok(hits.some((h) => h.id === `r1.${pick.call.index}` && h.range === "r1"), `${pick.path}: ${found.slice(0, 400)}`);
@@ -106,6 +107,10 @@ test("acceptance: a shared trace compacted twice; a path from the first range fo
     assert.equal(short.truncated, true);
     assert.match(short.note, /200 tokens/);
     assert.ok(cut.length < range.length);
+    // The range's summary row is the summary message the first compaction returned.
+    const summaryMessage = first.messages.find((m) => JSON.stringify(m.content).includes("[CONTEXT COMPACTION]"));
+    assert.ok(summaryMessage && !messages.includes(summaryMessage));
+    assert.equal(summary, `{"id":"r1.summary","messages":[${JSON.stringify(summaryMessage)}],"truncated":false}`);
   });
 
 test("after the last compaction every archived path and user request is found, and expands to its original", { skip: tracesSkip() }, async () => {
