@@ -15,6 +15,9 @@ import { CompactError } from "../errors.js";
 const require = createRequire(import.meta.url);
 const { Database } = require("node-sqlite3-wasm");
 const RECALL = new URL("../recall.js", import.meta.url).href;
+// Tests that read the file with node-sqlite3-wasm directly write it with the same
+// driver (a node:sqlite store is in WAL mode, which that build opens only exclusively).
+const WASM = { driver: "wasm" };
 
 function tmpStore(t) {
   const dir = mkdtempSync(path.join(tmpdir(), "ctxc-recall-"));
@@ -42,8 +45,8 @@ function inChild(code, ...args) {
 
 test("the file has the contract's schema, meta and FTS5 trigram index", async (t) => {
   const file = tmpStore(t);
-  const s = await RecallStore.open(file);
-  assert.equal(s.driver, "wasm"); // Node 20 here; node:sqlite on 22.5+
+  const s = await RecallStore.open(file, WASM);
+  assert.equal(s.driver, "wasm");
   assert.equal(s.searchMode, "fts5");
   s.archive("a", range(1, 2, ["read src/app.py"]));
   s.close();
@@ -126,7 +129,7 @@ test("archive is one transaction: a bad row leaves nothing; a range id is archiv
 
 test("two sessions in one file do not see each other; deleteSession removes one", async (t) => {
   const file = tmpStore(t);
-  const s = await RecallStore.open(file);
+  const s = await RecallStore.open(file, WASM);
   s.archive("alice", range(1, 1, ["edit src/app.py for alice", "pytest: 2 failed"]));
   s.archive("bob", range(1, 1, ["edit src/app.py for bob"]));
   s.archive("bob", range(2, 3, ["bob again src/app.py"]));
@@ -181,10 +184,10 @@ function reference(texts, query) {
 
 test("FTS5 and LIKE give the same hits, the contract's, in the same order", async (t) => {
   const file = tmpStore(t);
-  const fts = await RecallStore.open(file);
+  const fts = await RecallStore.open(file, WASM);
   fts.archive("s", range(1, 0, TEXTS));
   fts.archive("other", range(1, 0, TEXTS)); // never a hit in session s
-  const like = await RecallStore.open(file, { fts: false }); // the same file, searched with LIKE
+  const like = await RecallStore.open(file, { ...WASM, fts: false }); // the same file, searched with LIKE
   const likeOnly = await RecallStore.open(null, { fts: false }); // a store made without the index
   likeOnly.archive("s", range(1, 0, TEXTS));
   assert.deepEqual([fts.searchMode, like.searchMode, likeOnly.searchMode, likeOnly.fileMode], ["fts5", "like", "like", "like"]);
@@ -310,6 +313,17 @@ test("open() checks its arguments", async () => {
   await assert.rejects(RecallStore.open(null, { drvier: "wasm" }), (e) => e.path === "/drvier");
   await assert.rejects(RecallStore.open(null, { driver: "sqlite" }), (e) => e.path === "/driver");
   assert.throws(() => new RecallStore(), TypeError);
+  // node:sqlite is feature-detected: on a runtime without it, "auto" takes the wasm
+  // build and asking for it is an error naming the versions that have it.
+  const { getBuiltinModule } = process;
+  let hasNodeSqlite = false;
+  try { hasNodeSqlite = !!(typeof getBuiltinModule === "function" ? getBuiltinModule("node:sqlite") : await import("node:sqlite")); } catch { /* absent */ }
+  const auto = await RecallStore.open();
+  assert.equal(auto.driver, hasNodeSqlite ? "node:sqlite" : "wasm");
+  auto.close();
+  if (!hasNodeSqlite) {
+    await assert.rejects(RecallStore.open(null, { driver: "node:sqlite" }), (e) => e.code === "invalid_request" && e.path === "/driver" && /22\.5/.test(e.message));
+  }
 });
 
 test("the main entry never loads SQLite: recall.js and its driver are outside its import graph", async () => {
