@@ -11,6 +11,8 @@ export interface RecallStoreOptions {
   driver?: "auto" | "node:sqlite" | "wasm";
   /** false: search with LIKE (a new file is then made without the FTS5 index). Default true. */
   fts?: boolean;
+  /** Count a search's total up to this many (a total equal to it means "at least"); default: exact. */
+  countLimit?: number | null;
 }
 
 /** A search query split the documented way (the core's recall.query result). */
@@ -91,6 +93,8 @@ export declare class RecallStore {
   /** What the file keeps (meta fts). */
   readonly fileMode: "fts5" | "like";
   readonly closed: boolean;
+  /** The bound on a search's total, or null (exact). */
+  readonly countLimit: number | null;
   /** The id the next compaction archives under: `r<k>`, k = 1 + the session's ranges. */
   nextRangeId(session: string): string;
   ranges(session: string): StoredRange[];

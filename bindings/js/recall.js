@@ -282,6 +282,8 @@ export class RecallStore {
   #useFTS;
   /** Whether this connection's SQLite has FTS5 with trigram (can keep the index). */
   #canFTS;
+  /** Searches count their total up to this many (null: exactly). */
+  #countLimit = null;
   #closed = false;
 
   /** Use RecallStore.open. */
@@ -304,11 +306,13 @@ export class RecallStore {
     if (path !== undefined && path !== null && (typeof path !== "string" || path === "")) throw fail("RecallStore.open(): path must be a file path (or absent: in memory)", "/path");
     if (options === null || typeof options !== "object") throw fail("RecallStore.open(): options must be an object", "");
     for (const k of Object.keys(options)) {
-      if (k !== "driver" && k !== "fts") throw fail(`RecallStore.open(): unknown option ${JSON.stringify(k)} (driver, fts)`, `/${k}`);
+      if (!["driver", "fts", "countLimit"].includes(k)) throw fail(`RecallStore.open(): unknown option ${JSON.stringify(k)} (driver, fts, countLimit)`, `/${k}`);
     }
     const which = options.driver ?? "auto";
     if (!["auto", "node:sqlite", "wasm"].includes(which)) throw fail('RecallStore.open(): driver is "auto", "node:sqlite" or "wasm"', "/driver");
     if (options.fts !== undefined && typeof options.fts !== "boolean") throw fail("RecallStore.open(): fts must be a boolean", "/fts");
+    const countLimit = options.countLimit ?? null;
+    if (countLimit !== null && !(Number.isSafeInteger(countLimit) && countLimit >= 1)) throw fail("RecallStore.open(): countLimit must be an integer of at least 1", "/count_limit");
     const file = path === ":memory:" ? null : path ?? null;
     let d;
     try {
@@ -339,7 +343,9 @@ export class RecallStore {
         throw err;
       }
       const useFTS = fileFTS === "fts5" && canFTS && options.fts !== false;
-      return new RecallStore(d, file, fileFTS, useFTS, canFTS, kOpen);
+      const store = new RecallStore(d, file, fileFTS, useFTS, canFTS, kOpen);
+      store.#countLimit = countLimit;
+      return store;
     } catch (err) {
       d.close();
       if (err instanceof CompactError) throw err;
@@ -360,6 +366,9 @@ export class RecallStore {
   get fileMode() { return this.#fileFTS; }
 
   get closed() { return this.#closed; }
+
+  /** The bound on a search's total (null: exact); a total equal to it means "at least". */
+  get countLimit() { return this.#countLimit; }
 
   #db() {
     if (this.#closed) throw fail("recall store: the store is closed", "");
@@ -496,14 +505,24 @@ export class RecallStore {
     const from = fts ? "ctxc_fts f JOIN ctxc_messages m ON m.rowid = f.rowid" : "ctxc_messages m";
     const max = Math.min(limit, MAX_SEARCH_LIMIT);
     try {
-      // One pass over the matches gives the total and the newest `max` rowids
-      // (ascending: FTS5 walks its doclists forwards much faster than backwards),
-      // then their rows.
-      const ids = d.all(`SELECT m.rowid AS r FROM ${from} WHERE ${where.join(" AND ")} ORDER BY ${fts ? "f" : "m"}.rowid`, params);
-      const total = ids.length;
+      const cond = `${from} WHERE ${where.join(" AND ")}`;
+      const cols = "m.id AS id, m.range_id AS range_id, m.position AS position, m.role AS role, m.text AS text";
       const hits = [];
-      for (let i = total - 1; i >= 0 && hits.length < max; i--) {
-        hits.push({ ...d.get("SELECT id, range_id, position, role, text FROM ctxc_messages WHERE rowid = ?", [ids[i].r]) });
+      let total;
+      if (this.#countLimit === null) {
+        // Exact: one pass over the matches gives the total and the newest `max`
+        // rowids (ascending: FTS5 walks its doclists forwards much faster than
+        // backwards), then their rows.
+        const ids = d.all(`SELECT m.rowid AS r FROM ${cond} ORDER BY ${fts ? "f" : "m"}.rowid`, params);
+        total = ids.length;
+        for (let i = total - 1; i >= 0 && hits.length < max; i--) {
+          hits.push({ ...d.get("SELECT id, range_id, position, role, text FROM ctxc_messages WHERE rowid = ?", [ids[i].r]) });
+        }
+      } else {
+        // Bounded: the newest hits, then matches counted up to the bound.
+        for (const r of d.all(`SELECT ${cols} FROM ${cond} ORDER BY ${fts ? "f" : "m"}.rowid DESC LIMIT ?`, [...params, max])) hits.push({ ...r });
+        total = hits.length < max ? hits.length
+          : Number(d.get(`SELECT count(*) AS n FROM (SELECT 1 FROM ${cond} LIMIT ?)`, [...params, Math.max(this.#countLimit, max)]).n);
       }
       return { hits, total };
     } catch (err) {

@@ -207,6 +207,15 @@ test("FTS5 and LIKE give the same hits, the contract's, in the same order", asyn
   assert.equal(fts.search("s", "tool", { limit: 500 }).hits.length, r.total, "the limit is capped at 50, above these hits");
   assert.throws(() => fts.search("s", "  "), (e) => e.code === "invalid_request" && e.path === "/query");
   assert.throws(() => fts.search("s", "x", { limit: 0 }), (e) => e.path === "/limit");
+  // countLimit bounds the total ("at least"); the hits are the same.
+  const bounded = await RecallStore.open(file, { ...WASM, countLimit: 3 });
+  assert.equal(bounded.countLimit, 3);
+  const b = bounded.search("s", "tool", { limit: 2 });
+  assert.deepEqual(b, { hits: r.hits, total: 3 });
+  assert.deepEqual(bounded.search("s", "tool", { limit: 50 }), fts.search("s", "tool", { limit: 50 }), "a limit above the bound: the total counts at least the hits");
+  assert.deepEqual(bounded.search("s", "src/app.py"), fts.search("s", "src/app.py"), "fewer hits than the limit: exact");
+  bounded.close();
+  await assert.rejects(RecallStore.open(null, { countLimit: 0 }), (e) => e.path === "/count_limit");
   // A query parsed by the core (recall.query) is taken as is.
   assert.deepEqual(fts.search("s", parseQuery("src/app.py")).hits.map((h) => h.id), ["r1.9", "r1.2", "r1.0"]);
   for (const s of [fts, like, likeOnly]) s.close();
