@@ -10,7 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// Report says what a compaction did (DESIGN §8), so hosts can log it.
+// Report says what a compaction did (docs/DESIGN.md §8), so hosts can log it.
 type Report struct {
 	Compacted bool `json:"compacted"`
 	// Reason: compacted, pruned_only, below_threshold, disabled or nothing_to_compact.
@@ -42,6 +42,13 @@ type Report struct {
 	// ActiveRequestInSummary is true when the newest user message did not fit in
 	// the tail and the summary carries it verbatim.
 	ActiveRequestInSummary bool `json:"active_request_in_summary"`
+	// SummaryTruncated is true when the host's summary was longer than the
+	// max_tokens it was asked for and was cut at a section boundary.
+	SummaryTruncated bool `json:"summary_truncated"`
+	// AnchorsAdded are the anchors of the summarized turns (file paths in tool-call
+	// arguments, user requests, the last error) the host's summary left out, which
+	// the core appended to it in one section.
+	AnchorsAdded []Anchor `json:"anchors_added"`
 	// FirstChangedIndex is the first output index that differs from the input: the
 	// prompt cache breaks there. Null when nothing changed.
 	FirstChangedIndex *int     `json:"first_changed_index"`
@@ -53,7 +60,7 @@ type Report struct {
 	Repaired []int `json:"repaired"`
 }
 
-// ArchivedMessage is an input message not returned unchanged (DESIGN §8.7).
+// ArchivedMessage is an input message not returned unchanged (docs/DESIGN.md §8.7).
 type ArchivedMessage struct {
 	Index int `json:"index"`
 	// Reason: summarized, pruned, merged, orphan_removed, repaired or system_note.
@@ -113,6 +120,9 @@ type compactRequest struct {
 	systemTokens int
 	// fallbackCode is compact.finish's reason code for a fallback (FallbackCodes).
 	fallbackCode string
+	// archiveID is the optional archive_id (r<k>): the range a lossless engine
+	// archives this compaction as, named at the end of the summary.
+	archiveID string
 }
 
 // plan places the boundaries. In the Anthropic layout a top-level system prompt
@@ -123,6 +133,7 @@ func (r *compactRequest) plan() plan {
 	if r.anthropic && r.system.Exists() && cc.ProtectFirstN > 0 {
 		cc.ProtectFirstN--
 	}
+	cc.ProtectLastN = tailCount(cc, r.thr)
 	return planCompaction(r.msgs, r.thr, cc, r.systemTokens)
 }
 
@@ -181,6 +192,9 @@ func parseCompactParams(req params, known *arrayParts) (*compactRequest, error) 
 		r.summarizer = v.Str
 	}
 	if r.refs, err = outputParam(req); err != nil {
+		return nil, err
+	}
+	if r.archiveID, err = archiveIDParam(req); err != nil {
 		return nil, err
 	}
 	return r, r.readFormat(req)
@@ -273,6 +287,7 @@ func (r *compactRequest) stateFor(p plan) string {
 	cfg, _ := marshal(c)
 	h = h.bytes(cfg)
 	h = h.byte(0).byte(boolByte(r.force))
+	h = h.byte(boolByte(r.cfg.Compression.protectLastNSet)).byte(boolByte(r.cfg.Compression.targetRatioSet))
 	for i := range r.msgs {
 		m := &r.msgs[i]
 		h = h.string(m.role).byte(0).string(m.resultFor)
@@ -325,6 +340,7 @@ func (r *compactRequest) unchanged(reason string) *compactOutcome {
 		Reason: reason, TokensBefore: before, TokensAfter: before, ThresholdTokens: r.thr.ThresholdTokens,
 		Fits: before < r.thr.ThresholdTokens, MessagesBefore: len(r.msgs), MessagesAfter: len(r.msgs),
 		HeadEnd: len(r.msgs), TailStart: len(r.msgs), Pruned: []int{}, OrphansRemoved: []int{}, StubsAdded: []string{}, Repaired: []int{},
+		AnchorsAdded: []Anchor{},
 	}
 	o := &compactOutcome{out: out, report: rep}
 	if r.system.Exists() {
@@ -378,6 +394,7 @@ func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome
 		Compacted: true, Reason: "compacted", TokensBefore: r.tokensBefore(), ThresholdTokens: r.thr.ThresholdTokens,
 		MessagesBefore: len(r.msgs), HeadEnd: p.headEnd, TailStart: p.tailStart, Pruned: []int{},
 		ActiveRequestInSummary: p.activeRequest >= 0, OrphansRemoved: []int{}, StubsAdded: []string{}, Repaired: []int{},
+		AnchorsAdded: []Anchor{},
 	}
 	var a assembly
 	if p.tailStart > p.headEnd {
@@ -396,19 +413,31 @@ func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome
 			}
 			summary = extractiveSummary(r.msgs, p, "the summarizer failed: "+failure)
 		}
-		if p.activeRequest >= 0 && !strings.Contains(summary, strings.TrimSpace(r.msgs[p.activeRequest].text())) {
-			summary += "\n\n## Active Request (the user's newest message, verbatim)\n" + r.msgs[p.activeRequest].text()
+		if !rep.FallbackUsed && r.summarizer == SummarizerHost {
+			summary = r.checkHostSummary(p, summary, rep)
+		}
+		if p.activeRequest >= 0 {
+			size := func(body string) int {
+				return r.tc.message(gjson.Parse(`{"content":` + string(mustMarshal(summaryText(body, IndexRange{p.headEnd, p.tailStart}))) + `}`))
+			}
+			if sec := activeRequestSection(r.msgs, p, summary, p.estimate-p.summaryTarget, size); sec != "" {
+				summary += "\n\n" + sec
+			}
 		}
 		prev, _ := previousSummary(r.msgs, p.headEnd, p.tailStart)
 		rep.Iterative = prev != ""
-		a = assemble(r.msgs, p, summary)
+		closing := ""
+		if r.archiveID != "" {
+			closing = recallClosing(r.msgs, p, summary, r.archiveID)
+		}
+		a = assemble(r.msgs, p, summary, closing)
 		rep.Summarized = &IndexRange{From: p.headEnd, To: p.tailStart}
 		rep.SummaryRole, rep.SystemNoteAdded = a.summaryRole, a.noteAdded
 		if a.mergedInto >= 0 {
 			mi := a.mergedInto
 			rep.SummaryMergedInto = &mi
 		}
-		rep.SummaryTokens = r.tc.message(gjson.Parse(`{"content":` + string(mustMarshal(summaryText(summary, *rep.Summarized))) + `}`))
+		rep.SummaryTokens = r.tc.message(gjson.Parse(`{"content":` + string(mustMarshal(withClosing(summaryText(summary, *rep.Summarized), closing))) + `}`))
 	} else {
 		rep.Reason = "pruned_only"
 		a = assembly{mergedInto: -1}

@@ -57,7 +57,7 @@ func code(module string, n int) string {
 	return b.String()[:n]
 }
 
-// workedSession is the worked example of DESIGN §8: a coding session that sets up a
+// workedSession is the worked example of docs/DESIGN.md §8: a coding session that sets up a
 // FastAPI project, runs pytest (8 passed, 2 failed), then fixes the tests.
 func workedSession() []any {
 	pytest := "============================= test session starts ==============================\ncollected 10 items\n\ntests/test_main.py ........FF                                            [100%]\n\n=================================== FAILURES ===================================\n" +
@@ -180,7 +180,8 @@ func compactBeginCases() []genCase {
 	previous := cat(sys("You are a coding agent."), user("Refactor the parser module."), say("I'll start by reading the files."),
 		user(SummaryPrefix+" Earlier turns of this conversation (messages 3–20 of the original) were compacted to save context space. The summary below replaces them; the turns after it are verbatim.\n\n<summary>\n## Goal\nRefactor the parser.\n## Progress (Done / In Progress / Blocked)\n- In Progress: splitting the lexer out of src/parser.py\n</summary>"),
 		smallSession(6)[3:])
-	hugeRequest := cat(smallSession(4)[:len(smallSession(4))-1], user("Please apply this spec:\n"+code("spec", 2400)))
+	hugeRequest := cat(smallSession(4)[:len(smallSession(4))-1], user("Please apply this spec:\n"+code("spec", 8000)))
+	fittingRequest := cat(smallSession(4)[:len(smallSession(4))-1], user("Please apply this spec:\n"+code("spec", 2400)))
 	manyOutputs := []any{sys("You are a coding agent."), user("Audit every module.")}
 	for i := 0; i < 20; i++ {
 		manyOutputs = append(manyOutputs, toolTurn(fmt.Sprintf("m%d", i), "read_file", args("path", fmt.Sprintf("pkg/mod%02d.go", i)), code(fmt.Sprintf("mod%d", i), 10000))...)
@@ -192,6 +193,7 @@ func compactBeginCases() []genCase {
 	}
 	lastUserOnly := map[string]any{"model": map[string]any{"context_length": 2000}, "compression": map[string]any{"protect_last_n": 1}}
 	k32 := map[string]any{"model": map[string]any{"context_length": 32000}}
+	k32floor := map[string]any{"model": map[string]any{"context_length": 32000}, "compression": map[string]any{"protect_last_n": 20}}
 	return []genCase{
 		{"worked-example-45-messages-builtin", map[string]any{"messages": worked, "force": true, "summarizer": "builtin"}},
 		{"worked-example-45-messages-summary-request", map[string]any{"messages": worked, "force": true}},
@@ -201,6 +203,7 @@ func compactBeginCases() []genCase {
 		{"reported-prompt-tokens-trigger", map[string]any{"messages": smallSession(6), "prompt_tokens": 1500, "config": tinyWindow, "summarizer": "builtin"}},
 		{"estimate-triggers-without-force", map[string]any{"messages": smallSession(8), "config": tinyWindow, "summarizer": "builtin"}},
 		{"refs-output", map[string]any{"messages": smallSession(6), "config": tinyWindow, "force": true, "summarizer": "builtin", "output": "refs"}},
+		{"archive-id-names-the-range", map[string]any{"messages": smallSession(6), "config": tinyWindow, "force": true, "summarizer": "builtin", "archive_id": "r2"}},
 		{"parallel-calls-at-head-boundary", map[string]any{"messages": parallelHead, "config": tinyWindow, "force": true, "summarizer": "builtin"}},
 		{"parallel-calls-at-tail-boundary", map[string]any{"messages": parallelTail, "config": tinyWindow, "force": true, "summarizer": "builtin"}},
 		{"pre-existing-orphans-repaired", map[string]any{"messages": orphans, "config": tinyWindow, "force": true, "summarizer": "builtin"}},
@@ -209,8 +212,10 @@ func compactBeginCases() []genCase {
 		{"iterative-update-of-previous-summary", map[string]any{"messages": previous, "config": tinyWindow, "force": true, "summarizer": "builtin"}},
 		{"iterative-summary-request", map[string]any{"messages": previous, "config": tinyWindow, "force": true}},
 		{"newest-request-too-big-goes-into-summary", map[string]any{"messages": hugeRequest, "config": tinyWindow, "force": true, "summarizer": "builtin"}},
-		{"count-floor-kept-with-outputs-pruned-32k", map[string]any{"messages": manyOutputs, "config": k32, "summarizer": "builtin"}},
-		{"count-floor-yields-to-fit-32k", map[string]any{"messages": manyNotes, "config": k32, "summarizer": "builtin"}},
+		{"newest-request-that-fits-stays-in-the-tail", map[string]any{"messages": fittingRequest, "config": tinyWindow, "force": true, "summarizer": "builtin"}},
+		{"count-floor-kept-with-outputs-pruned-32k", map[string]any{"messages": manyOutputs, "config": k32floor, "summarizer": "builtin"}},
+		{"count-floor-yields-to-fit-32k", map[string]any{"messages": manyNotes, "config": k32floor, "summarizer": "builtin"}},
+		{"small-window-tail-rule-32k", map[string]any{"messages": manyOutputs, "config": k32, "summarizer": "builtin"}},
 		{"anthropic-layout-with-system", map[string]any{"messages": anthropicSession(6, 800), "system": "You are Claude Code.", "config": tinyWindow, "force": true, "summarizer": "builtin"}},
 		{"anthropic-layout-system-blocks-as-refs", map[string]any{"messages": anthropicSession(6, 800), "system": []any{text("You are Claude Code.")}, "config": tinyWindow, "force": true, "summarizer": "builtin", "output": "refs"}},
 		{"anthropic-layout-detected-from-blocks", map[string]any{"messages": anthropicSession(6, 800), "config": tinyWindow, "force": true, "summarizer": "builtin"}},
@@ -279,7 +284,7 @@ func want(t *testing.T, op string, req map[string]any) map[string]any {
 }
 
 func generateCompactSuites(t *testing.T) map[string]genSuite {
-	begin := genSuite{Op: "compact.begin", Comment: "Generated by core/compact_vectors_test.go (go test ./core -run TestCompactVectorsUpToDate -update): compaction scenarios (DESIGN §8) — the 45-message worked example, triggers, parallel tool calls at the head and tail boundaries, pre-existing orphans, the summary's role or merge, iterative summaries, the active request carried in the summary, the protect_last_n floor yielding to fit a 32K window, refs output, and bad input. The meaning of each case is asserted in core/compact_test.go."}
+	begin := genSuite{Op: "compact.begin", Comment: "Generated by core/compact_vectors_test.go (go test ./core -run TestCompactVectorsUpToDate -update): compaction scenarios (docs/DESIGN.md §8) — the 45-message worked example, triggers, parallel tool calls at the head and tail boundaries, pre-existing orphans, the summary's role or merge, iterative summaries, the active request carried in the summary, the protect_last_n floor yielding to fit a 32K window, refs output, and bad input. The meaning of each case is asserted in core/compact_test.go."}
 	for _, c := range compactBeginCases() {
 		begin.Cases = append(begin.Cases, genCaseOut{c.name, c.request, want(t, "compact.begin", c.request)})
 	}
@@ -347,7 +352,13 @@ func generateCompactSuites(t *testing.T) map[string]genSuite {
 // TestCompactVectorsUpToDate regenerates the compaction vectors and fails when the
 // committed files differ (or rewrites them with -update).
 func TestCompactVectorsUpToDate(t *testing.T) {
-	for name, suite := range generateCompactSuites(t) {
+	checkGenerated(t, generateCompactSuites(t), "TestCompactVectorsUpToDate")
+}
+
+// checkGenerated fails when a generated vector file in testdata/ differs from
+// suites, or with -update rewrites it; test names the test that regenerates them.
+func checkGenerated(t *testing.T, suites map[string]genSuite, test string) {
+	for name, suite := range suites {
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false)
@@ -360,6 +371,6 @@ func TestCompactVectorsUpToDate(t *testing.T) {
 		}
 		have, err := os.ReadFile(path)
 		require.NoError(t, err)
-		require.True(t, bytes.Equal(have, buf.Bytes()), "%s is out of date: run go test ./core -run TestCompactVectorsUpToDate -update and review the diff", path)
+		require.True(t, bytes.Equal(have, buf.Bytes()), "%s is out of date: run go test ./core -run %s -update and review the diff", path, test)
 	}
 }

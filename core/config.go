@@ -10,7 +10,7 @@ import (
 )
 
 // Config is the configuration of every op, parsed from the request's "config" object.
-// The JSON keys mirror the Hermes config keys (DESIGN §4).
+// The JSON keys mirror the Hermes config keys (docs/DESIGN.md §4).
 type Config struct {
 	Compression   CompressionConfig `json:"compression"`
 	PromptCaching CachingConfig     `json:"prompt_caching"`
@@ -52,6 +52,9 @@ type CompressionConfig struct {
 	HygieneThreshold    float64          `json:"hygiene_threshold"`
 	// SummaryContextLength is the summarizer model's window; 0 means the main model's.
 	SummaryContextLength int `json:"summary_context_length"`
+	// protectLastNSet and targetRatioSet record that the config gave these keys: the
+	// small-window tail rule (threshold.go) sizes the tail only where they are unset.
+	protectLastNSet, targetRatioSet bool
 }
 
 // ModelThreshold is one entry of compression.model_thresholds: a substring of the
@@ -79,7 +82,7 @@ type TokensConfig struct {
 	Calibration float64 `json:"calibration"`
 }
 
-// Defaults (DESIGN §4).
+// Defaults (docs/DESIGN.md §4).
 const (
 	DefaultContextLength = 200_000
 	maxContextLength     = 100_000_000
@@ -264,6 +267,8 @@ func parseConfig(v gjson.Result, path string) (Config, error) {
 	c.integer("small_context_limit", &cc.SmallContextLimit, 0, maxContextLength)
 	c.fraction("hygiene_threshold", &cc.HygieneThreshold, false)
 	c.integer("summary_context_length", &cc.SummaryContextLength, 0, maxContextLength)
+	_, cc.protectLastNSet = c.get("protect_last_n")
+	_, cc.targetRatioSet = c.get("target_ratio")
 	if mt, ok := c.get("model_thresholds"); ok {
 		p := c.at("model_thresholds")
 		if !mt.IsObject() {

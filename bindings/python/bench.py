@@ -41,7 +41,12 @@ from ctxcompact import _runtime as R  # noqa: E402
 SUMMARY = "Goal: the task. Progress: Done: steps so far. Next Steps: continue."
 # As the JS and wazero benchmarks: force, a 32K window, the host summarizer.
 CONFIG = {"model": {"context_length": 32000}}
+CONFIG_JSON = C.dumps(CONFIG)
 PHASES = ["serialize", "copy", "wasm", "read+parse", "build"]
+
+
+def summarize_fixed(request: dict) -> str:
+    return SUMMARY
 
 
 def timed_compact(c: ctxcompact.Compactor, inst: R.Instance, messages: List[dict]) -> Dict[str, float]:
@@ -66,12 +71,12 @@ def timed_compact(c: ctxcompact.Compactor, inst: R.Instance, messages: List[dict
         return res
 
     t0 = pc()
-    msgs, _mj, parts, env = c._begin_env(messages, CONFIG, True, None, True)
+    msgs, _mj, parts, env, _timeout = c._begin(messages, summarize_fixed, True, None, CONFIG_JSON, None, None, None)
     t["serialize"] += pc() - t0
     r = roundtrip(env)
     if not r.get("done"):
         t0 = pc()
-        env = c._finish_env(None, parts, r["state"], SUMMARY, None)  # this instance kept it
+        env = c._finish_env(None, parts, r["state"], (SUMMARY, None))  # this instance kept it
         t["serialize"] += pc() - t0
         r = roundtrip(env)
     t0 = pc()

@@ -55,10 +55,15 @@ test("acceptance: a shared trace compacted twice; a path from the first range fo
     const half = 160;
     const first = await engine.compress(messages.slice(0, half), { force: true });
     assert.equal(first.report.compacted, true);
+    // The summary names what it stands for (the core's lines, from archive_id).
+    const named = (r) => JSON.stringify(r.messages.find((m) => JSON.stringify(m.content).includes("[CONTEXT COMPACTION]")).content);
+    assert.match(named(first), /Archived as r1 \(messages \d+-\d+ of the conversation before this compaction\)/);
+    assert.match(named(first), /Expand for details about: /);
     const history = [...first.messages, ...messages.slice(half)];
     const second = await engine.compress(history, { force: true });
     assert.equal(second.report.compacted, true);
     assert.equal(engine.compressionCount, 2);
+    assert.match(named(second), /Archived as r2 /);
     assert.deepEqual(store.ranges("django-13964").map((r) => [r.id, r.seq, r.from_index, r.to_index]),
       [["r1", 1, first.report.summarized.from, first.report.summarized.to], ["r2", 2, second.report.summarized.from, second.report.summarized.to]]);
     store.close();

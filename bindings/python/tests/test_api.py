@@ -70,7 +70,7 @@ def test_bad_messages(compactor):
     assert ei.value.code == "invalid_messages"
     with pytest.raises(CompactError) as ei:
         compactor.compact([{"role": "user", "content": object()}])
-    assert (ei.value.code, ei.value.path) == ("invalid_messages", "/messages")
+    assert (ei.value.code, ei.value.path) == ("invalid_messages", "/messages/0/content")
     with pytest.raises(CompactError) as ei:
         compactor.compact([{"role": "wizard", "content": "hi"}])
     assert ei.value.code == "invalid_messages"
@@ -82,10 +82,10 @@ def test_circular_messages_are_an_error_not_a_crash(compactor):
     m["self"] = m
     with pytest.raises(CompactError) as ei:
         compactor.compact([m])
-    assert (ei.value.code, ei.value.path) == ("invalid_messages", "/messages")
+    assert (ei.value.code, ei.value.path) == ("invalid_messages", "/messages/0/self")
     with pytest.raises(CompactError) as ei:
         compactor.compact([{"role": "user", "content": float("nan")}])
-    assert ei.value.code == "invalid_messages"
+    assert (ei.value.code, ei.value.path) == ("invalid_messages", "/messages/0/content")
 
 
 def test_escaped_and_raw_utf8_requests_give_the_same_results(compactor):
@@ -114,6 +114,12 @@ def test_escaped_and_raw_utf8_requests_give_the_same_results(compactor):
            "summary": SUMMARY}
     out = json.loads(compactor.call_bytes(json.dumps(fin, ensure_ascii=False).encode("utf-8")))
     assert out["result"]["report"]["compacted"] is True
+
+
+@pytest.mark.parametrize("envelope", [b"", b"   ", b"\n\t "])
+def test_an_empty_request_is_invalid_json(compactor, envelope):
+    env = json.loads(compactor.call_bytes(envelope))
+    assert env["error"]["code"] == "invalid_json" and env["error"]["path"] == ""
 
 
 def test_input_too_large_is_refused_before_the_copy(compactor, monkeypatch):
@@ -418,26 +424,57 @@ def _instances(c):
         return list(pool._free)
 
 
-def test_trapped_instance_is_replaced_transparently():
-    c = Compactor(max_instances=1)
-    (inst,) = _instances(c)
-    # Corrupt the guest's memory: the next call on it traps inside the module.
-    mem = inst._mem
-    buf = mem.get_buffer_ptr(inst.store)
+def _corrupt(inst):
+    """Write garbage over the guest's whole memory: its next call traps."""
     import ctypes
 
+    buf = inst._mem.get_buffer_ptr(inst.store)
     ctypes.memset(ctypes.addressof(buf), 0xAA, len(buf))
-    assert c.info()["name"] == "ctxcompact", "the call is retried on a fresh instance"
-    assert c._pool.replaced == 1
+
+
+def test_a_trap_fails_the_call_and_the_next_call_gets_a_fresh_instance(monkeypatch):
+    c = Compactor(max_instances=1)
+    (inst,) = _instances(c)
+    _corrupt(inst)
+    sent = []
+    real = _runtime.Instance.call
+    monkeypatch.setattr(_runtime.Instance, "call", lambda self, env: sent.append(env) or real(self, env))
+    with pytest.raises(CompactError) as ei:
+        c.info()
+    assert ei.value.code == "internal" and "trapped" in str(ei.value) and "replaced" in str(ei.value)
+    assert isinstance(ei.value.__cause__, (wasmtime.Trap, wasmtime.WasmtimeError))
+    assert sent == [b'{"op":"info"}'], "the input that trapped is not retried"
+    assert c._pool.replaced == 1 and _instances(c) == [] and c._pool.instances() == 0
+    assert c.info()["name"] == "ctxcompact", "the next call gets a fresh instance"
     (fresh,) = _instances(c)
     assert fresh is not inst
     assert c.compact(conversation(), summarize=lambda r: SUMMARY, config=SMALL).report["compacted"]
 
 
-def test_an_instance_that_keeps_trapping_gives_internal(monkeypatch):
+def test_a_trap_between_begin_and_finish_fails_the_compaction():
     c = Compactor(max_instances=1)
+    calls = []
+
+    def summarize(request):
+        # While the summarizer runs no instance is held: the finish gets this one.
+        (inst,) = _instances(c)
+        _corrupt(inst)
+        calls.append(request)
+        return SUMMARY
+
+    with pytest.raises(CompactError) as ei:
+        c.compact(conversation(), summarize=summarize, config=SMALL)
+    assert ei.value.code == "internal" and len(calls) == 1
+    assert c._pool.replaced == 1
+    assert c.compact(conversation(), summarize=lambda r: SUMMARY, config=SMALL).report["compacted"]
+
+
+def test_a_simulated_trap_is_internal_and_not_retried(monkeypatch):
+    c = Compactor(max_instances=1)
+    tries = []
 
     def trap(self, envelope):
+        tries.append(envelope)
         raise wasmtime.WasmtimeError("simulated trap")
 
     monkeypatch.setattr(_runtime.Instance, "call", trap)
@@ -445,7 +482,7 @@ def test_an_instance_that_keeps_trapping_gives_internal(monkeypatch):
         c.info()
     assert ei.value.code == "internal" and "trapped" in str(ei.value)
     assert isinstance(ei.value.__cause__, wasmtime.WasmtimeError)
-    assert c._pool.replaced == 2
+    assert len(tries) == 1 and c._pool.replaced == 1
     monkeypatch.undo()
     assert c.info()["name"] == "ctxcompact"
 

@@ -9,14 +9,15 @@ The core is Go compiled to one WebAssembly module, run here on wasmtime::
     messages = result.messages          # unchanged messages are your own objects
     print(result.report["tokens_before"], "->", result.report["tokens_after"])
 
-``acompact`` takes an async summarizer; ``CompactionEngine`` offers the method set
-of a Hermes-style context engine. Errors from the core are ``CompactError`` with a
-stable ``code`` and a JSON-pointer ``path``.
+``acompact`` takes an async summarizer; ``ContextEngine`` (alias
+``CompactionEngine``, the earlier name) offers the method set of a Hermes-style context engine.
+Errors are ``CompactError`` with a stable ``code`` and a JSON-pointer ``path``; a
+bad option is an ``OptionError`` (a CompactError that is also a TypeError).
 """
 
-from ._compactor import AsyncSummarizer, Compactor, SyncSummarizer
-from ._engine import CompactionEngine
-from ._errors import CompactError, ErrABIMismatch, ErrBadBinary, ErrClosed
+from ._compactor import DEFAULT_TIMEOUT, AsyncSummarizer, Compactor, SyncSummarizer
+from ._engine import CompactionEngine, ContextEngine
+from ._errors import CompactError, ErrABIMismatch, ErrBadBinary, ErrClosed, OptionError
 from ._runtime import ABI_VERSION
 from ._types import (
     ArchivedMessage,
@@ -24,6 +25,7 @@ from ._types import (
     CompactResult,
     CompressionConfig,
     Config,
+    EngineStatus,
     HygieneResult,
     IndexRange,
     InfoResult,
@@ -38,6 +40,7 @@ from ._types import (
     ThresholdResult,
     TokenCountResult,
     TokensConfig,
+    UsageRecord,
     ValidateResult,
 )
 
@@ -54,6 +57,9 @@ __all__ = [
     "Compactor",
     "CompressionConfig",
     "Config",
+    "ContextEngine",
+    "DEFAULT_TIMEOUT",
+    "EngineStatus",
     "ErrABIMismatch",
     "ErrBadBinary",
     "ErrClosed",
@@ -62,6 +68,7 @@ __all__ = [
     "InfoResult",
     "Message",
     "ModelConfig",
+    "OptionError",
     "Problem",
     "PromptCachingConfig",
     "PruneResult",
@@ -72,6 +79,7 @@ __all__ = [
     "ThresholdResult",
     "TokenCountResult",
     "TokensConfig",
+    "UsageRecord",
     "ValidateResult",
     "__version__",
 ]

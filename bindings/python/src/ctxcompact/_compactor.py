@@ -5,12 +5,15 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import sys
+import threading
 from typing import (
     Any,
     Awaitable,
     Callable,
     Dict,
     List,
+    NoReturn,
     Optional,
     Sequence,
     Tuple,
@@ -18,7 +21,17 @@ from typing import (
     cast,
 )
 
-from ._errors import CompactError, ErrClosed
+from ._check import (
+    check_bool,
+    check_callable,
+    check_int,
+    check_opt_int,
+    check_opt_str,
+    check_timeout,
+    reject_unknown,
+    unencodable_error,
+)
+from ._errors import CompactError, ErrClosed, OptionError
 from ._runtime import (
     CacheDir,
     LoadedModule,
@@ -45,7 +58,7 @@ from ._types import (
     ValidateResult,
 )
 
-__all__ = ["Compactor", "SyncSummarizer", "AsyncSummarizer"]
+__all__ = ["Compactor", "SyncSummarizer", "AsyncSummarizer", "DEFAULT_TIMEOUT"]
 
 #: A summarizer gets the summary request (send ``request["messages"]`` to an LLM
 #: with ``request["max_tokens"]``) and returns the summary text.
@@ -57,7 +70,8 @@ AsyncSummarizer = Callable[[SummaryRequest], Awaitable[str]]
 # (3.1 vs 5.7 ms/MB on the shared traces). Non-ASCII text goes as \uXXXX escapes:
 # the core reads an escape as the character it stands for (token counts, truncation,
 # the state fingerprint), so results equal those of raw UTF-8 input; a test checks
-# it. A circular structure raises RecursionError instead of ValueError.
+# it. A circular structure raises RecursionError instead of ValueError; on any
+# failure _check.find_unencodable walks the value for the pointer of the bad part.
 _encode = json.JSONEncoder(
     ensure_ascii=True, separators=(",", ":"), check_circular=False, allow_nan=False
 ).encode
@@ -83,10 +97,27 @@ def _not_kept(e: CompactError) -> bool:
 #: acompact runs requests at least this big in the loop's default executor.
 OFFLOAD_BYTES = 256 << 10
 
+#: Seconds a summarizer may take before the compaction falls back to the
+#: extractive summary (the CLI's 2 minutes); ``timeout=None`` waits forever.
+DEFAULT_TIMEOUT = 120.0
+
+#: The summary or the finish error the host sends: (summary, None) or (None, error)
+#: where error is a string (fallback_code "error") or {"code", "message"}.
+_Outcome = Tuple[Optional[str], Any]
+
 
 def dumps(value: Any) -> bytes:
     """Compact JSON bytes, as sent to the core."""
     return _encode(value).encode("ascii")
+
+
+def dumps_at(value: Any, code: str, path: str, what: str) -> bytes:
+    """dumps, or a CompactError(code) whose path points at the part of value that
+    JSON cannot hold (NaN, a cycle, an object, nesting too deep) below path."""
+    try:
+        return _encode(value).encode("ascii")
+    except _ENCODE_ERRORS as e:
+        raise unencodable_error(code, what, value, path, e) from e
 
 
 def _messages_json(messages: Any) -> Tuple[List[Message], bytes]:
@@ -94,10 +125,13 @@ def _messages_json(messages: Any) -> Tuple[List[Message], bytes]:
         if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, Sequence):
             raise CompactError("invalid_messages", "messages must be a list of message dicts", "/messages")
         messages = list(messages)
-    try:
-        return messages, _encode(messages).encode("ascii")
-    except _ENCODE_ERRORS as e:
-        raise CompactError("invalid_messages", f"messages are not JSON-serializable: {e}", "/messages") from e
+    return messages, dumps_at(messages, "invalid_messages", "/messages", "messages")
+
+
+def _config_json(config: Any, path: str = "/config") -> bytes:
+    if not isinstance(config, dict):
+        raise CompactError("invalid_config", f"config must be a dict, not {type(config).__name__}", path)
+    return dumps_at(config, "invalid_config", path, "config")
 
 
 def _envelope(op: bytes, parts: Sequence[Tuple[bytes, bytes]]) -> bytes:
@@ -113,7 +147,7 @@ def _envelope(op: bytes, parts: Sequence[Tuple[bytes, bytes]]) -> bytes:
     return b"".join(chunks)
 
 
-def _raise_error(err: Any) -> "NoReturn":  # type: ignore[name-defined]  # noqa: F821
+def _raise_error(err: Any) -> NoReturn:
     if not isinstance(err, dict):
         raise CompactError("internal", f"malformed error envelope: {err!r}")
     raise CompactError(str(err.get("code", "internal")), str(err.get("message", "")), str(err.get("path", "")))
@@ -141,23 +175,41 @@ def resolve_refs(messages: List[Message], result: Dict[str, Any]) -> None:
             a["message"] = messages[a["index"]]
 
 
+_CTOR_OPTIONS = ("config", "cache_dir", "max_instances", "max_instance_memory", "wasm")
+_COMPACT_OPTIONS = ("messages", "summarize", "force", "prompt_tokens", "config", "system", "format", "timeout")
+#: At most this many merged per-call configs are remembered per Compactor.
+_MERGE_MEMO = 64
+
+
 class Compactor:
     """Runs the ctxcompact core (Go compiled to WebAssembly) on wasmtime.
 
     ``Compactor(config)`` loads the module once per process: the compiled code is
     cached on disk (``cache_dir``: default ``$CTXCOMPACT_CACHE_DIR``, else
     ``$XDG_CACHE_HOME/ctxcompact`` or ``~/.cache/ctxcompact``; ``False`` disables
-    it), so only the first start on a machine pays the ~2 s compile.
+    it), so only the first start on a machine pays the compile. The config is
+    validated here (an ``invalid_config`` CompactError at ``/config/...``), not at
+    the first call.
+
+    Options are checked, never coerced: an unknown keyword or an option of the
+    wrong type raises ``OptionError`` (a CompactError with code
+    ``invalid_request`` and the option's path, e.g. ``/force``; also a TypeError).
+
+    A ``config=`` passed to one call is merged over the Compactor's config by the
+    core's ``config.merge`` (per section, key by key; a map such as
+    ``model_thresholds`` replaces as a whole).
 
     Thread safety: a Compactor may be shared by threads. It keeps a small pool of
     wasm instances (``max_instances``, default min(4, CPUs)); each call takes one
     instance for its duration, so up to ``max_instances`` calls run in parallel
     (wasmtime releases the GIL while wasm runs) and further callers wait. Between
     ``compact.begin`` and ``compact.finish`` (while your summarizer runs) no
-    instance is held. A trapped instance is dropped and the request retried once on
-    a fresh one. An instance whose linear memory grew past ``max_instance_memory``
-    bytes (default 512 MiB; None: no limit) is dropped after its call, so one huge
-    request does not pin its memory for the life of the process.
+    instance is held. A call whose instance traps fails with ``CompactError``
+    ``internal``; that instance is discarded and the next call gets a fresh one
+    (the input that trapped is not retried). An instance whose linear memory grew
+    past ``max_instance_memory`` bytes (default 512 MiB; None: no limit) is dropped
+    after its call, so one huge request does not pin its memory for the life of
+    the process.
     """
 
     def __init__(
@@ -168,7 +220,15 @@ class Compactor:
         max_instances: Optional[int] = None,
         max_instance_memory: Optional[int] = 512 << 20,
         wasm: Union[None, bytes, str, "os.PathLike[str]"] = None,
+        **unknown: NoReturn,
     ) -> None:
+        reject_unknown("Compactor", unknown, _CTOR_OPTIONS)
+        max_instances = check_opt_int("max_instances", max_instances)
+        max_instance_memory = check_opt_int("max_instance_memory", max_instance_memory)
+        if max_instances is not None and max_instances < 1:
+            raise OptionError("max_instances must be at least 1", "/max_instances")
+        if config is not None:
+            _config_json(config)  # a bad type fails before the module is loaded
         if wasm is None:
             source = packaged_source()
         elif isinstance(wasm, (bytes, bytearray, memoryview)):
@@ -182,24 +242,39 @@ class Compactor:
         self._pool: Optional[Pool] = Pool(self._loaded, max_instances, max_instance_memory)
         self._config: Config = {}
         self._config_json = b"{}"
-        self.config = config or {}
+        self._merged: Dict[bytes, bytes] = {}
+        try:
+            self.config = config if config is not None else {}
+        except BaseException:
+            self.close()  # a bad config: do not keep the instances
+            raise
 
     # -- configuration and lifecycle --------------------------------------------------
 
     @property
     def config(self) -> Config:
-        """The default config of every op (a copy is serialized when set)."""
+        """The default config of every op. Setting it validates it in the core
+        (``invalid_config`` at ``/config/...``) and serializes a copy."""
         return self._config
 
     @config.setter
     def config(self, value: Config) -> None:
-        if not isinstance(value, dict):
-            raise CompactError("invalid_config", "config must be a dict", "/config")
-        try:
-            self._config_json = dumps(value)
-        except _ENCODE_ERRORS as e:
-            raise CompactError("invalid_config", f"config is not JSON-serializable: {e}", "/config") from e
+        cj = _config_json(value)
+        if cj != b"{}":
+            self._validate_config(cj)
+        self._config_json = cj
+        self._merged = {}
         self._config = value
+
+    def _validate_config(self, cj: bytes) -> None:
+        """config.merge with the config alone validates it (errors at /config/...).
+        A module without config.merge: threshold.resolve parses it as fully."""
+        try:
+            self._run(b"config.merge", [(b"config", cj)])
+        except CompactError as e:
+            if e.code != "unknown_op":
+                raise
+            self._run(b"threshold.resolve", [(b"config", cj)])
 
     @property
     def module_source(self) -> str:
@@ -226,19 +301,39 @@ class Compactor:
         return pool
 
     def _cfg(self, config: Optional[Config]) -> bytes:
+        """The config JSON of one call: the Compactor's, or the call's merged over
+        it by the core (config.merge; errors at /config/..., the call's own keys).
+        Merges are remembered per (call config) until the Compactor's config
+        changes."""
         if config is None:
             return self._config_json
-        try:
-            return dumps(config)
-        except _ENCODE_ERRORS as e:
-            raise CompactError("invalid_config", f"config is not JSON-serializable: {e}", "/config") from e
+        cj = _config_json(config)
+        base = self._config_json
+        if base == b"{}" or cj == b"{}":
+            # Nothing to merge: the op validates the call's config itself.
+            return cj if base == b"{}" else base
+        merged = self._merged.get(cj)
+        if merged is None:
+            r = self._run(b"config.merge", [(b"base", base), (b"config", cj)])
+            merged = dumps(r["config"])
+            if len(self._merged) >= _MERGE_MEMO:
+                self._merged = {}
+            self._merged[cj] = merged
+        return merged
+
+    def merge_config(self, config: Optional[Config] = None) -> Config:
+        """The config a call with ``config=config`` uses: config.merge of it over
+        the Compactor's config (validated)."""
+        cj = self._cfg(config)
+        return cast(Config, _loads(cj))
 
     # -- raw calls -----------------------------------------------------------------------
 
     def call_bytes(self, envelope: bytes) -> bytes:
         """Send a raw request envelope ``{"op": ..., ...}`` (UTF-8 JSON bytes) and
         return the raw response envelope bytes (``{"result": ...}`` or
-        ``{"error": ...}``): no parsing either way."""
+        ``{"error": ...}``): no parsing either way. An empty envelope is the
+        core's ``invalid_json``."""
         return self._p().call(bytes(envelope))
 
     def call(self, op: str, params: Optional[Dict[str, Any]] = None) -> Any:
@@ -246,23 +341,21 @@ class Compactor:
         or raise CompactError. ``call("info")`` lists the ops this module has."""
         env = dict(params or {})
         env["op"] = op
-        try:
-            body = dumps(env)
-        except _ENCODE_ERRORS as e:
-            raise CompactError("invalid_request", f"params are not JSON-serializable: {e}") from e
-        return parse_response(self._p().call(body))
+        return parse_response(self._p().call(dumps_at(env, "invalid_request", "", "params")))
 
     def _run(self, op: bytes, parts: Sequence[Tuple[bytes, bytes]]) -> Any:
         return parse_response(self._p().call(_envelope(op, parts)))
 
     # -- pure ops ------------------------------------------------------------------------
 
-    def info(self) -> InfoResult:
+    def info(self, **unknown: NoReturn) -> InfoResult:
+        reject_unknown("info", unknown, ())
         return cast(InfoResult, self._run(b"info", ()))
 
-    def resolve_threshold(self, config: Optional[Config] = None) -> ThresholdResult:
+    def resolve_threshold(self, config: Optional[Config] = None, **unknown: NoReturn) -> ThresholdResult:
         """threshold.resolve: the effective fraction, threshold_tokens, budgets and
         which rule decided them."""
+        reject_unknown("resolve_threshold", unknown, ("config",))
         return cast(ThresholdResult, self._run(b"threshold.resolve", [(b"config", self._cfg(config))]))
 
     def should_compress(
@@ -271,68 +364,85 @@ class Compactor:
         *,
         last_compaction_tokens: Optional[int] = None,
         config: Optional[Config] = None,
+        **unknown: NoReturn,
     ) -> ShouldCompressResult:
         """should_compress: ``prompt_tokens >= threshold_tokens``, with the breaker:
         pass the tokens_after of a compaction that did not fit as
         ``last_compaction_tokens`` so a repeated trigger does not loop."""
-        parts = [(b"config", self._cfg(config)), (b"prompt_tokens", dumps(prompt_tokens))]
-        if last_compaction_tokens is not None:
-            parts.append((b"last_compaction_tokens", dumps(last_compaction_tokens)))
+        reject_unknown("should_compress", unknown, ("prompt_tokens", "last_compaction_tokens", "config"))
+        parts = [(b"config", self._cfg(config)), (b"prompt_tokens", dumps(check_int("prompt_tokens", prompt_tokens)))]
+        lct = check_opt_int("last_compaction_tokens", last_compaction_tokens)
+        if lct is not None:
+            parts.append((b"last_compaction_tokens", dumps(lct)))
         return cast(ShouldCompressResult, self._run(b"should_compress", parts))
 
     def hygiene_check(
-        self, messages: Sequence[Message], prompt_tokens: Optional[int] = None, *, config: Optional[Config] = None
+        self,
+        messages: Sequence[Message],
+        prompt_tokens: Optional[int] = None,
+        *,
+        config: Optional[Config] = None,
+        **unknown: NoReturn,
     ) -> HygieneResult:
         """hygiene.check: the gateway safety net (85% of the window by default)."""
+        reject_unknown("hygiene_check", unknown, ("messages", "prompt_tokens", "config"))
+        pt = check_opt_int("prompt_tokens", prompt_tokens)
         _, mj = _messages_json(messages)
         parts = [(b"config", self._cfg(config)), (b"messages", mj)]
-        if prompt_tokens is not None:
-            parts.append((b"prompt_tokens", dumps(prompt_tokens)))
+        if pt is not None:
+            parts.append((b"prompt_tokens", dumps(pt)))
         return cast(HygieneResult, self._run(b"hygiene.check", parts))
 
     def count_tokens(
-        self, messages: Sequence[Message], encoding: Optional[str] = None, *, config: Optional[Config] = None
+        self,
+        messages: Sequence[Message],
+        encoding: Optional[str] = None,
+        *,
+        config: Optional[Config] = None,
+        **unknown: NoReturn,
     ) -> TokenCountResult:
         """tokens.count: total and per-message token counts."""
+        reject_unknown("count_tokens", unknown, ("messages", "encoding", "config"))
+        enc = check_opt_str("encoding", encoding)
         _, mj = _messages_json(messages)
         parts = [(b"config", self._cfg(config)), (b"messages", mj)]
-        if encoding is not None:
-            parts.append((b"encoding", dumps(encoding)))
+        if enc is not None:
+            parts.append((b"encoding", dumps(enc)))
         return cast(TokenCountResult, self._run(b"tokens.count", parts))
 
-    def prune(self, messages: Sequence[Message], *, config: Optional[Config] = None) -> PruneResult:
+    def prune(self, messages: Sequence[Message], *, config: Optional[Config] = None, **unknown: NoReturn) -> PruneResult:
         """prune: old tool outputs become placeholders. Unchanged messages in the
         result are your own objects; ``archived`` holds the originals of pruned ones."""
+        reject_unknown("prune", unknown, ("messages", "config"))
         msgs, mj = _messages_json(messages)
         r = self._run(b"prune", [(b"output", b'"refs"'), (b"config", self._cfg(config)), (b"messages", mj)])
         resolve_refs(msgs, r)
         return cast(PruneResult, r)
 
-    def sanitize(self, messages: Sequence[Message]) -> SanitizeResult:
+    def sanitize(self, messages: Sequence[Message], **unknown: NoReturn) -> SanitizeResult:
         """sanitize: drop tool results whose call is gone, stub calls whose result is
         gone."""
+        reject_unknown("sanitize", unknown, ("messages",))
         msgs, mj = _messages_json(messages)
         r = self._run(b"sanitize", [(b"output", b'"refs"'), (b"messages", mj)])
         resolve_refs(msgs, r)
         return cast(SanitizeResult, r)
 
-    def validate(self, messages: Sequence[Message]) -> ValidateResult:
+    def validate(self, messages: Sequence[Message], **unknown: NoReturn) -> ValidateResult:
         """validate: problems with a message list (never raises for bad messages)."""
+        reject_unknown("validate", unknown, ("messages",))
         _, mj = _messages_json(messages)
         return cast(ValidateResult, self._run(b"validate", [(b"messages", mj)]))
 
     # -- prompt caching and calibration (params as in docs/OPS.md) -----------------------
 
     def _with(self, op: bytes, messages: Optional[Sequence[Message]], params: Dict[str, Any]) -> Any:
-        parts: List[Tuple[bytes, bytes]] = []
-        if "config" not in params:
-            parts.append((b"config", self._config_json))
-        try:
-            for k, v in params.items():
-                if v is not None:
-                    parts.append((k.encode("utf-8"), dumps(v)))
-        except _ENCODE_ERRORS as e:
-            raise CompactError("invalid_request", f"params are not JSON-serializable: {e}") from e
+        """An op whose params go as they are (the core checks their names and types),
+        with the Compactor's config, or the call's ``config`` merged over it."""
+        parts: List[Tuple[bytes, bytes]] = [(b"config", self._cfg(params.pop("config", None)))]
+        for k, v in params.items():
+            if v is not None:
+                parts.append((k.encode("utf-8"), dumps_at(v, "invalid_request", "/" + k, k)))
         if messages is not None:
             parts.append((b"messages", _messages_json(messages)[1]))
         return self._run(op, parts)
@@ -355,60 +465,57 @@ class Compactor:
     def calibrate(self, messages: Sequence[Message], prompt_tokens: int, **params: Any) -> Dict[str, Any]:
         """tokens.calibrate: the factor between the estimate and an API-reported
         prompt size (use it as ``config["tokens"]["calibration"]``)."""
-        params["prompt_tokens"] = prompt_tokens
+        params["prompt_tokens"] = check_int("prompt_tokens", prompt_tokens)
         return cast(Dict[str, Any], self._with(b"tokens.calibrate", messages, params))
 
     # -- compaction ------------------------------------------------------------------------
 
-    def _compact_parts(
+    def _begin(
         self,
-        config: Optional[Config],
-        force: bool,
-        prompt_tokens: Optional[int],
-        host: bool,
-        system: Any = None,
-        format: Optional[str] = None,
-    ) -> List[Tuple[bytes, bytes]]:
+        messages: Sequence[Message],
+        summarize: Any,
+        force: Any,
+        prompt_tokens: Any,
+        config_json: bytes,
+        system: Any,
+        format: Any,
+        timeout: Any,
+    ) -> Tuple[List[Message], bytes, List[Tuple[bytes, bytes]], bytes, Optional[float]]:
+        """Check the options (no coercion) and build the compact.begin envelope:
+        (messages, their JSON, the params shared by begin and finish, the begin
+        envelope, the timeout in seconds)."""
+        check_callable("summarize", summarize)
+        force = check_bool("force", force)
+        pt = check_opt_int("prompt_tokens", prompt_tokens)
+        fmt = check_opt_str("format", format)
+        to = check_timeout("timeout", timeout)
+        msgs, mj = _messages_json(messages)
+        host = summarize is not None
         parts = [
             (b"output", b'"refs"'),
             (b"summarizer", b'"host"' if host else b'"builtin"'),
-            (b"config", self._cfg(config)),
+            (b"config", config_json),
         ]
         if force:
             parts.append((b"force", b"true"))
-        if prompt_tokens is not None:
-            parts.append((b"prompt_tokens", dumps(int(prompt_tokens))))
+        if pt is not None:
+            parts.append((b"prompt_tokens", dumps(pt)))
         if system is not None:
-            parts.append((b"system", dumps(system)))
-        if format is not None:
-            parts.append((b"format", dumps(format)))
-        return parts
-
-    def _begin_env(
-        self,
-        messages: Sequence[Message],
-        config: Optional[Config],
-        force: bool,
-        prompt_tokens: Optional[int],
-        host: bool,
-        system: Any = None,
-        format: Optional[str] = None,
-    ) -> Tuple[List[Message], bytes, List[Tuple[bytes, bytes]], bytes]:
-        msgs, mj = _messages_json(messages)
-        parts = self._compact_parts(config, force, prompt_tokens, host, system, format)
+            parts.append((b"system", dumps_at(system, "invalid_messages", "/system", "system")))
+        if fmt is not None:
+            parts.append((b"format", dumps(fmt)))
         if host:  # finish may then leave out the messages (see _finish_env)
             parts.append((b"ticket", _new_ticket()))
-        return msgs, mj, parts, _envelope(b"compact.begin", parts + [(b"messages", mj)])
+        return msgs, mj, parts, _envelope(b"compact.begin", parts + [(b"messages", mj)]), to
 
     @staticmethod
-    def _finish_env(
-        mj: Optional[bytes], parts: List[Tuple[bytes, bytes]], state: Any, summary: Optional[str], error: Optional[str]
-    ) -> bytes:
+    def _finish_env(mj: Optional[bytes], parts: List[Tuple[bytes, bytes]], state: Any, outcome: _Outcome) -> bytes:
         """The finish envelope: the same params as begin (its ticket among them), plus
         state and summary or error, and the same messages bytes (joined, not
         re-encoded) unless mj is None. Without them, the instance that began the
         compaction finishes the one it kept; any other answers invalid_state at
         /messages (_not_kept), and the whole envelope goes."""
+        summary, error = outcome
         tail = [(b"state", dumps(state))]
         if error is not None:
             tail.append((b"error", dumps(error)))
@@ -418,25 +525,25 @@ class Compactor:
             return _envelope(b"compact.finish", parts + tail)
         return _envelope(b"compact.finish", parts + tail + [(b"messages", mj)])
 
-    def _finish(self, mj: bytes, parts: List[Tuple[bytes, bytes]], state: Any, summary: Optional[str], error: Optional[str]) -> Any:
+    def _finish(self, mj: bytes, parts: List[Tuple[bytes, bytes]], state: Any, outcome: _Outcome) -> Any:
         """compact.finish, without the messages first (the pool hands back the
         instance that ran begin when no other call took it since)."""
         pool = self._p()
         try:
-            return parse_response(pool.call(self._finish_env(None, parts, state, summary, error)))
+            return parse_response(pool.call(self._finish_env(None, parts, state, outcome)))
         except CompactError as e:
             if not _not_kept(e):
                 raise
-        return parse_response(pool.call(self._finish_env(mj, parts, state, summary, error)))
+        return parse_response(pool.call(self._finish_env(mj, parts, state, outcome)))
 
-    async def _afinish(self, mj: bytes, parts: List[Tuple[bytes, bytes]], state: Any, summary: Optional[str], error: Optional[str]) -> Any:
+    async def _afinish(self, mj: bytes, parts: List[Tuple[bytes, bytes]], state: Any, outcome: _Outcome) -> Any:
         """_finish from a coroutine."""
         try:
-            return await self._arun_env(self._finish_env(None, parts, state, summary, error))
+            return await self._arun_env(self._finish_env(None, parts, state, outcome))
         except CompactError as e:
             if not _not_kept(e):
                 raise
-        return await self._arun_env(self._finish_env(mj, parts, state, summary, error))
+        return await self._arun_env(self._finish_env(mj, parts, state, outcome))
 
     async def _arun_env(self, env: bytes) -> Any:
         """Run an envelope from a coroutine: big requests in the loop's default
@@ -462,24 +569,52 @@ class Compactor:
         config: Optional[Config] = None,
         system: Any = None,
         format: Optional[str] = None,
+        timeout: Optional[float] = DEFAULT_TIMEOUT,
+        **unknown: NoReturn,
     ) -> CompactResult:
         """Compact messages if they are over the threshold (or ``force``).
 
         ``summarize(request) -> str`` is called at most once, with the summary
         request, when the middle of the conversation must be summarized; without it
-        the core's deterministic extractive summarizer is used. If it raises or
-        returns an empty string, the deterministic summary is used instead and
-        ``report["fallback_used"]`` is true. ``prompt_tokens`` is the API-reported
-        prompt size of the last response, preferred over the estimate. For the
-        Anthropic Messages layout pass the top-level ``system`` (and ``format=
+        the core's deterministic extractive summarizer is used. If it raises,
+        returns an empty string or not a string, or does not answer within
+        ``timeout`` seconds (default 120; None: wait forever), the deterministic
+        summary is used instead: ``report["fallback_used"]`` is true and
+        ``report["fallback_code"]`` says why (``timeout``, ``error``, ``empty``,
+        ``cancelled``, ``too_long``). With a timeout the summarizer runs in a
+        worker thread (a daemon thread, with a copy of the caller's contextvars);
+        one that hangs is abandoned, not stopped: Python cannot kill a thread, so
+        it keeps whatever it holds until it returns. ``timeout=None`` runs it in
+        the calling thread.
+
+        ``prompt_tokens`` is the API-reported prompt size of the last response,
+        preferred over the estimate. ``config`` is merged over the Compactor's. For
+        the Anthropic Messages layout pass the top-level ``system`` (and ``format=
         "anthropic"``, else detected): the result's ``system`` carries the note.
         """
-        msgs, mj, parts, env = self._begin_env(messages, config, force, prompt_tokens, summarize is not None, system, format)
+        reject_unknown("compact", unknown, _COMPACT_OPTIONS)
+        return self._compact(messages, summarize, force, prompt_tokens, self._cfg(config), system, format, timeout)
+
+    def _compact(
+        self,
+        messages: Sequence[Message],
+        summarize: Any,
+        force: Any,
+        prompt_tokens: Any,
+        config_json: bytes,
+        system: Any = None,
+        format: Any = None,
+        timeout: Any = DEFAULT_TIMEOUT,
+    ) -> CompactResult:
+        """compact with the config JSON as given (the engine passes its state's)."""
+        msgs, mj, parts, env, to = self._begin(
+            messages, summarize, force, prompt_tokens, config_json, system, format, timeout
+        )
         r = parse_response(self._p().call(env))
         if r.get("done"):
             return _result(msgs, r)
-        summary, error = _run_sync_summarizer(summarize, r["summary_request"])
-        return _result(msgs, self._finish(mj, parts, r["state"], summary, error))
+        outcome = _run_sync_summarizer(summarize, r["summary_request"], to)
+        return _result(msgs, self._finish(mj, parts, r["state"], outcome))
 
     async def acompact(
         self,
@@ -491,27 +626,30 @@ class Compactor:
         config: Optional[Config] = None,
         system: Any = None,
         format: Optional[str] = None,
+        timeout: Optional[float] = DEFAULT_TIMEOUT,
+        **unknown: NoReturn,
     ) -> CompactResult:
         """``compact`` for an async summarizer (``async def summarize(request) ->
-        str``; a plain function works too). The wasm work of a request of
-        ``OFFLOAD_BYTES`` (256 KiB) or more runs in the event loop's default executor
-        so the loop stays responsive; smaller ones run inline. No instance is held
-        while the summarizer is awaited."""
-        msgs, mj, parts, env = self._begin_env(messages, config, force, prompt_tokens, summarize is not None, system, format)
+        str``); a plain function works too and runs in a worker thread, as in
+        ``compact``. The summarizer is awaited as its own task for at most
+        ``timeout`` seconds; then it is cancelled and the extractive summary used
+        (``fallback_code`` "timeout"). A summarizer that raises CancelledError
+        while this call is not cancelled gives ``fallback_code`` "cancelled".
+        Cancelling the task that awaits ``acompact`` cancels the summarizer and
+        raises CancelledError here: no compaction is finished.
+
+        The wasm work of a request of ``OFFLOAD_BYTES`` (256 KiB) or more runs in
+        the event loop's default executor so the loop stays responsive; smaller
+        ones run inline. No instance is held while the summarizer is awaited."""
+        reject_unknown("acompact", unknown, _COMPACT_OPTIONS)
+        msgs, mj, parts, env, to = self._begin(
+            messages, summarize, force, prompt_tokens, self._cfg(config), system, format, timeout
+        )
         r = await self._arun_env(env)
         if r.get("done"):
             return _result(msgs, r)
-        request = r["summary_request"]
-        summary: Optional[str] = None
-        error: Optional[str] = None
-        try:
-            out: Any = summarize(request)  # type: ignore[misc]
-            if _isawaitable(out):
-                out = await out
-            summary, error = _check_summary(out)
-        except Exception as e:  # the fallback covers any summarizer failure
-            error = _describe(e)
-        return _result(msgs, await self._afinish(mj, parts, r["state"], summary, error))
+        outcome = await _run_async_summarizer(summarize, r["summary_request"], to)
+        return _result(msgs, await self._afinish(mj, parts, r["state"], outcome))
 
 
 def _isawaitable(x: Any) -> bool:
@@ -531,29 +669,228 @@ def _result(msgs: List[Message], r: Dict[str, Any]) -> CompactResult:
     )
 
 
+# --- summarizer outcomes ------------------------------------------------------------------
+
+
 def _describe(e: BaseException) -> str:
     text = str(e)
     return f"summarizer raised {type(e).__name__}: {text}" if text else f"summarizer raised {type(e).__name__}"
 
 
-def _check_summary(out: Any) -> Tuple[Optional[str], Optional[str]]:
+def _is_cancel(e: BaseException) -> bool:
+    """asyncio.CancelledError or concurrent.futures.CancelledError (looked up only
+    if loaded: a summarizer that raised one has imported its module)."""
+    for name in ("asyncio", "concurrent.futures"):
+        mod = sys.modules.get(name)
+        if mod is not None and isinstance(e, mod.CancelledError):
+            return True
+    return False
+
+
+def _raised(e: BaseException) -> _Outcome:
+    """The finish error for a summarizer that raised e; KeyboardInterrupt,
+    SystemExit and the like are not summarizer failures and propagate."""
+    if _is_cancel(e):
+        return None, {"code": "cancelled", "message": _describe(e)}
+    if isinstance(e, Exception):
+        return None, _describe(e)
+    raise e
+
+
+def _timed_out(timeout: float) -> _Outcome:
+    ms = timeout * 1000
+    n = f"{int(ms)}" if ms == int(ms) else f"{ms:g}"
+    return None, {"code": "timeout", "message": f"the summarizer did not answer within {n} ms"}
+
+
+def _check_summary(out: Any) -> _Outcome:
+    """A summary goes to the core as it is, even when empty (the core's
+    fallback_code "empty" then); anything but a str is the summarizer's error."""
     if not isinstance(out, str):
         return None, f"summarizer returned {type(out).__name__}, not str"
-    if not out.strip():
-        return None, "summarizer returned an empty summary"
     return out, None
 
 
-def _run_sync_summarizer(summarize: Optional[SyncSummarizer], request: SummaryRequest) -> Tuple[Optional[str], Optional[str]]:
-    if summarize is None:  # pragma: no cover - the core only asks when summarizer is "host"
-        return None, "no summarizer was given"
-    try:
-        out = summarize(request)
-    except Exception as e:
-        return None, _describe(e)
+class _Job:
+    """One summarizer call for a worker thread: fn(arg) in ctx, then done(job)."""
+
+    __slots__ = ("fn", "arg", "ctx", "done", "ok", "value")
+
+    def __init__(self, fn: Callable[[Any], Any], arg: Any, done: Callable[["_Job"], None]) -> None:
+        import contextvars
+
+        self.fn = fn
+        self.arg = arg
+        self.ctx = contextvars.copy_context()  # the caller's contextvars
+        self.done = done
+        self.ok = False
+        self.value: Any = None
+
+    def run(self) -> None:
+        try:
+            self.value = self.ctx.run(self.fn, self.arg)
+            self.ok = True
+        except BaseException as e:  # handed to the caller
+            self.value = e
+
+
+#: Idle summarizer threads, reused (starting a thread per call costs 0.1-0.2 ms).
+#: A thread whose summarizer hangs past its timeout is not idle: it is abandoned
+#: until the summarizer returns, then comes back here (at most _MAX_IDLE stay).
+_idle: List["_Worker"] = []
+_idle_lock = threading.Lock()
+_MAX_IDLE = 4
+
+
+class _Worker:
+    __slots__ = ("job", "go")
+
+    def __init__(self) -> None:
+        self.job: Optional[_Job] = None
+        self.go = threading.Event()
+        threading.Thread(target=self._loop, name="ctxcompact-summarizer", daemon=True).start()
+
+    def _loop(self) -> None:
+        while True:
+            self.go.wait()
+            self.go.clear()
+            job, self.job = self.job, None
+            if job is None:  # pragma: no cover - go is only set with a job
+                continue
+            job.run()
+            # Idle again before the caller hears of it, so its next call (often
+            # right away) finds this thread instead of starting one.
+            with _idle_lock:
+                stay = len(_idle) < _MAX_IDLE
+                if stay:
+                    _idle.append(self)
+            job.done(job)
+            if not stay:
+                return
+
+
+def _submit(job: _Job) -> None:
+    """Run job on an idle summarizer thread (a new one when none is idle)."""
+    with _idle_lock:
+        w = _idle.pop() if _idle else None
+    if w is None:
+        w = _Worker()
+    w.job = job
+    w.go.set()
+
+
+def _in_thread(fn: Callable[[Any], Any], arg: Any, timeout: float) -> Optional[Tuple[bool, Any]]:
+    """fn(arg) on a summarizer thread (a daemon thread, with a copy of the caller's
+    contextvars): (True, result) or (False, exception), or None when it did not
+    return within timeout seconds (the thread is abandoned: it runs on until fn
+    returns)."""
+    finished = threading.Event()
+    job = _Job(fn, arg, lambda j: finished.set())
+    _submit(job)
+    if not finished.wait(timeout):
+        return None
+    return job.ok, job.value
+
+
+def _run_sync_summarizer(summarize: Any, request: SummaryRequest, timeout: Optional[float]) -> _Outcome:
+    if timeout is None:
+        try:
+            out = summarize(request)
+        except BaseException as e:
+            return _raised(e)
+    else:
+        got = _in_thread(summarize, request, timeout)
+        if got is None:
+            return _timed_out(timeout)
+        ok, out = got
+        if not ok:
+            return _raised(out)
     if _isawaitable(out):
         close = getattr(out, "close", None)
         if close is not None:
             close()  # do not leak a never-awaited coroutine warning
         raise TypeError("ctxcompact: summarize returned an awaitable; use `await compactor.acompact(...)`")
     return _check_summary(out)
+
+
+def _is_async_callable(fn: Any) -> bool:
+    import inspect  # asyncio has imported it already
+
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+
+
+async def _run_async_summarizer(summarize: Any, request: SummaryRequest, timeout: Optional[float]) -> _Outcome:
+    """Await the summarizer as its own task, at most timeout seconds. A plain
+    function runs in a worker thread (when there is a timeout), an awaitable it
+    returns is awaited in the loop within what is left of the timeout."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout is None else loop.time() + timeout
+    if _is_async_callable(summarize):
+        try:
+            aw: Any = summarize(request)
+        except BaseException as e:
+            return _raised(e)
+    elif timeout is None:
+        try:
+            aw = summarize(request)
+        except BaseException as e:
+            return _raised(e)
+        if not _isawaitable(aw):
+            return _check_summary(aw)
+    else:
+        fut: "asyncio.Future[Any]" = loop.create_future()
+
+        def settle(ok: bool, v: Any) -> None:
+            if not fut.done():
+                if ok:
+                    fut.set_result(v)
+                else:
+                    fut.set_exception(v)
+
+        def done(job: _Job) -> None:
+            try:
+                loop.call_soon_threadsafe(settle, job.ok, job.value)
+            except RuntimeError:  # the loop is closed: nobody waits any more
+                pass
+
+        _submit(_Job(summarize, request, done))
+        outcome = await _await_for(fut, deadline, timeout)
+        if outcome is not None:
+            return outcome
+        aw = fut.result()
+    if not _isawaitable(aw):
+        return _check_summary(aw)
+    task = asyncio.ensure_future(aw)
+    outcome = await _await_for(task, deadline, timeout)
+    if outcome is not None:
+        return outcome
+    return _check_summary(task.result())
+
+
+async def _await_for(fut: Any, deadline: Optional[float], timeout: Optional[float]) -> Optional[_Outcome]:
+    """Wait for fut until deadline. None when it has a result (fut.result() then
+    returns it); else the outcome: timeout (fut cancelled), cancelled (fut was
+    cancelled by the summarizer itself) or the summarizer's error. When the task
+    running this is cancelled (the caller's cancellation), fut is cancelled too
+    and CancelledError propagates."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    left = None if deadline is None else max(0.0, deadline - loop.time())
+    try:
+        done, _ = await asyncio.wait({fut}, timeout=left)
+    except BaseException:
+        fut.cancel()
+        raise
+    if not done:
+        fut.cancel()
+        assert timeout is not None
+        return _timed_out(timeout)
+    if fut.cancelled():
+        return None, {"code": "cancelled", "message": "the summarizer was cancelled"}
+    exc = fut.exception()
+    if exc is not None:
+        return _raised(exc)
+    return None

@@ -1,38 +1,58 @@
-"""CompactionEngine: the method set of a Hermes-style context engine over ctxcompact.
+"""ContextEngine: the method set of a Hermes-style context engine over ctxcompact.
 
-A host that expects such an engine (name, should_compress, compress,
-update_from_response, update_model, get_status, on_session_reset and the token
-fields) can use this class as it is. Thresholds come from the core
-(threshold.resolve), the trigger from should_compress, compaction from
-compact.begin/finish — the engine only keeps the session's counters.
+A thin wrapper over the core's ``engine.*`` ops: the rules (usage normalisation
+for OpenAI, Responses, Anthropic, AI SDK and Gemini usage objects, the breaker, the
+model switch, the status) are the core's, the same in every runtime. This class
+keeps the engine state (one JSON object the core hands back after every op),
+sends it with each call and copies the returned status into its fields.
 """
 
 from __future__ import annotations
 
 import copy
 import threading
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, NoReturn, Optional, Tuple, cast
 
-from ._compactor import Compactor, SyncSummarizer
-from ._types import ArchivedMessage, CompactReport, Config, Message, SummaryRequest, ThresholdResult
+from ._check import (
+    check_bool,
+    check_callable,
+    check_int,
+    check_opt_int,
+    check_opt_str,
+    check_str,
+    check_timeout,
+    reject_unknown,
+)
+from ._compactor import DEFAULT_TIMEOUT, Compactor, SyncSummarizer, dumps, dumps_at
+from ._errors import CompactError, OptionError
+from ._types import ArchivedMessage, CompactReport, Config, EngineStatus, Message, SummaryRequest, UsageRecord
 
-__all__ = ["CompactionEngine"]
+__all__ = ["ContextEngine", "CompactionEngine"]
+
+_CTOR_OPTIONS = ("config", "summarize", "model", "context_length", "provider", "compactor", "state", "timeout")
+_COMPRESS_OPTIONS = ("messages", "current_tokens", "focus_topic", "force", "memory_context")
+_MODEL_OPTIONS = ("model", "context_length", "base_url", "api_key", "provider", "api_mode")
 
 
-def _int(v: Any) -> int:
-    try:
-        return int(v or 0)
-    except (TypeError, ValueError):
-        return 0
+class ContextEngine:
+    """A context engine: decides when to compact and compacts (the Hermes engine
+    method set; ``CompactionEngine``, the earlier name, is a subclass that only
+    keeps the earlier positional order).
 
+    ``ContextEngine(config=None, *, summarize=None, model=None,
+    context_length=None, provider=None, compactor=None, state=None,
+    timeout=120)``: ``config`` is the ctxcompact config (validated here, by the
+    core's ``engine.start``); ``model``, ``context_length`` and ``provider`` fill
+    its ``model`` section. ``summarize(request) -> str`` is a synchronous LLM call
+    (None: the core's deterministic summarizer), given ``timeout`` seconds per
+    compaction (see ``Compactor.compact``). Pass a ``compactor`` to share one (and
+    its instances) between engines; its own config is not used (the engine's
+    config is in its state). ``state=`` restores a session from the ``state`` of an
+    earlier engine (it carries the config, so ``config`` and the model keywords
+    may not be given with it).
 
-class CompactionEngine:
-    """A context engine: decides when to compact and compacts.
-
-    ``summarize(request) -> str`` is a synchronous LLM call (None: the core's
-    deterministic summarizer). ``config`` is the ctxcompact config; ``model``,
-    ``context_length`` and ``provider`` fill its ``model`` section. Pass a
-    ``compactor`` to share one (and its instances) between engines.
+    ``CompactionEngine`` (the earlier name) is this class with the earlier
+    positional order, ``CompactionEngine(summarize, config, **same_keywords)``.
 
     Typical loop (what a host does)::
 
@@ -40,83 +60,165 @@ class CompactionEngine:
         if engine.should_compress():                      # before the next turn
             messages = engine.compress(messages)
 
-    The engine is safe to call from several threads (a lock guards its counters),
-    but like any context engine it describes one session.
+    The engine is safe to call from several threads (a lock guards its state), but
+    like any context engine it describes one session.
     """
 
-    #: Hermes engine fields, read directly by hosts.
-    last_prompt_tokens: int
-    last_completion_tokens: int
-    last_total_tokens: int
+    # Hermes engine fields, read directly by hosts: copied from the last status.
+    # last_prompt_tokens, last_completion_tokens, last_total_tokens and
+    # compression_count are properties over the state (a host may reset them by
+    # assignment, as Hermes does); writing the others changes nothing in the core
+    # (use update_model) and the next call overwrites them.
     threshold_tokens: int
     context_length: int
-    compression_count: int
     threshold_percent: float
+    threshold_rule: str
+    model: str
+    provider: str
     protect_first_n: int
     protect_last_n: int
+    #: the breaker: tokens_after of the last compaction that did not fit, else None
+    last_compaction_tokens: Optional[int]
 
     def __init__(
         self,
-        summarize: Optional[SyncSummarizer] = None,
         config: Optional[Config] = None,
         *,
+        summarize: Optional[SyncSummarizer] = None,
         model: Optional[str] = None,
         context_length: Optional[int] = None,
         provider: Optional[str] = None,
         compactor: Optional[Compactor] = None,
+        state: Optional[Dict[str, Any]] = None,
+        timeout: Optional[float] = DEFAULT_TIMEOUT,
+        **unknown: NoReturn,
     ) -> None:
-        self._summarize = summarize
+        reject_unknown(type(self).__name__, unknown, _CTOR_OPTIONS)
+        self._summarize = check_callable("summarize", summarize)
+        self._timeout = check_timeout("timeout", timeout)
+        model = check_opt_str("model", model)
+        context_length = check_opt_int("context_length", context_length)
+        provider = check_opt_str("provider", provider)
+        if compactor is not None and not isinstance(compactor, Compactor):
+            raise OptionError(f"compactor must be a Compactor, not {type(compactor).__name__}", "/compactor")
+        if state is not None:
+            for name, v in (("config", config), ("model", model), ("context_length", context_length),
+                            ("provider", provider)):
+                if v is not None:
+                    raise OptionError(f"{name} cannot be given with state (the state carries its config)", "/" + name)
+            if not isinstance(state, dict):
+                raise CompactError("invalid_state", f"state must be a dict, not {type(state).__name__}", "/state")
         self._owns_compactor = compactor is None
         self._compactor = compactor if compactor is not None else Compactor()
         self._lock = threading.RLock()
-        self._config: Config = copy.deepcopy(dict(config or {}))  # type: ignore[assignment]
-        model_cfg = dict(self._config.get("model") or {})
-        if model is not None:
-            model_cfg["name"] = model
-        if context_length is not None:
-            model_cfg["context_length"] = context_length
-        if provider:
-            model_cfg["provider"] = provider
-        if model_cfg:
-            self._config["model"] = model_cfg  # type: ignore[typeddict-item]
-        comp = self._config.get("compression") or {}
-        self.protect_first_n = int(comp.get("protect_first_n", 3))
-        self.protect_last_n = int(comp.get("protect_last_n", 20))
-        self.last_prompt_tokens = 0
-        self.last_completion_tokens = 0
-        self.last_total_tokens = 0
-        self.compression_count = 0
-        #: tokens_after of the last compaction when it did not fit under the
-        #: threshold (the breaker input of should_compress), else None.
-        self.last_compaction_tokens: Optional[int] = None
+        self._state: Dict[str, Any] = {}
+        self._status: EngineStatus
         #: report and archived messages of the last compress() (for soft-archiving).
         self.last_report: Optional[CompactReport] = None
         self.last_archived: List[ArchivedMessage] = []
+        #: the reason of the last should_compress decision.
         self.last_should_compress_reason: Optional[str] = None
-        self.threshold: ThresholdResult
-        self._resolve()
+        #: how the last update_from_response read its usage object.
+        self.last_usage: Optional[UsageRecord] = None
+        try:
+            if state is not None:
+                self._op(b"engine.status", [(b"state", dumps_at(state, "invalid_state", "/state", "state"))])
+            else:
+                cfg = _with_model(config, model, context_length, provider)
+                params = [] if cfg is None else [(b"config", dumps_at(cfg, "invalid_config", "/config", "config"))]
+                self._op(b"engine.start", params)
+        except BaseException:
+            self.close()
+            raise
 
-    # -- Hermes engine surface ----------------------------------------------------------
+    # -- the state and the core's ops -----------------------------------------------------
+
+    def _op(self, op: bytes, parts: List[Tuple[bytes, bytes]]) -> Dict[str, Any]:
+        """Run an engine op and adopt the state and status it returns."""
+        r = cast(Dict[str, Any], self._compactor._run(op, parts))
+        self._state = r["state"]
+        self._set_status(r["status"])
+        return r
+
+    def _with_state(self, op: bytes, parts: List[Tuple[bytes, bytes]]) -> Dict[str, Any]:
+        return self._op(op, [(b"state", dumps(self._state))] + parts)
+
+    def _set_status(self, st: EngineStatus) -> None:
+        self._status = st
+        self.threshold_tokens = st["threshold_tokens"]
+        self.context_length = st["context_length"]
+        self.threshold_percent = st["threshold_percent"]
+        self.threshold_rule = st["threshold_rule"]
+        self.model = st["model"]
+        self.provider = st["provider"]
+        self.last_compaction_tokens = st["breaker_tokens"]
+        comp = self.config.get("compression") or {}
+        self.protect_first_n = int(comp.get("protect_first_n", 3))
+        self.protect_last_n = int(comp.get("protect_last_n", 20))
+
+    def _counter(self, key: str, value: Any) -> None:
+        """A host's assignment to a counter field: written into the state, which the
+        core then checks (engine.status; a negative count is invalid_state)."""
+        n = check_int(key, value)
+        with self._lock:
+            st = dict(self._state)
+            st[key] = n
+            self._op(b"engine.status", [(b"state", dumps(st))])
+
+    @property
+    def last_prompt_tokens(self) -> int:
+        return self._status["last_prompt_tokens"]
+
+    @last_prompt_tokens.setter
+    def last_prompt_tokens(self, value: int) -> None:
+        self._counter("last_prompt_tokens", value)
+
+    @property
+    def last_completion_tokens(self) -> int:
+        return self._status["last_completion_tokens"]
+
+    @last_completion_tokens.setter
+    def last_completion_tokens(self, value: int) -> None:
+        self._counter("last_completion_tokens", value)
+
+    @property
+    def last_total_tokens(self) -> int:
+        return self._status["last_total_tokens"]
+
+    @last_total_tokens.setter
+    def last_total_tokens(self, value: int) -> None:
+        self._counter("last_total_tokens", value)
+
+    @property
+    def compression_count(self) -> int:
+        return self._status["compression_count"]
+
+    @compression_count.setter
+    def compression_count(self, value: int) -> None:
+        self._counter("compression_count", value)
+
+    @property
+    def state(self) -> Dict[str, Any]:
+        """The engine state (a copy): JSON, so a host can persist it and restore the
+        session with ``ContextEngine(state=...)``."""
+        with self._lock:
+            return copy.deepcopy(self._state)
+
+    @property
+    def config(self) -> Config:
+        """The config every call uses (the state's; change the model with
+        update_model)."""
+        return cast(Config, copy.deepcopy(self._state.get("config") or {}))
 
     @property
     def name(self) -> str:
         return "ctxcompact"
 
     @property
-    def config(self) -> Config:
-        """The config every call uses (a private copy; change it via update_model)."""
-        return self._config
-
-    @property
     def compactor(self) -> Compactor:
         return self._compactor
 
-    def _resolve(self) -> None:
-        t = self._compactor.resolve_threshold(self._config)
-        self.threshold = t
-        self.threshold_tokens = int(t["threshold_tokens"])
-        self.context_length = int(t["context_length"])
-        self.threshold_percent = float(t["fraction"])
+    # -- Hermes engine surface ----------------------------------------------------------
 
     def update_model(
         self,
@@ -126,62 +228,52 @@ class CompactionEngine:
         api_key: Optional[str] = "",
         provider: Optional[str] = "",
         api_mode: Optional[str] = "",
+        **unknown: NoReturn,
     ) -> None:
-        """Model switch or fallback: re-resolve the threshold for the new model (per-
-        model overrides, small-context floor, Codex autoraise are the core's). The
-        breaker is cleared: the new window changes what fits. The parameter order is
-        the Hermes engine's (pass ``provider=`` by keyword); base_url, api_key and
-        api_mode are accepted for signature compatibility and not stored."""
+        """Model switch or fallback (engine.update_model): the threshold is
+        re-resolved for the new model and the breaker cleared. The parameter order
+        is the Hermes engine's (pass ``provider=`` by keyword); ``base_url`` and
+        ``api_mode`` are kept in the state, ``api_key`` is accepted for signature
+        compatibility and never sent or stored."""
+        reject_unknown("update_model", unknown, _MODEL_OPTIONS)
+        parts = [(b"model", dumps(check_str("model", model))),
+                 (b"context_length", dumps(check_int("context_length", context_length)))]
+        for key, v in ((b"provider", provider), (b"base_url", base_url), (b"api_mode", api_mode)):
+            s = check_opt_str(key.decode(), v)
+            if s:
+                parts.append((key, dumps(s)))
+        check_opt_str("api_key", api_key)
         with self._lock:
-            m: Dict[str, Any] = dict(self._config.get("model") or {})
-            m["name"] = model
-            m["context_length"] = int(context_length)
-            if provider:
-                m["provider"] = provider
-            else:
-                m.pop("provider", None)
-            self._config["model"] = m  # type: ignore[typeddict-item]
-            self._resolve()
-            self.last_compaction_tokens = None
+            self._with_state(b"engine.update_model", parts)
 
-    def update_from_response(self, usage: Dict[str, Any]) -> None:
-        """Record the API-reported usage of the last LLM call. ``prompt_tokens``
-        (OpenAI, includes cached tokens) wins; otherwise Anthropic-style
-        ``input_tokens`` plus cache reads and writes (``cache_read_tokens`` /
-        ``cache_read_input_tokens``, ``cache_write_tokens`` /
-        ``cache_creation_input_tokens``), which input_tokens excludes."""
-        if not usage:
-            return
-        u = usage if isinstance(usage, dict) else getattr(usage, "__dict__", {})
+    def update_from_response(self, usage: Any, **unknown: NoReturn) -> None:
+        """Record the API-reported usage of the last LLM call (engine.usage). The
+        core reads OpenAI chat (``prompt_tokens``), OpenAI Responses
+        (``input_tokens`` with ``input_tokens_details``), Anthropic (``input_tokens``
+        plus cache reads and writes), AI SDK (``inputTokens`` / ``promptTokens``) and
+        Gemini (``promptTokenCount``) usage; a dict, or an SDK object (pydantic
+        ``model_dump(by_alias=True)``, so google-genai's ``usage_metadata`` gives its
+        camelCase names; ``to_dict()``; or its attributes; None fields left out).
+        None or {} records nothing. ``last_usage`` says how it was read."""
+        reject_unknown("update_from_response", unknown, ("usage",))
+        u = _usage_dict(usage)
         with self._lock:
-            if u.get("prompt_tokens") is not None:
-                prompt = _int(u.get("prompt_tokens"))
-            else:
-                prompt = (
-                    _int(u.get("input_tokens"))
-                    + _int(u.get("cache_read_tokens", u.get("cache_read_input_tokens")))
-                    + _int(u.get("cache_write_tokens", u.get("cache_creation_input_tokens")))
-                )
-            completion = _int(u.get("completion_tokens", u.get("output_tokens")))
-            total = _int(u.get("total_tokens")) or prompt + completion
-            self.last_prompt_tokens = prompt
-            self.last_completion_tokens = completion
-            self.last_total_tokens = total
+            r = self._with_state(b"engine.usage", [(b"usage", dumps_at(u, "invalid_request", "/usage", "usage"))])
+            self.last_usage = cast(UsageRecord, r.get("usage"))
 
-    def should_compress_info(self, prompt_tokens: Optional[int] = None) -> Tuple[bool, Optional[str]]:
+    def should_compress_info(self, prompt_tokens: Optional[int] = None, **unknown: NoReturn) -> Tuple[bool, str]:
         """(should compact now, the core's reason)."""
+        reject_unknown("should_compress", unknown, ("prompt_tokens",))
+        pt = check_opt_int("prompt_tokens", prompt_tokens)
         with self._lock:
-            tokens = self.last_prompt_tokens if prompt_tokens is None else int(prompt_tokens)
-            r = self._compactor.should_compress(
-                max(tokens, 0), last_compaction_tokens=self.last_compaction_tokens, config=self._config
-            )
+            r = self._with_state(b"engine.should_compress", [] if pt is None else [(b"prompt_tokens", dumps(pt))])
             self.last_should_compress_reason = r.get("reason")
-            return bool(r["should_compress"]), r.get("reason")
+            return bool(r["should_compress"]), str(r.get("reason") or "")
 
-    def should_compress(self, prompt_tokens: Optional[int] = None) -> bool:
+    def should_compress(self, prompt_tokens: Optional[int] = None, **unknown: NoReturn) -> bool:
         """True when the prompt (default: the last reported one) reached the
         threshold and the breaker does not hold it back."""
-        return self.should_compress_info(prompt_tokens)[0]
+        return self.should_compress_info(prompt_tokens, **unknown)[0]
 
     def compress(
         self,
@@ -190,76 +282,66 @@ class CompactionEngine:
         focus_topic: Optional[str] = None,
         force: bool = False,
         memory_context: str = "",
+        **unknown: NoReturn,
     ) -> List[Message]:
-        """Compact messages and return the new list (unchanged messages are the
-        same objects). ``current_tokens`` (default: the last reported prompt tokens)
-        is the reported size the core prefers over its estimate. ``focus_topic`` and
-        ``memory_context`` are added to the summarizer's instructions."""
+        """Compact messages with the state's config and return the new list
+        (unchanged messages are the same objects). ``current_tokens`` (default: the
+        last reported prompt tokens, when there are any) is the reported size the
+        core prefers over its estimate. ``focus_topic`` and ``memory_context`` are
+        added to the summarizer's instructions. The report goes to engine.record
+        (compression count, the breaker); ``last_report`` and ``last_archived`` hold
+        it and the archived originals."""
+        reject_unknown("compress", unknown, _COMPRESS_OPTIONS)
+        ct = check_opt_int("current_tokens", current_tokens)
+        focus = check_opt_str("focus_topic", focus_topic)
+        memory = check_str("memory_context", memory_context)
+        force = check_bool("force", force)
         with self._lock:
-            tokens = self.last_prompt_tokens if current_tokens is None else int(current_tokens)
+            tokens = self.last_prompt_tokens if ct is None else ct
             summarize = self._summarize
-            if summarize is not None and (focus_topic or memory_context):
-                summarize = _with_extras(summarize, focus_topic, memory_context)
-            res = self._compactor.compact(
-                messages,
-                summarize=summarize,
-                force=force,
-                prompt_tokens=tokens if tokens > 0 else None,
-                config=self._config,
+            if summarize is not None and (focus or memory):
+                summarize = _with_extras(summarize, focus, memory)
+            cfg = dumps(self._state.get("config") or {})
+            res = self._compactor._compact(
+                messages, summarize, force, tokens if tokens > 0 else None, cfg, timeout=self._timeout
             )
-            rep = res.report
-            self.last_report = rep
+            self.last_report = res.report
             self.last_archived = res.archived
-            after = int(rep.get("tokens_after") or 0)
-            if rep.get("compacted"):
-                self.compression_count += 1
-                # Until the next response reports real usage, the estimate after
-                # compaction is the best guess of the prompt size.
-                self.last_prompt_tokens = after
-            # The breaker: when the result is still over the threshold (whether or not
-            # anything could be compacted), the next should_compress gets this size so
-            # the same trigger does not fire again and again.
-            self.last_compaction_tokens = None if rep.get("fits", True) else after
+            self._with_state(b"engine.record", [(b"report", dumps(res.report))])
             return res.messages
 
-    def get_status(self) -> Dict[str, Any]:
-        """The standard status fields plus what the core decided."""
+    def get_status(self) -> EngineStatus:
+        """The core's engine status (a copy): model, window, threshold and its rule,
+        the last usage, usage_percent, compression_count, the breaker, and the last
+        compaction's fits / fallback."""
         with self._lock:
-            last = max(self.last_prompt_tokens, 0)
-            rep = self.last_report or {}
-            return {
-                "name": self.name,
-                "last_prompt_tokens": last,
-                "threshold_tokens": self.threshold_tokens,
-                "context_length": self.context_length,
-                "usage_percent": min(100.0, last / self.context_length * 100) if self.context_length else 0,
-                "compression_count": self.compression_count,
-                "threshold_percent": self.threshold_percent,
-                "threshold_rule": self.threshold.get("rule"),
-                "last_compaction_fits": rep.get("fits") if rep else None,
-                "last_fallback_used": rep.get("fallback_used") if rep else None,
-                "breaker_tokens": self.last_compaction_tokens,
-            }
+            return cast(EngineStatus, dict(self._status))
 
     def on_session_reset(self) -> None:
-        """/new or /reset: counters and token tracking back to zero."""
+        """/new or /reset (engine.reset): counters, usage, breaker and the last
+        report back to zero; the config is kept."""
         with self._lock:
-            self.last_prompt_tokens = 0
-            self.last_completion_tokens = 0
-            self.last_total_tokens = 0
-            self.compression_count = 0
-            self.last_compaction_tokens = None
+            self._with_state(b"engine.reset", [])
             self.last_report = None
             self.last_archived = []
             self.last_should_compress_reason = None
+            self.last_usage = None
 
     # Optional parts of the engine surface, with neutral defaults.
 
     def on_session_start(self, session_id: str, **kwargs: Any) -> None:
-        """No persisted state: the previous summary is found in the messages."""
+        """No persisted state here: the previous summary is found in the messages
+        (a host that persists ``state`` restores it with ``state=``)."""
 
     def on_session_end(self, session_id: str, messages: List[Message]) -> None:
         """Nothing to flush."""
+
+    def should_compress_preflight(self, messages: List[Message]) -> bool:
+        """Hermes' rough pre-call check: off (the trigger is the reported usage)."""
+        return False
+
+    def should_defer_preflight_to_real_usage(self, rough_tokens: int) -> bool:
+        return False
 
     def get_tool_schemas(self) -> List[Dict[str, Any]]:
         return []
@@ -268,8 +350,73 @@ class CompactionEngine:
         return len(messages) > self.protect_first_n + 1
 
     def close(self) -> None:
-        if self._owns_compactor:
+        if getattr(self, "_owns_compactor", False):
             self._compactor.close()
+
+    def __enter__(self) -> "ContextEngine":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class CompactionEngine(ContextEngine):
+    """ContextEngine under its earlier name, with the earlier positional order:
+    ``CompactionEngine(summarize=None, config=None, *, ...)`` (the keywords are
+    ContextEngine's). Everything else is ContextEngine's."""
+
+    def __init__(
+        self,
+        summarize: Optional[SyncSummarizer] = None,
+        config: Optional[Config] = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(config, summarize=summarize, **options)
+
+
+def _with_model(config: Any, model: Optional[str], context_length: Optional[int],
+                provider: Optional[str]) -> Any:
+    """config with the model keywords set in its model section (a copy; a config
+    that is not a dict goes as it is, for the core to refuse)."""
+    if model is None and context_length is None and not provider:
+        return config
+    if config is not None and not isinstance(config, dict):
+        return config
+    cfg = copy.deepcopy(dict(config or {}))
+    m = cfg.get("model")
+    m = dict(m) if isinstance(m, dict) else ({} if m is None else m)
+    if isinstance(m, dict):
+        if model is not None:
+            m["name"] = model
+        if context_length is not None:
+            m["context_length"] = context_length
+        if provider:
+            m["provider"] = provider
+    cfg["model"] = m
+    return cfg
+
+
+def _usage_dict(usage: Any) -> Any:
+    """A usage object as JSON: dicts as they are; SDK objects through model_dump
+    (pydantic, by alias), to_dict, or their attributes, without None fields."""
+    if usage is None or isinstance(usage, dict):
+        return usage
+    for name in ("model_dump", "to_dict", "dict"):
+        fn: Optional[Callable[..., Any]] = getattr(usage, name, None)
+        if callable(fn):
+            try:
+                # by_alias: google-genai's usage_metadata has camelCase aliases
+                # (promptTokenCount), the names the core reads.
+                d = fn(by_alias=True, exclude_none=True) if name == "model_dump" else fn()
+            except TypeError:
+                d = fn()
+            if isinstance(d, dict):
+                return {k: v for k, v in d.items() if v is not None}
+    attrs = getattr(usage, "__dict__", None)
+    if isinstance(attrs, dict):
+        return {k: _usage_dict(v) if hasattr(v, "__dict__") else v for k, v in attrs.items()
+                if v is not None and not k.startswith("_")}
+    return usage  # not an object: the core answers invalid_request at /usage
 
 
 def _with_extras(summarize: SyncSummarizer, focus_topic: Optional[str], memory_context: str) -> SyncSummarizer:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-__all__ = ["CompactError", "ErrBadBinary", "ErrABIMismatch", "ErrClosed"]
+__all__ = ["CompactError", "OptionError", "ErrBadBinary", "ErrABIMismatch", "ErrClosed"]
 
 
 class CompactError(Exception):
@@ -26,7 +26,20 @@ class CompactError(Exception):
         self.message = message
 
     def __repr__(self) -> str:
-        return f"CompactError(code={self.code!r}, path={self.path!r}, message={self.message!r})"
+        return f"{type(self).__name__}(code={self.code!r}, path={self.path!r}, message={self.message!r})"
+
+
+class OptionError(CompactError, TypeError):
+    """A bad argument caught by the binding before anything is sent: an unknown
+    keyword option (the message names the closest valid one) or an option of the
+    wrong type (``force="false"``, ``prompt_tokens="60000"``, ``47999.9``, ``True``
+    where an integer goes). Always code ``invalid_request``, with ``path`` the
+    option's wire name (``/force``, ``/prompt_tokens``). It is a ``CompactError``
+    (the contract of every runtime) and a ``TypeError`` (what Python raises for a
+    bad keyword or argument type), so either ``except`` catches it."""
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__("invalid_request", message, path)
 
 
 class ErrBadBinary(Exception):

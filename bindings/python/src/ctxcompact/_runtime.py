@@ -333,7 +333,9 @@ class Instance:
         """Allocate a guest buffer and copy data into it with one memmove. Returns
         the pointer as the guest gave it."""
         n = len(data)
-        p: int = self._alloc(self.store, n)
+        # An empty request gets a 1-byte buffer (ctxc_alloc(0) gives no pointer),
+        # so the core answers it: invalid_json, as for any other bad JSON text.
+        p: int = self._alloc(self.store, n or 1)
         addr = p & 0xFFFFFFFF
         if not addr:
             raise CompactError("input_too_large", f"the module could not allocate {n} bytes for the request")
@@ -377,8 +379,9 @@ def _export(ex: Any, name: str, kind: Type[_E]) -> _E:
 
 class Pool:
     """Instances handed out one thread at a time. Up to max_size are created lazily;
-    a thread that finds none free and the pool full waits. A trapped instance is
-    dropped and the request retried once on a fresh one."""
+    a thread that finds none free and the pool full waits. A call whose instance
+    traps fails with CompactError("internal"); the instance is dropped and the next
+    call gets a fresh one (no hidden retry of the input that trapped)."""
 
     def __init__(self, loaded: LoadedModule, max_size: int, max_memory: Optional[int] = None) -> None:
         if max_size < 1:
@@ -445,27 +448,25 @@ class Pool:
             raise CompactError(
                 "input_too_large", f"request is {len(envelope)} bytes; the limit is {MAX_REQUEST_BYTES}"
             )
-        for attempt in (0, 1):
-            inst = self.take()
-            try:
-                out = inst.call(envelope)
-            except _TRAPS as e:
-                self._drop(inst)
-                if attempt:
-                    raise CompactError("internal", f"the wasm instance trapped twice on this request: {e}") from e
-                continue
-            except BaseException:
-                self._put(inst)
-                raise
-            if self.max_memory is not None and inst.memory_bytes() > self.max_memory:
-                with self._cv:
-                    self._count -= 1
-                    self.recycled += 1
-                    self._cv.notify()
-            else:
-                self._put(inst)
-            return out
-        raise AssertionError("unreachable")  # pragma: no cover
+        inst = self.take()
+        try:
+            out = inst.call(envelope)
+        except _TRAPS as e:
+            self._drop(inst)
+            raise CompactError(
+                "internal", f"the wasm instance trapped and was replaced (the next call gets a fresh one): {e}"
+            ) from e
+        except BaseException:
+            self._put(inst)
+            raise
+        if self.max_memory is not None and inst.memory_bytes() > self.max_memory:
+            with self._cv:
+                self._count -= 1
+                self.recycled += 1
+                self._cv.notify()
+        else:
+            self._put(inst)
+        return out
 
     def instances(self) -> int:
         with self._cv:

@@ -27,6 +27,8 @@ __all__ = [
     "Problem",
     "ValidateResult",
     "InfoResult",
+    "EngineStatus",
+    "UsageRecord",
 ]
 
 #: An OpenAI chat message (role, content, tool_calls, tool_call_id, ...). Any extra
@@ -89,6 +91,11 @@ class SummaryRequest(TypedDict):
     middle: IndexRange
 
 
+class Anchor(TypedDict):
+    kind: Literal["file", "request", "error"]
+    value: str
+
+
 class CompactReport(TypedDict, total=False):
     compacted: bool
     reason: str
@@ -108,8 +115,13 @@ class CompactReport(TypedDict, total=False):
     summarizer: Literal["host", "builtin", ""]
     fallback_used: bool
     fallback_reason: str
+    #: why the fallback was used, as a code: "" (not used), "timeout", "error",
+    #: "empty", "too_long" or "cancelled"; fallback_reason is the text.
+    fallback_code: Literal["", "timeout", "error", "empty", "too_long", "cancelled"]
     iterative: bool
     active_request_in_summary: bool
+    summary_truncated: bool
+    anchors_added: List[Anchor]
     first_changed_index: Optional[int]
     system_note_added: bool
     orphans_removed: List[int]
@@ -119,7 +131,9 @@ class CompactReport(TypedDict, total=False):
 
 class ArchivedMessage(TypedDict):
     """An input message that is not in the result unchanged. ``message`` is the
-    caller's own object (the binding fills it in from the input by ``index``)."""
+    caller's own object (the binding fills it in from the input by ``index``).
+    A system prompt that gained the compaction note is archived too, with reason
+    ``system_note`` (the result holds the changed copy)."""
 
     index: int
     reason: Literal["summarized", "pruned", "merged", "orphan_removed", "system_note", "repaired"]
@@ -236,6 +250,40 @@ class InfoResult(TypedDict):
     ops: List[str]
     error_codes: List[str]
     encodings: List[str]
+
+
+class EngineStatus(TypedDict):
+    """What ``ContextEngine.get_status()`` returns (the core's engine status; the
+    engine's fields are copied from it after every call)."""
+
+    name: str
+    model: str
+    provider: str
+    context_length: int
+    threshold_tokens: int
+    threshold_percent: float
+    threshold_rule: str
+    last_prompt_tokens: int
+    last_completion_tokens: int
+    last_total_tokens: int
+    usage_percent: float
+    compression_count: int
+    #: tokens_after of the last compaction when it did not fit (the breaker holds
+    #: a trigger back at that size); None when it fit or after a model switch.
+    breaker_tokens: Optional[int]
+    last_compaction_fits: Optional[bool]
+    last_fallback_used: Optional[bool]
+    last_fallback_code: Optional[str]
+
+
+class UsageRecord(TypedDict):
+    """engine.usage's reading of an API usage object: the counts recorded and
+    which shape it was read as."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    source: Literal["openai", "responses", "anthropic", "ai-sdk", "gemini", "none"]
 
 
 JSONValue = Union[None, bool, int, float, str, List[Any], Dict[str, Any]]
