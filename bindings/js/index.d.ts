@@ -2,6 +2,8 @@
 // reports) keep the JSON wire names (snake_case); only function and option names are
 // camelCase. See docs/OPS.md for the contract of every op.
 
+import type { RecallStore } from "./recall.js";
+
 // ---------------------------------------------------------------------------
 // Messages (OpenAI chat format; unknown fields are preserved byte for byte)
 
@@ -140,6 +142,17 @@ export interface Config {
   model?: ModelConfig;
   /** Token counting. */
   tokens?: TokensConfig;
+  /** The context engine a ContextEngine runs. */
+  context?: ContextConfig;
+}
+
+export interface ContextConfig {
+  /**
+   * "compressor" (default): compaction only. "lossless": every compaction's originals
+   * are archived to the engine's recall store under its session id, the summary names
+   * the range (r<k>), and the agent gets the context_search / context_expand tools.
+   */
+  engine?: "compressor" | "lossless";
 }
 
 // ---------------------------------------------------------------------------
@@ -561,6 +574,69 @@ export interface EngineOptions {
   state?: EngineState;
   /** compress()'s default summarizer timeout in ms (default 120000). */
   timeoutMs?: number;
+  /** The recall store of the lossless engine (`await RecallStore.open(path)` from ctxcompact/recall); required with context.engine "lossless". */
+  store?: RecallStore;
+  /** The session the store keeps this engine's archived ranges under; required with context.engine "lossless". */
+  sessionId?: string;
+}
+
+/** A context tool's schema, in the shape getToolSchemas(format) asks for. */
+export type ContextToolSchema = OpenAIChatToolSchema | ResponsesToolSchema | AnthropicToolSchema;
+
+export interface OpenAIChatToolSchema {
+  type: "function";
+  function: { name: ContextToolName; description: string; parameters: Record<string, unknown> };
+}
+
+export interface ResponsesToolSchema {
+  type: "function";
+  name: ContextToolName;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+export interface AnthropicToolSchema {
+  name: ContextToolName;
+  description: string;
+  input_schema: Record<string, unknown>;
+}
+
+export type ContextToolName = "context_search" | "context_expand";
+
+/** context_search's result (handleToolCall returns it as JSON text). */
+export interface ContextSearchResult {
+  query: string;
+  /** Newest first. */
+  hits: ContextSearchHit[];
+  /** How many archived rows of the session match in all. */
+  total: number;
+}
+
+export interface ContextSearchHit {
+  /** A message id (r2.17) or a summary id (r2.summary): pass it to context_expand. */
+  id: string;
+  /** The range (r2). */
+  range: string;
+  /** The message's role, or "summary". */
+  role: string;
+  /** Its index in the conversation the compaction saw. */
+  position: number;
+  /** About 200 characters around the first match. */
+  snippet: string;
+}
+
+/** context_expand's result (handleToolCall returns it as JSON text; the messages are the originals byte for byte). */
+export interface ContextExpandResult {
+  id: string;
+  messages: Message[];
+  /** true when max_tokens cut the answer (see note). */
+  truncated: boolean;
+  note?: string;
+}
+
+/** A tool result for bad arguments, an unknown tool or an unknown id. */
+export interface ContextToolError {
+  error: string;
 }
 
 /** ContextEngine.create: a compactor's options and an engine's. */
@@ -719,6 +795,10 @@ export declare class ContextEngine {
   readonly state: EngineState;
   /** The config compactions use (the state's). */
   readonly config: Config;
+  /** Whether config context.engine is "lossless". */
+  readonly lossless: boolean;
+  readonly store: RecallStore | undefined;
+  readonly sessionId: string | undefined;
   readonly name: "ctxcompact";
   readonly model: string;
   readonly provider: string;
@@ -747,4 +827,13 @@ export declare class ContextEngine {
   onSessionReset(): void;
   /** The status of the last op (a copy). */
   getStatus(): EngineStatus;
+  /** The context tools' schemas (context_search, context_expand); [] in compressor mode. */
+  getToolSchemas(format?: "openai"): OpenAIChatToolSchema[];
+  getToolSchemas(format: "responses"): ResponsesToolSchema[];
+  getToolSchemas(format: "anthropic"): AnthropicToolSchema[];
+  /**
+   * Runs a context tool call: args an object or its JSON text. Returns the result as
+   * JSON text: a ContextSearchResult, a ContextExpandResult or a ContextToolError.
+   */
+  handleToolCall(name: string, args?: Record<string, unknown> | string | null): string;
 }

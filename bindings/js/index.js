@@ -53,7 +53,10 @@ const CACHE_SIMULATE_PARAMS = {
   per_request: [T.boolean], timestamps: [T.array], system: [T.system], config: CONFIG,
 };
 const CALIBRATE_PARAMS = { fixed_overhead: [T.integer], baseline: [T.object], encoding: [T.string], config: CONFIG };
-const ENGINE_OPTIONS = { config: CONFIG, summarize: [T.function], state: [T.object], timeoutMs: [T.positiveMs, "timeout"] };
+const ENGINE_OPTIONS = {
+  config: CONFIG, summarize: [T.function], state: [T.object], timeoutMs: [T.positiveMs, "timeout"],
+  store: [T.object], sessionId: [T.string],
+};
 const ENGINE_CREATE_OPTIONS = { ...CREATE_OPTIONS, ...ENGINE_OPTIONS };
 const COMPRESS_OPTIONS = {
   currentTokens: [T.count], focusTopic: [T.string], force: [T.boolean], timeoutMs: [T.positiveMs, "timeout"],
@@ -397,7 +400,7 @@ export class Compactor {
     // The same fields for begin and finish; the messages serialized and encoded once.
     // The ticket names this compaction, so that finish may leave the messages out.
     const params = `${configJSON === undefined ? "" : `,"config":${configJSON}`}${field("force", o.force)}` +
-      `${field("prompt_tokens", o.promptTokens)}${field("format", o.format)}` +
+      `${field("prompt_tokens", o.promptTokens)}${field("format", o.format)}${field("archive_id", o.archiveId)}` +
       `${o.system === undefined || o.system === null ? "" : `,"system":${serialize(o.system, "/system", "invalid_messages")}`}` +
       `,"output":"refs"${summarize ? field("ticket", newTicket()) : ""}`;
     const encoded = utf8(messagesJSON(messages));
@@ -549,6 +552,9 @@ export class ContextEngine {
   /** JSON text of the engine state. */
   #state;
   #status;
+  /** The recall store (lossless mode) and the session id its rows go under. */
+  #store;
+  #sessionId;
 
   /** Use compactor.engine(options) or ContextEngine.create(options). */
   constructor(compactor, options, token) {
@@ -556,6 +562,12 @@ export class ContextEngine {
     this.#c = compactor;
     this.#summarize = options.summarize ?? undefined;
     this.#timeoutMs = options.timeoutMs ?? undefined;
+    this.#store = options.store ?? undefined;
+    this.#sessionId = options.sessionId ?? undefined;
+    if (this.#store !== undefined) checkStore(this.#store);
+    if (this.#sessionId !== undefined && this.#sessionId === "") {
+      throw new CompactError("invalid_request", "ctxcompact: sessionId must be a non-empty string", "/session_id");
+    }
     const hasConfig = options.config !== undefined && options.config !== null;
     if (options.state !== undefined && options.state !== null) {
       if (hasConfig) {
@@ -566,6 +578,14 @@ export class ContextEngine {
       const config = compactor[kEngine]().configJSON(hasConfig ? options.config : undefined);
       this.#op("engine.start", config === undefined ? "" : `,"config":${config}`, false);
     }
+    if (this.lossless) {
+      if (this.#store === undefined) {
+        throw new CompactError("invalid_request", 'ctxcompact: the lossless context engine (config context.engine "lossless") needs a store: `store: await RecallStore.open(path)` from ctxcompact/recall', "/store");
+      }
+      if (this.#sessionId === undefined) {
+        throw new CompactError("invalid_request", 'ctxcompact: the lossless context engine (config context.engine "lossless") needs a sessionId, the session its archived messages go under', "/session_id");
+      }
+    }
   }
 
   /**
@@ -575,9 +595,9 @@ export class ContextEngine {
    */
   static async create(options) {
     const o = checkOptions("ContextEngine.create()", options, ENGINE_CREATE_OPTIONS);
-    const { config, summarize, state, timeoutMs, ...rest } = o;
+    const { config, summarize, state, timeoutMs, store, sessionId, ...rest } = o;
     const c = await Compactor.create(rest);
-    return c.engine({ config, summarize, state, timeoutMs });
+    return c.engine({ config, summarize, state, timeoutMs, store, sessionId });
   }
 
   /** Runs an engine op on the state; keeps the new state and status; returns the result. */
@@ -596,6 +616,13 @@ export class ContextEngine {
 
   /** The config the engine compacts with (the state's). */
   get config() { return this.state.config; }
+
+  /** Whether the config's context.engine is "lossless" (compactions archived to the store, the context tools). */
+  get lossless() { return JSON.parse(this.#state).config?.context?.engine === "lossless"; }
+
+  /** The recall store (or undefined) and the session id. */
+  get store() { return this.#store; }
+  get sessionId() { return this.#sessionId; }
 
   /** Records the API-reported usage of the last LLM call (OpenAI, Responses, Anthropic, AI SDK, Gemini shapes). */
   updateFromResponse(usage) {
@@ -623,12 +650,75 @@ export class ContextEngine {
     let summarize = this.#summarize;
     if (summarize && o.focusTopic) summarize = withFocus(summarize, o.focusTopic);
     const config = JSON.stringify(JSON.parse(this.#state).config ?? null);
+    // Lossless: the compaction's summary names the range it stands for (archive_id),
+    // and its originals go to the store under that id before the report is recorded
+    // (a store that fails leaves the engine as it was; the caller keeps its history).
+    const lossless = this.lossless;
+    const archiveId = lossless ? this.#store.nextRangeId(this.#sessionId) : undefined;
     const res = await this.#c[kEngine]().compact(messages, {
       summarize, promptTokens, force: o.force, format: o.format, system: o.system,
-      timeoutMs: o.timeoutMs ?? this.#timeoutMs, signal: o.signal,
+      timeoutMs: o.timeoutMs ?? this.#timeoutMs, signal: o.signal, archiveId,
     }, config === "null" ? undefined : config);
+    if (lossless && res.archived.length > 0) this.#archive(archiveId, res, messages);
     this.#op("engine.record", `,"report":${JSON.stringify(res.report)}`);
     return res;
+  }
+
+  /**
+   * recall.archive over a compaction's result: the archived originals (the caller's
+   * objects, as JSON.stringify writes them) and the output messages, where the core
+   * finds the summary (the caller's unchanged objects go as refs: never the summary),
+   * then one store transaction.
+   */
+  #archive(rangeId, res, input) {
+    const mine = new Set(input);
+    const out = res.messages.map((m, i) => (mine.has(m) ? "0" : serialize(m, `/messages/${i}`, "invalid_messages")));
+    const archived = res.archived.map((a) => `{"index":${a.index},"reason":${JSON.stringify(a.reason)},"message":${serialize(a.message, `/archived/${a.index}`, "invalid_messages")}}`);
+    const rows = unwrap(this.#c.callRaw(`{"op":"recall.archive","session":${JSON.stringify(this.#sessionId)},"range_id":"${rangeId}"` +
+      `,"report":${JSON.stringify(res.report)},"archived":[${archived.join(",")}],"messages":[${out.join(",")}]}`));
+    this.#store.archive(this.#sessionId, rows);
+  }
+
+  /**
+   * The context tools' schemas (context_search, context_expand) in the shape of
+   * `format` ("openai" chat, "responses", "anthropic"); an empty list in compressor mode.
+   * @param {"openai" | "responses" | "anthropic"} [format]
+   */
+  getToolSchemas(format = "openai") {
+    checkValue("getToolSchemas()", "format", "format", format, T.string);
+    if (!this.lossless) return [];
+    return unwrap(this.#c.callRaw(`{"op":"recall.tools","format":${JSON.stringify(format)}}`)).tools;
+  }
+
+  /**
+   * Runs a context tool call the agent made: `args` is the call's arguments, an
+   * object or its JSON text. Returns the tool result, a JSON string (errors in
+   * the arguments, an unknown tool or id are `{"error": ...}` results, not
+   * exceptions; a failing store throws).
+   * @param {string} name
+   * @param {object | string} [args]
+   * @returns {string}
+   */
+  handleToolCall(name, args) {
+    checkValue("handleToolCall()", "name", "name", name, T.string);
+    if (!this.lossless) {
+      return JSON.stringify({ error: `unknown tool ${JSON.stringify(name)}: this context engine is the compressor (config context.engine "lossless" has the context tools)` });
+    }
+    const argsJSON = args === undefined || args === null ? "null"
+      : typeof args === "string" ? JSON.stringify(args) : serialize(args, "/arguments", "invalid_request");
+    const check = unwrap(this.#c.callRaw(`{"op":"recall.check_call","name":${JSON.stringify(name)},"arguments":${argsJSON}}`));
+    if (!check.ok) return check.result;
+    const a = check.args;
+    const session = this.#sessionId;
+    if (name === "context_search") {
+      const q = unwrap(this.#c.callRaw(`{"op":"recall.query","query":${JSON.stringify(a.query)}}`));
+      const { hits, total } = this.#store.search(session, q, { limit: a.limit });
+      return unwrap(this.#c.callRaw(`{"op":"recall.search_result","query":${JSON.stringify(a.query)},"limit":${a.limit}` +
+        `,"total":${total},"hits":${JSON.stringify(hits)}}`)).result;
+    }
+    const { messages } = this.#store.expand(session, a.id);
+    return unwrap(this.#c.callRaw(`{"op":"recall.expand_result","id":${JSON.stringify(a.id)}${field("max_tokens", a.max_tokens)}` +
+      `,"messages":${JSON.stringify(messages)}}`)).result;
   }
 
   /**
@@ -661,6 +751,15 @@ for (const [name, key] of Object.entries(STATUS_FIELDS)) {
     enumerable: false,
     configurable: true,
   });
+}
+
+/** A store is a RecallStore of ctxcompact/recall (not imported here: the main entry never loads SQLite). */
+function checkStore(store) {
+  for (const m of ["nextRangeId", "archive", "search", "expand"]) {
+    if (typeof store[m] !== "function") {
+      throw new CompactError("invalid_request", "ctxcompact: store must be a RecallStore (`await RecallStore.open(path)` from ctxcompact/recall)", "/store");
+    }
+  }
 }
 
 /** A summarizer whose request asks it to give priority to a topic. */

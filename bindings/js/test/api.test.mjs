@@ -43,7 +43,10 @@ test("package.json ships the bindings and the wasm, never tests or testdata", ()
   assert.ok(pkg.files.includes("wasm/ctxcompact.wasm"));
   assert.ok(pkg.files.every((f) => !f.includes("test") && !f.includes("bench")), pkg.files.join());
   assert.equal(pkg.engines.node, ">=18");
-  assert.deepEqual(Object.keys(pkg.dependencies ?? {}), []);
+  // One dependency, pinned: the SQLite build of the recall store, which only the
+  // ./recall entry loads (recall-store.test.mjs checks the main entry's import graph).
+  assert.deepEqual(pkg.dependencies, { "node-sqlite3-wasm": "0.8.60" });
+  assert.deepEqual(pkg.exports["./recall"], { types: "./bindings/js/recall.d.ts", default: "./bindings/js/recall.js" });
 });
 
 test("the core binding path has no node: imports", () => {

@@ -17,7 +17,8 @@ test("npm pack -> install in a clean folder -> compact a shared trace", async (t
   const [packed] = JSON.parse(npm(["pack", "--json", "--pack-destination", tmp], ROOT));
   const files = packed.files.map((f) => f.path).sort();
   for (const want of ["package.json", "wasm/ctxcompact.wasm", "bindings/js/index.js", "bindings/js/index.d.ts",
-    "bindings/js/runtime.js", "bindings/js/wasi.js", "bindings/js/errors.js", "bindings/js/options.js", "bindings/js/node.js"]) {
+    "bindings/js/runtime.js", "bindings/js/wasi.js", "bindings/js/errors.js", "bindings/js/options.js", "bindings/js/node.js",
+    "bindings/js/recall.js", "bindings/js/recall.d.ts"]) {
     assert.ok(files.includes(want), `the tarball has ${want}: ${files.join(", ")}`);
   }
   for (const f of files) assert.doesNotMatch(f, /testdata|\/test\/|bench|\.go$|test\.sh/, f);
@@ -59,6 +60,24 @@ console.log(JSON.stringify({ before: messages.length, after: out.length, kept, a
   // The types resolve from the installed package.
   const pkg = JSON.parse(readFileSync(path.join(proj, "node_modules", "ctxcompact", "package.json"), "utf8"));
   assert.ok(existsSync(path.join(proj, "node_modules", "ctxcompact", pkg.exports["."].types)));
+  assert.ok(existsSync(path.join(proj, "node_modules", "ctxcompact", pkg.exports["./recall"].types)));
+
+  // ctxcompact/recall from the installed package (its SQLite dependency installed with it):
+  // a lossless engine archives the trace to a store file and searches it.
+  writeFileSync(path.join(proj, "recall.mjs"), `import { readFileSync } from "node:fs";
+import { ContextEngine } from "ctxcompact";
+import { RecallStore } from "ctxcompact/recall";
+const { messages } = JSON.parse(readFileSync(process.argv[2], "utf8"));
+const store = await RecallStore.open("recall.db");
+const e = await ContextEngine.create({ config: { model: { context_length: 32000 }, context: { engine: "lossless" } }, store, sessionId: "s" });
+await e.compress(messages, { force: true });
+const found = JSON.parse(e.handleToolCall("context_search", { query: "the" }));
+console.log(JSON.stringify({ ranges: store.ranges("s").map((r) => r.id), tools: e.getToolSchemas().length, total: found.total }));
+store.close();
+`);
+  const rec = JSON.parse(execFileSync(process.execPath, ["recall.mjs", trace], { cwd: proj, encoding: "utf8" }));
+  assert.deepEqual({ ranges: rec.ranges, tools: rec.tools }, { ranges: ["r1"], tools: 2 }, JSON.stringify(rec));
+  assert.ok(rec.total > 0, JSON.stringify(rec));
 });
 
 test("npm install /path/to/checkout -> compact from a clean folder", async (t) => {

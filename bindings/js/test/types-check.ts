@@ -3,7 +3,9 @@
 import {
   Compactor, CompactError, ContextEngine, ErrBadBinary, ErrClosed, ErrABIMismatch,
   type CompactResult, type ErrorCode, type Message, type SummaryRequest, type Config,
+  type OpenAIChatToolSchema, type ContextSearchResult, type ContextExpandResult, type ContextToolError,
 } from "ctxcompact";
+import { RecallStore, parseQuery, type RecallArchive, type RecallSearch } from "ctxcompact/recall";
 
 const config: Config = {
   compression: { threshold: 0.5, tail_mode: "lean", model_thresholds: { "claude": 0.6 }, small_context_floor: null },
@@ -70,4 +72,34 @@ export async function main(): Promise<number> {
   const code: ErrorCode = "oops";
   void [first, role, n, s, status.usage_percent, bad, badCfg, code];
   return res.messages.length;
+}
+
+// ctxcompact/recall: the store, its own entry point.
+export async function store(): Promise<number> {
+  const st = await RecallStore.open(null, { fts: false });
+  const a: RecallArchive = { range: { id: st.nextRangeId("s"), from_index: 0, to_index: 1, summary: "S" }, rows: [] };
+  const mode: "fts5" | "like" = st.searchMode;
+  st.archive("s", a);
+  const found: RecallSearch = st.search("s", parseQuery("src/app.py"), { limit: 5 });
+  const json: string[] = st.expand("s", "r1").messages;
+  const gone: number = st.deleteSession("s").messages + st.sessions().length;
+  // @ts-expect-error the store is opened with RecallStore.open
+  new RecallStore();
+  // @ts-expect-error driver is "auto" | "node:sqlite" | "wasm"
+  await RecallStore.open("x.db", { driver: "sqlite" });
+  // @ts-expect-error rows carry the original JSON as text
+  st.archive("s", { range: a.range, rows: [{ id: "r1.0", range_id: "r1", position: 0, role: "user", reason: "summarized", json: {}, text: "" }] });
+  const engine = await ContextEngine.create({ config: { context: { engine: "lossless" } }, store: st, sessionId: "s" });
+  const tools: OpenAIChatToolSchema[] = engine.getToolSchemas();
+  const schema: Record<string, unknown> = engine.getToolSchemas("anthropic")[0].input_schema;
+  const text: string = engine.handleToolCall("context_search", { query: "src/app.py" }) + engine.handleToolCall("context_expand", '{"id":"r1"}');
+  const parsed = JSON.parse(text) as ContextSearchResult | ContextExpandResult | ContextToolError;
+  const on: boolean = engine.lossless && engine.store === st && engine.sessionId === "s";
+  // @ts-expect-error context.engine is "compressor" or "lossless"
+  const badCtx: Config = { context: { engine: "magic" } };
+  // @ts-expect-error store is a RecallStore (open it with RecallStore.open)
+  await ContextEngine.create({ store: "recall.db", sessionId: "s" });
+  st.close();
+  void [mode, tools, schema, parsed, on, badCtx];
+  return found.total + json.length + gone;
 }

@@ -1,0 +1,112 @@
+// Types of ctxcompact/recall, the lossless-recall store (Node only), written by hand.
+// Rows and hits keep the wire names of the shared schema (snake_case).
+
+/** The schema version this binding writes and reads (ctxc_meta.schema_version). */
+export declare const SCHEMA_VERSION: 1;
+export declare const DEFAULT_SEARCH_LIMIT: 10;
+export declare const MAX_SEARCH_LIMIT: 50;
+
+export interface RecallStoreOptions {
+  /** "auto" (default): node:sqlite where the runtime has it, else the wasm build (node-sqlite3-wasm). */
+  driver?: "auto" | "node:sqlite" | "wasm";
+  /** false: search with LIKE (a new file is then made without the FTS5 index). Default true. */
+  fts?: boolean;
+  /** Count a search's total up to this many (a total equal to it means "at least"); default: exact. */
+  countLimit?: number | null;
+}
+
+/** A search query split the documented way (the core's recall.query result). */
+export interface ParsedQuery {
+  terms: string[];
+  /** The FTS5 MATCH expression (terms of 3+ characters as quoted phrases, AND); "" when none. */
+  fts: string;
+  /** One `%term%` LIKE pattern per term (`\` escapes). */
+  like: string[];
+}
+
+/** One archived message row, as the core's recall.archive returns it. */
+export interface RecallRow {
+  /** `r<k>.<index>` (index in the compaction's input) or `r<k>.summary`. */
+  id: string;
+  range_id: string;
+  position: number;
+  /** The message's role, or "summary" for the summary row. */
+  role: string;
+  /** archived[].reason, or "summary". */
+  reason: string;
+  /** The original message JSON, byte for byte. */
+  json: string;
+  /** What search reads. */
+  text: string;
+}
+
+export interface RecallRange {
+  /** `r<k>`. */
+  id: string;
+  from_index: number;
+  to_index: number;
+  /** The summary message's text. */
+  summary: string;
+}
+
+/** The core's recall.archive result: one compaction's rows. */
+export interface RecallArchive {
+  range: RecallRange;
+  rows: RecallRow[];
+}
+
+export interface StoredRange extends RecallRange {
+  seq: number;
+}
+
+export interface RecallHit {
+  id: string;
+  range_id: string;
+  position: number;
+  role: string;
+  text: string;
+}
+
+export interface RecallSearch {
+  /** Newest first (insertion order), at most `limit`. */
+  hits: RecallHit[];
+  /** How many rows match in all. */
+  total: number;
+}
+
+export interface RecallExpansion {
+  id: string;
+  /** The original message JSON texts (a range: its messages in input order, the summary left out). */
+  messages: string[];
+}
+
+/** One SQLite file (or memory) holding many sessions' archived ranges. */
+export declare class RecallStore {
+  private constructor();
+  /** Opens (creating when missing) a store file; no path (or ":memory:"): in memory. */
+  static open(path?: string | null, options?: RecallStoreOptions): Promise<RecallStore>;
+  /** The file path, or null in memory. */
+  readonly path: string | null;
+  readonly driver: "node:sqlite" | "wasm";
+  /** How searches run: "fts5" (trigram index, then LIKE on its candidates) or "like". */
+  readonly searchMode: "fts5" | "like";
+  /** What the file keeps (meta fts). */
+  readonly fileMode: "fts5" | "like";
+  readonly closed: boolean;
+  /** The bound on a search's total, or null (exact). */
+  readonly countLimit: number | null;
+  /** The id the next compaction archives under: `r<k>`, k = 1 + the session's ranges. */
+  nextRangeId(session: string): string;
+  ranges(session: string): StoredRange[];
+  /** Inserts one compaction's rows in one transaction; a range id the session has is refused. */
+  archive(session: string, archived: RecallArchive): { range: string; messages: number };
+  search(session: string, query: string | ParsedQuery, options?: { limit?: number }): RecallSearch;
+  /** The originals behind a range or message id (none for an unknown id). */
+  expand(session: string, id: string): RecallExpansion;
+  deleteSession(session: string): { ranges: number; messages: number };
+  sessions(): string[];
+  close(): void;
+}
+
+/** Splits a query as the core's recall.query does. */
+export declare function parseQuery(query: string): ParsedQuery;

@@ -1,0 +1,577 @@
+// ctxcompact/recall: the lossless-recall store, an SQLite file (or memory) holding the
+// archived originals of many sessions, in the one schema every runtime reads and
+// writes (docs/RECALL.md, SPEC of issue 17). Node only: its own entry point, so the
+// plain compactor and the browser never load SQLite.
+//
+// Drivers: `node:sqlite` where the runtime has it (Node 22.5+ without a flag from
+// 22.13), else node-sqlite3-wasm (SQLite 3.53 compiled to WebAssembly, with a VFS on
+// node:fs: real file persistence, FTS5 with the trigram tokenizer). Both are
+// synchronous, so every method is atomic within a process.
+
+import { closeSync, openSync, readSync } from "node:fs";
+import { CompactError } from "./errors.js";
+
+/** The schema version this binding writes (ctxc_meta.schema_version). */
+export const SCHEMA_VERSION = 1;
+
+/** Default and largest number of hits a search returns (as recall.search_result keeps). */
+export const DEFAULT_SEARCH_LIMIT = 10;
+export const MAX_SEARCH_LIMIT = 50;
+
+const BUSY_TIMEOUT_MS = 5000;
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS ctxc_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS ctxc_ranges (
+  session TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL,
+  from_index INTEGER NOT NULL, to_index INTEGER NOT NULL,
+  summary TEXT NOT NULL,
+  PRIMARY KEY (session, id));
+CREATE TABLE IF NOT EXISTS ctxc_messages (
+  rowid INTEGER PRIMARY KEY,
+  session TEXT NOT NULL, id TEXT NOT NULL, range_id TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  role TEXT NOT NULL, reason TEXT NOT NULL,
+  json TEXT NOT NULL,
+  text TEXT NOT NULL,
+  UNIQUE (session, id));
+`;
+const FTS_TABLE = `CREATE VIRTUAL TABLE IF NOT EXISTS ctxc_fts USING fts5(
+  text, content='ctxc_messages', content_rowid='rowid', tokenize='trigram');`;
+
+const fail = (message, path = "", cause) =>
+  new CompactError("invalid_request", `ctxcompact: ${message}`, path, cause === undefined ? undefined : { cause });
+
+function dbError(what, err) {
+  const msg = err?.message ?? String(err);
+  const hint = /locked|busy/i.test(msg)
+    ? " (another process holds the store's lock past the 5 s busy timeout; with the wasm driver a crashed writer can leave a `<file>.lock` directory behind: remove it when no process uses the store)"
+    : "";
+  return new CompactError("internal", `ctxcompact: recall store: ${what}: ${msg}${hint}`, "", { cause: err });
+}
+
+// ---------------------------------------------------------------------------
+// Drivers: one small synchronous interface over node:sqlite and node-sqlite3-wasm,
+// with prepared statements cached per SQL text.
+
+async function loadNodeSqlite() {
+  try {
+    const get = globalThis.process?.getBuiltinModule;
+    const mod = typeof get === "function" ? get("node:sqlite") : await import("node:sqlite");
+    return mod?.DatabaseSync ? mod : null;
+  } catch {
+    return null; // Node < 22.5, or 22.5-22.12 without --experimental-sqlite
+  }
+}
+
+let wasmModule = null;
+async function loadWasmSqlite() {
+  if (!wasmModule) {
+    const mod = await import("node-sqlite3-wasm");
+    wasmModule = mod.default ?? mod;
+  }
+  return wasmModule;
+}
+
+/** True when the file at path is an SQLite database in WAL mode (header bytes 18-19). */
+function isWALFile(path) {
+  let fd;
+  try {
+    fd = openSync(path, "r");
+  } catch {
+    return false;
+  }
+  try {
+    const head = Buffer.alloc(20);
+    return readSync(fd, head, 0, 20, 0) === 20 && (head[18] === 2 || head[19] === 2);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+class Driver {
+  constructor(kind, db) {
+    this.kind = kind;
+    this.db = db;
+    this.cache = new Map();
+  }
+
+  stmt(sql) {
+    let s = this.cache.get(sql);
+    if (!s) {
+      s = this.db.prepare(sql);
+      this.cache.set(sql, s);
+    }
+    return s;
+  }
+
+  exec(sql) { this.db.exec(sql); }
+}
+
+class NodeSqliteDriver extends Driver {
+  all(sql, params = []) { return this.stmt(sql).all(...params); }
+  get(sql, params = []) { return this.stmt(sql).get(...params) ?? null; }
+  run(sql, params = []) {
+    const r = this.stmt(sql).run(...params);
+    return { changes: Number(r.changes), lastInsertRowid: Number(r.lastInsertRowid) };
+  }
+  close() {
+    this.cache.clear();
+    this.db.close();
+  }
+}
+
+class WasmDriver extends Driver {
+  /** Runs fn on the cached statement; a statement whose step failed cannot be reset here, so it is dropped. */
+  #with(sql, fn) {
+    const st = this.stmt(sql);
+    try {
+      return fn(st);
+    } catch (err) {
+      this.cache.delete(sql);
+      try { st.finalize(); } catch { /* finalize reports the failed step again */ }
+      throw err;
+    }
+  }
+
+  all(sql, params = []) { return this.#with(sql, (st) => st.all(params)); }
+  // Not Statement.get: it leaves the statement unfinished, and an unfinished read
+  // keeps the VFS's lock (a `<file>.lock` directory, exclusive) for other processes.
+  get(sql, params = []) { return this.all(sql, params)[0] ?? null; }
+  run(sql, params = []) {
+    const r = this.#with(sql, (st) => st.run(params));
+    return { changes: r.changes, lastInsertRowid: Number(r.lastInsertRowid) };
+  }
+  close() {
+    for (const s of this.cache.values()) s.finalize();
+    this.cache.clear();
+    this.db.close();
+  }
+}
+
+async function openDriver(path, which) {
+  const file = path ?? ":memory:";
+  if (which === "auto" || which === "node:sqlite") {
+    const mod = await loadNodeSqlite();
+    if (mod) {
+      const d = new NodeSqliteDriver("node:sqlite", new mod.DatabaseSync(file));
+      d.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      if (path) d.all("PRAGMA journal_mode = WAL");
+      return d;
+    }
+    if (which === "node:sqlite") throw fail("recall store: this runtime has no node:sqlite (Node 22.5+; 22.5-22.12 need --experimental-sqlite)", "/driver");
+  }
+  const { Database } = await loadWasmSqlite();
+  const wal = path ? isWALFile(path) : false;
+  const d = new WasmDriver("wasm", new Database(file));
+  d.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+  if (wal) {
+    // The wasm VFS has no shared memory, so it reads a WAL-mode file (written by
+    // node:sqlite, Python or Go) only in exclusive locking mode: take the lock once,
+    // checkpoint the log into the file and switch it to a rollback journal, then go
+    // back to normal locking (the next statement drops the lock).
+    d.all("PRAGMA locking_mode = EXCLUSIVE");
+    d.all("PRAGMA journal_mode = DELETE");
+    d.all("PRAGMA locking_mode = NORMAL");
+    d.all("SELECT count(*) AS n FROM sqlite_master");
+  }
+  // journal_mode = WAL: this build cannot (no shared memory); it stays a rollback journal.
+  return d;
+}
+
+/** Whether the connection's SQLite has FTS5 with the trigram tokenizer. */
+function hasTrigramFTS(d) {
+  try {
+    d.exec("CREATE VIRTUAL TABLE temp.ctxc_probe USING fts5(x, tokenize='trigram'); DROP TABLE temp.ctxc_probe;");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Queries
+
+/** LIKE pattern of a term: %term% with %, _ and \ escaped by \. */
+function likePattern(term) {
+  return `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+// The whitespace of the core's query splitter (Go's unicode.IsSpace).
+const SPACE = /[ \t\n\r\f\v\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/;
+const trimSpace = (t) => {
+  let a = 0;
+  let b = t.length;
+  while (a < b && SPACE.test(t[a])) a++;
+  while (b > a && SPACE.test(t[b - 1])) b--;
+  return t.slice(a, b);
+};
+const asciiLower = (t) => t.replace(/[A-Z]/g, (c) => c.toLowerCase());
+
+/**
+ * A search query split as the core's recall.query splits it (the engine sends the
+ * core's; this is for the store used alone): terms on whitespace, a "quoted
+ * phrase" is one term (an unclosed quote: the rest), duplicates (ASCII
+ * case-insensitive) kept once; the FTS5 expression quotes each term of 3+
+ * characters as a phrase, joined with AND; every term is also a LIKE pattern.
+ * @param {string} query
+ */
+export function parseQuery(query) {
+  if (typeof query !== "string") throw fail("recall: query must be a string", "/query");
+  const terms = [];
+  const seen = new Set();
+  const add = (t) => {
+    const k = asciiLower(t);
+    if (t !== "" && !seen.has(k)) {
+      seen.add(k);
+      terms.push(t);
+    }
+  };
+  for (let i = 0; i < query.length;) {
+    if (SPACE.test(query[i])) {
+      i++;
+    } else if (query[i] === '"') {
+      const end = query.indexOf('"', i + 1);
+      add(trimSpace(query.slice(i + 1, end < 0 ? query.length : end)));
+      i = end < 0 ? query.length : end + 1;
+    } else {
+      let j = i;
+      while (j < query.length && !SPACE.test(query[j]) && query[j] !== '"') j++;
+      add(query.slice(i, j));
+      i = j;
+    }
+  }
+  if (terms.length === 0) throw fail("recall: query must have at least one word to search for", "/query");
+  const fts = terms.filter((t) => [...t].length >= 3).map((t) => `"${t.replace(/"/g, '""')}"`).join(" AND ");
+  return { terms, fts, like: terms.map(likePattern) };
+}
+
+function checkParsed(q) {
+  if (typeof q === "string") return parseQuery(q);
+  if (q === null || typeof q !== "object" || !Array.isArray(q.like) || typeof (q.fts ?? "") !== "string" ||
+    !q.like.every((p) => typeof p === "string")) {
+    throw fail("recall: a query is a string or the result of recall.query ({terms, fts, like})", "/query");
+  }
+  if (q.like.length === 0 && !q.fts) throw fail("recall: the query has no terms", "/query");
+  return { terms: q.terms ?? [], fts: q.fts ?? "", like: q.like };
+}
+
+const str = (v, path) => {
+  if (typeof v !== "string") throw fail(`recall store: ${path} must be a string`, path);
+  return v;
+};
+const int = (v, path) => {
+  if (!Number.isSafeInteger(v)) throw fail(`recall store: ${path} must be an integer`, path);
+  return v;
+};
+
+const RANGE_ID = /^r[1-9][0-9]*$/;
+
+// ---------------------------------------------------------------------------
+
+/**
+ * The store: one SQLite file (or memory) holding many sessions' archived ranges.
+ * Methods are synchronous after `await RecallStore.open(path)`.
+ */
+export class RecallStore {
+  #d;
+  #path;
+  /** "fts5" | "like": what the file keeps (meta fts). */
+  #fileFTS;
+  /** Whether searches use the FTS index (false: LIKE, forced or for lack of FTS5). */
+  #useFTS;
+  /** Whether this connection's SQLite has FTS5 with trigram (can keep the index). */
+  #canFTS;
+  /** Searches count their total up to this many (null: exactly). */
+  #countLimit = null;
+  #closed = false;
+
+  /** Use RecallStore.open. */
+  constructor(driver, path, fileFTS, useFTS, canFTS, token) {
+    if (token !== kOpen) throw new TypeError("ctxcompact: use `await RecallStore.open(path)`");
+    this.#d = driver;
+    this.#path = path;
+    this.#fileFTS = fileFTS;
+    this.#useFTS = useFTS;
+    this.#canFTS = canFTS;
+  }
+
+  /**
+   * Opens (creating when missing) a store file, or an in-memory store without a path.
+   * @param {string | null} [path]
+   * @param {{ driver?: "auto" | "node:sqlite" | "wasm", fts?: boolean }} [options]
+   *   fts: false searches with LIKE (a new file is then created without the FTS index).
+   */
+  static async open(path, options = {}) {
+    if (path !== undefined && path !== null && (typeof path !== "string" || path === "")) throw fail("RecallStore.open(): path must be a file path (or absent: in memory)", "/path");
+    if (options === null || typeof options !== "object") throw fail("RecallStore.open(): options must be an object", "");
+    for (const k of Object.keys(options)) {
+      if (!["driver", "fts", "countLimit"].includes(k)) throw fail(`RecallStore.open(): unknown option ${JSON.stringify(k)} (driver, fts, countLimit)`, `/${k}`);
+    }
+    const which = options.driver ?? "auto";
+    if (!["auto", "node:sqlite", "wasm"].includes(which)) throw fail('RecallStore.open(): driver is "auto", "node:sqlite" or "wasm"', "/driver");
+    if (options.fts !== undefined && typeof options.fts !== "boolean") throw fail("RecallStore.open(): fts must be a boolean", "/fts");
+    const countLimit = options.countLimit ?? null;
+    if (countLimit !== null && !(Number.isSafeInteger(countLimit) && countLimit >= 1)) throw fail("RecallStore.open(): countLimit must be an integer of at least 1", "/count_limit");
+    const file = path === ":memory:" ? null : path ?? null;
+    let d;
+    try {
+      d = await openDriver(file, which);
+    } catch (err) {
+      if (err instanceof CompactError) throw err;
+      throw dbError(`cannot open ${file ?? "an in-memory database"}`, err);
+    }
+    try {
+      const canFTS = hasTrigramFTS(d);
+      d.exec("BEGIN IMMEDIATE");
+      let fileFTS;
+      try {
+        d.exec(SCHEMA);
+        const version = d.get("SELECT value FROM ctxc_meta WHERE key = 'schema_version'");
+        if (version && version.value !== String(SCHEMA_VERSION)) {
+          throw new CompactError("invalid_state", `ctxcompact: recall store ${file}: schema version ${version.value}, this binding reads ${SCHEMA_VERSION}`, "/path");
+        }
+        fileFTS = d.get("SELECT value FROM ctxc_meta WHERE key = 'fts'")?.value;
+        if (fileFTS === undefined) {
+          fileFTS = canFTS && options.fts !== false ? "fts5" : "like";
+          if (fileFTS === "fts5") d.exec(FTS_TABLE);
+          d.run("INSERT OR REPLACE INTO ctxc_meta(key, value) VALUES ('schema_version', ?), ('fts', ?)", [String(SCHEMA_VERSION), fileFTS]);
+        }
+        d.exec("COMMIT");
+      } catch (err) {
+        d.exec("ROLLBACK");
+        throw err;
+      }
+      const useFTS = fileFTS === "fts5" && canFTS && options.fts !== false;
+      const store = new RecallStore(d, file, fileFTS, useFTS, canFTS, kOpen);
+      store.#countLimit = countLimit;
+      return store;
+    } catch (err) {
+      d.close();
+      if (err instanceof CompactError) throw err;
+      throw dbError(`cannot set up ${file ?? "an in-memory database"}`, err);
+    }
+  }
+
+  /** The file path, or null for an in-memory store. */
+  get path() { return this.#path; }
+
+  /** "node:sqlite" or "wasm". */
+  get driver() { return this.#d.kind; }
+
+  /** How searches run: "fts5" (the trigram index, then LIKE on its candidates) or "like". */
+  get searchMode() { return this.#useFTS ? "fts5" : "like"; }
+
+  /** What the file keeps: "fts5" (the index ctxc_fts exists) or "like". */
+  get fileMode() { return this.#fileFTS; }
+
+  get closed() { return this.#closed; }
+
+  /** The bound on a search's total (null: exact); a total equal to it means "at least". */
+  get countLimit() { return this.#countLimit; }
+
+  #db() {
+    if (this.#closed) throw fail("recall store: the store is closed", "");
+    return this.#d;
+  }
+
+  /** Runs fn in one write transaction (BEGIN IMMEDIATE: the file lock, with the busy timeout). */
+  #write(what, fn) {
+    const d = this.#db();
+    try {
+      d.exec("BEGIN IMMEDIATE");
+    } catch (err) {
+      throw dbError(what, err);
+    }
+    try {
+      const out = fn(d);
+      d.exec("COMMIT");
+      return out;
+    } catch (err) {
+      try { d.exec("ROLLBACK"); } catch { /* already rolled back */ }
+      if (err instanceof CompactError) throw err;
+      throw dbError(what, err);
+    }
+  }
+
+  #writableIndex() {
+    if (this.#fileFTS === "fts5" && !this.#canFTS) {
+      throw new CompactError("invalid_state", "ctxcompact: recall store: the file has an FTS5 index that this SQLite build cannot update (no FTS5 trigram); open it with a build that has it", "/path");
+    }
+    return this.#fileFTS === "fts5";
+  }
+
+  /** The ranges of a session, oldest first: [{ id, seq, from_index, to_index, summary }]. */
+  ranges(session) {
+    str(session, "/session");
+    return this.#db().all("SELECT id, seq, from_index, to_index, summary FROM ctxc_ranges WHERE session = ? ORDER BY seq", [session]).map((r) => ({ ...r }));
+  }
+
+  /** The id the next compaction of a session archives under: r<k>, k = 1 + its ranges. */
+  nextRangeId(session) {
+    str(session, "/session");
+    const r = this.#db().get("SELECT count(*) AS n FROM ctxc_ranges WHERE session = ?", [session]);
+    return `r${Number(r.n) + 1}`;
+  }
+
+  /**
+   * Inserts one compaction's rows (the result of the core's recall.archive: `{ range:
+   * { id, from_index, to_index, summary }, rows: [{ id, range_id, position, role,
+   * reason, json, text }] }`) under a session, in one transaction. A range id the
+   * session already has is refused (invalid_request at /range/id).
+   * @returns {{ range: string, messages: number }}
+   */
+  archive(session, archived) {
+    str(session, "/session");
+    if (archived === null || typeof archived !== "object" || archived.range === null || typeof archived.range !== "object" || !Array.isArray(archived.rows)) {
+      throw fail("recall store: archive() takes the result of recall.archive: { range, rows }", "");
+    }
+    const range = archived.range;
+    const rid = str(range.id, "/range/id");
+    if (!RANGE_ID.test(rid)) throw fail(`recall store: range id ${JSON.stringify(rid)} is not r<k>`, "/range/id");
+    const from = int(range.from_index, "/range/from_index");
+    const to = int(range.to_index, "/range/to_index");
+    const summary = str(range.summary, "/range/summary");
+    const rows = archived.rows.map((r, i) => {
+      const p = `/rows/${i}`;
+      if (r === null || typeof r !== "object") throw fail(`recall store: ${p} must be an object`, p);
+      const id = str(r.id, `${p}/id`);
+      const rangeId = str(r.range_id, `${p}/range_id`);
+      if (rangeId !== rid) throw fail(`recall store: ${p}/range_id is ${JSON.stringify(rangeId)}, not the range's ${JSON.stringify(rid)}`, `${p}/range_id`);
+      return [session, id, rangeId, int(r.position, `${p}/position`), str(r.role, `${p}/role`), str(r.reason, `${p}/reason`),
+        str(r.json, `${p}/json`), str(r.text, `${p}/text`)];
+    });
+    return this.#write(`archive ${rid} of session ${JSON.stringify(session)}`, (d) => {
+      const fts = this.#writableIndex();
+      if (d.get("SELECT 1 AS x FROM ctxc_ranges WHERE session = ? AND id = ?", [session, rid])) {
+        throw fail(`recall store: session ${JSON.stringify(session)} already has a range ${rid}`, "/range/id");
+      }
+      const seq = Number(d.get("SELECT count(*) AS n FROM ctxc_ranges WHERE session = ?", [session]).n) + 1;
+      d.run("INSERT INTO ctxc_ranges(session, id, seq, from_index, to_index, summary) VALUES (?, ?, ?, ?, ?, ?)", [session, rid, seq, from, to, summary]);
+      for (const row of rows) {
+        let info;
+        try {
+          info = d.run("INSERT INTO ctxc_messages(session, id, range_id, position, role, reason, json, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row);
+        } catch (err) {
+          if (/UNIQUE/i.test(err?.message ?? "")) throw fail(`recall store: session ${JSON.stringify(session)} already has a message ${row[1]}`, "/rows");
+          throw err;
+        }
+        if (fts) d.run("INSERT INTO ctxc_fts(rowid, text) VALUES (?, ?)", [info.lastInsertRowid, row[7]]);
+      }
+      return { range: rid, messages: rows.length };
+    });
+  }
+
+  /**
+   * Archived messages (and summaries) of a session matching every term of the query
+   * (case-insensitive substrings of their searchable text), newest first.
+   * @param {string} session
+   * @param {string | {terms?: string[], fts: string, like: string[]}} query a string, or the core's recall.query result
+   * @param {{ limit?: number }} [options] at most this many hits (default 10, at most 50)
+   * @returns {{ hits: Array<{ id: string, range_id: string, position: number, role: string, text: string }>, total: number }}
+   */
+  search(session, query, options = {}) {
+    str(session, "/session");
+    const q = checkParsed(query);
+    const limit = options?.limit ?? DEFAULT_SEARCH_LIMIT;
+    if (!Number.isSafeInteger(limit) || limit < 1) throw fail("recall store: limit must be a positive integer", "/limit");
+    const d = this.#db();
+    // With the index: its candidates joined to their rows. The hits must be exactly the LIKE fallback's (every term an ASCII
+    // case-insensitive substring of the text): the trigram index matches a term of
+    // 3+ characters as a substring with Unicode case folding, which for an ASCII
+    // term differs only where the text has one of the two non-ASCII characters the
+    // tokenizer folds to ASCII letters (U+212A KELVIN SIGN to k, U+017F LONG S to s;
+    // found by indexing every code point). So the LIKE check (which reads the text)
+    // is kept only for terms the index cannot decide: under 3 characters, non-ASCII,
+    // or with a k or an s.
+    const fts = this.#useFTS && q.fts !== "";
+    const where = [];
+    const params = [];
+    if (fts) {
+      where.push("ctxc_fts MATCH ?");
+      params.push(q.fts);
+    }
+    where.push("m.session = ?");
+    params.push(session);
+    const terms = q.terms.length === q.like.length ? q.terms : null;
+    q.like.forEach((p, i) => {
+      const t = terms?.[i];
+      const decided = fts && t !== undefined && [...t].length >= 3 && /^[\x00-\x7f]*$/.test(t) && !/[ksKS]/.test(t);
+      if (!decided) {
+        where.push("m.text LIKE ? ESCAPE '\\'");
+        params.push(p);
+      }
+    });
+    const from = fts ? "ctxc_fts f JOIN ctxc_messages m ON m.rowid = f.rowid" : "ctxc_messages m";
+    const max = Math.min(limit, MAX_SEARCH_LIMIT);
+    try {
+      const cond = `${from} WHERE ${where.join(" AND ")}`;
+      const cols = "m.id AS id, m.range_id AS range_id, m.position AS position, m.role AS role, m.text AS text";
+      const hits = [];
+      let total;
+      if (this.#countLimit === null) {
+        // Exact: one pass over the matches gives the total and the newest `max`
+        // rowids (ascending: FTS5 walks its doclists forwards much faster than
+        // backwards), then their rows.
+        const ids = d.all(`SELECT m.rowid AS r FROM ${cond} ORDER BY ${fts ? "f" : "m"}.rowid`, params);
+        total = ids.length;
+        for (let i = total - 1; i >= 0 && hits.length < max; i--) {
+          hits.push({ ...d.get("SELECT id, range_id, position, role, text FROM ctxc_messages WHERE rowid = ?", [ids[i].r]) });
+        }
+      } else {
+        // Bounded: the newest hits, then matches counted up to the bound.
+        for (const r of d.all(`SELECT ${cols} FROM ${cond} ORDER BY ${fts ? "f" : "m"}.rowid DESC LIMIT ?`, [...params, max])) hits.push({ ...r });
+        total = hits.length < max ? hits.length
+          : Number(d.get(`SELECT count(*) AS n FROM (SELECT 1 FROM ${cond} LIMIT ?)`, [...params, Math.max(this.#countLimit, max)]).n);
+      }
+      return { hits, total };
+    } catch (err) {
+      throw dbError(`search in session ${JSON.stringify(session)}`, err);
+    }
+  }
+
+  /**
+   * The original message JSON texts behind an id: a range `r<k>` (its archived
+   * messages in input order, the summary row left out) or one message `r<k>.<index>`
+   * (or `r<k>.summary`). Unknown ids give no messages.
+   * @returns {{ id: string, messages: string[] }}
+   */
+  expand(session, id) {
+    str(session, "/session");
+    str(id, "/id");
+    const d = this.#db();
+    const rows = RANGE_ID.test(id)
+      ? d.all("SELECT json FROM ctxc_messages WHERE session = ? AND range_id = ? AND reason <> 'summary' ORDER BY position, rowid", [session, id])
+      : d.all("SELECT json FROM ctxc_messages WHERE session = ? AND id = ?", [session, id]);
+    return { id, messages: rows.map((r) => r.json) };
+  }
+
+  /** Removes a session's ranges and messages (and their index entries); returns what went. */
+  deleteSession(session) {
+    str(session, "/session");
+    return this.#write(`delete session ${JSON.stringify(session)}`, (d) => {
+      if (this.#writableIndex()) {
+        for (const r of d.all("SELECT rowid AS rowid, text FROM ctxc_messages WHERE session = ?", [session])) {
+          d.run("INSERT INTO ctxc_fts(ctxc_fts, rowid, text) VALUES ('delete', ?, ?)", [r.rowid, r.text]);
+        }
+      }
+      const messages = d.run("DELETE FROM ctxc_messages WHERE session = ?", [session]).changes;
+      const ranges = d.run("DELETE FROM ctxc_ranges WHERE session = ?", [session]).changes;
+      return { ranges, messages };
+    });
+  }
+
+  /** The sessions the store holds, sorted. */
+  sessions() {
+    return this.#db().all("SELECT session FROM ctxc_ranges UNION SELECT session FROM ctxc_messages ORDER BY 1").map((r) => r.session);
+  }
+
+  /** Closes the connection (idempotent). */
+  close() {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#d.close();
+  }
+}
+
+const kOpen = Symbol("ctxcompact.recall.open");
