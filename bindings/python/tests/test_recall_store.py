@@ -90,10 +90,15 @@ def test_split_terms_and_plan():
     assert split_terms('say "unclosed phrase') == ["say", "unclosed phrase"]
     assert split_terms('"" x') == ["x"]
     p = plan_query('src/app.py ab "x"y" 50%_off')
-    assert p["terms"] == ["src/app.py", "ab", "x", "y\"", "50%_off"]
-    # Short terms are LIKE only; every FTS term is a quoted phrase (quotes doubled).
+    # A word ends at a quote; the unclosed quote runs to the end.
+    assert p["terms"] == ["src/app.py", "ab", "x", "y", "50%_off"]
+    # Short terms are LIKE only; every FTS term is a quoted phrase.
     assert p["fts"] == '"src/app.py" AND "50%_off"'
-    assert p["like"] == ["%src/app.py%", "%ab%", "%x%", '%y"%', "%50\\%\\_off%"]
+    assert p["like"] == ["%src/app.py%", "%ab%", "%x%", "%y%", "%50\\%\\_off%"]
+    # Repeats (ASCII case-insensitive) once; Unicode spaces separate; phrases trimmed.
+    assert split_terms("Foo foo FOO f\u00f6o F\u00d6O") == ["Foo", "f\u00f6o", "F\u00d6O"]
+    assert split_terms("a\u3000b\u00a0c\u2003d") == ["a", "b", "c", "d"]
+    assert split_terms('"  spaced phrase\u2002 "') == ["spaced phrase"]
     assert plan_query('say "x""y"')["fts"] == '"say"'
     assert plan_query(['a"bc'])["fts"] == '"a""bc"'
     for empty in ("", "   ", '""', []):
@@ -263,6 +268,7 @@ def test_fts5_and_like_give_the_same_hits(tmp_path: Path):
                 assert got == like.search_rows(session, q), q
                 assert got == fts.search_rows(session, q, limit=None)
                 assert fts.search_rows(session, q, limit=2) == got[:2]
+                assert fts.count_rows(session, q) == like.count_rows(session, q) == len(got)
                 seen_some += bool(got)
         assert seen_some > 30  # the queries do find things
         # The same file read both ways (forcing LIKE on an indexed file).

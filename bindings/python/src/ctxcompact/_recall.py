@@ -19,9 +19,9 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Union, cast
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union, cast
 
-from ._check import check_opt_int
+from ._check import check_int, check_opt_int
 from ._errors import CompactError, OptionError
 from ._types import (
     ArchiveRows,
@@ -97,30 +97,52 @@ def _fts_phrase(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
+#: What separates terms (the core's isQuerySpace): ASCII and Unicode spaces.
+_SPACES = frozenset(
+    " \t\n\r\f\v\x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000" + "".join(chr(c) for c in range(0x2000, 0x200B))
+)
+
+
+def _ascii_lower(s: str) -> str:
+    return s.translate(_ASCII_LOWER)
+
+
+_ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
+
+
 def split_terms(query: str) -> List[str]:
-    """The terms of a query: whitespace-separated words, a double-quoted "..."
-    phrase is one term (its quotes removed; an unclosed quote runs to the end)."""
+    """The terms of a query, as the core's ``recall.query`` splits it: runs of
+    non-space characters, a double-quoted "..." phrase is one term (trimmed; an
+    unclosed quote runs to the end), empty terms dropped, a term repeated (ASCII
+    case-insensitively: it matches the same rows) kept once, as first written."""
     terms: List[str] = []
+    seen = set()
+
+    def add(t: str) -> None:
+        k = _ascii_lower(t)
+        if t and k not in seen:
+            seen.add(k)
+            terms.append(t)
+
     i, n = 0, len(query)
     while i < n:
         ch = query[i]
-        if ch.isspace():
+        if ch in _SPACES:
             i += 1
-            continue
-        if ch == '"':
+        elif ch == '"':
             j = query.find('"', i + 1)
             if j < 0:
-                j = n
-            phrase = query[i + 1 : j]
-            if phrase.strip():
-                terms.append(phrase)
-            i = j + 1
-            continue
-        j = i
-        while j < n and not query[j].isspace():
-            j += 1
-        terms.append(query[i:j])
-        i = j
+                add(query[i + 1 :].strip("".join(_SPACES)))
+                i = n
+            else:
+                add(query[i + 1 : j].strip("".join(_SPACES)))
+                i = j + 1
+        else:
+            j = i
+            while j < n and query[j] not in _SPACES and query[j] != '"':
+                j += 1
+            add(query[i:j])
+            i = j
     return terms
 
 
@@ -389,33 +411,38 @@ class RecallStore:
         first (the hits ``recall.search_result`` takes). ``query`` is a str (split
         as ``recall.query`` does), a list of terms or a ``recall.query`` plan.
         ``limit`` None: every hit."""
-        session = _check_session(session)
-        plan = _as_plan(query)
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
             raise OptionError("limit must be a non-negative int or None", "/limit")
-        likes = " AND ".join("m.text LIKE ? ESCAPE '\\'" for _ in plan["like"])
-        args: List[Any] = [session]
-        if self.fts == "fts5" and plan["fts"]:
-            # The index narrows to the rows holding every trigram of the long terms;
-            # LIKE on those decides, so the hits are exactly the LIKE mode's.
-            sql = (
-                "SELECT m.id, m.range_id, m.position, m.role, m.text FROM ctxc_messages m"
-                " WHERE m.session = ? AND m.rowid IN (SELECT rowid FROM ctxc_fts WHERE ctxc_fts MATCH ?)"
-                f" AND {likes} ORDER BY m.rowid DESC"
-            )
-            args.append(plan["fts"])
-        else:
-            sql = (
-                "SELECT m.id, m.range_id, m.position, m.role, m.text FROM ctxc_messages m"
-                f" WHERE m.session = ? AND {likes} ORDER BY m.rowid DESC"
-            )
-        args.extend(plan["like"])
+        where, args = self._where(session, query)
+        sql = f"SELECT m.id, m.range_id, m.position, m.role, m.text FROM ctxc_messages m WHERE {where} ORDER BY m.rowid DESC"
         if limit is not None:
             sql += " LIMIT ?"
             args.append(limit)
         with self._lock:
             rows = self._c().execute(sql, args).fetchall()
         return [{"id": r[0], "range_id": r[1], "position": r[2], "role": r[3], "text": r[4]} for r in rows]
+
+    def count_rows(self, session: str, query: QueryArg) -> int:
+        """How many rows ``search_rows`` would return without a limit."""
+        where, args = self._where(session, query)
+        with self._lock:
+            (n,) = self._c().execute(f"SELECT COUNT(*) FROM ctxc_messages m WHERE {where}", args).fetchone()
+        return int(n)
+
+    def _where(self, session: str, query: QueryArg) -> Tuple[str, List[Any]]:
+        session = _check_session(session)
+        plan = _as_plan(query)
+        likes = " AND ".join("m.text LIKE ? ESCAPE '\\'" for _ in plan["like"])
+        args: List[Any] = [session]
+        if self.fts == "fts5" and plan["fts"]:
+            # The index narrows to the rows holding every trigram of the long terms;
+            # LIKE on those decides, so the hits are exactly the LIKE mode's.
+            where = f"m.session = ? AND m.rowid IN (SELECT rowid FROM ctxc_fts WHERE ctxc_fts MATCH ?) AND {likes}"
+            args.append(plan["fts"])
+        else:
+            where = f"m.session = ? AND {likes}"
+        args.extend(plan["like"])
+        return where, args
 
     def messages(self, session: str, id: str) -> List[StoredMessage]:
         """The stored rows behind an id: a range ``r<k>`` gives its archived
@@ -462,11 +489,7 @@ class RecallStore:
 
     def search_json(self, session: str, query: str, limit: int = 10) -> str:
         """``search`` as the tool's JSON string."""
-        core = self._core()
-        plan = cast(RecallQuery, core.call("recall.query", {"query": query}))
-        hits = self.search_rows(session, plan)
-        out = core.call("recall.search_result", {"query": query, "hits": hits, "limit": limit})
-        return cast(str, out["result"])
+        return search_result(self._core(), self, session, query, limit)
 
     def expand(self, session: str, id: str, max_tokens: Optional[int] = None) -> ExpandResult:
         """``context_expand`` over a session: the original messages behind a range or
@@ -481,6 +504,18 @@ class RecallStore:
             raise OptionError(f"id must be a str, not {type(id).__name__}", "/id")
         max_tokens = check_opt_int("max_tokens", max_tokens)
         return expand_result(self._core(), id, self.expand_rows(session, id), max_tokens)
+
+
+def search_result(core: "Compactor", store: RecallStore, session: str, query: str, limit: int) -> str:
+    """recall.query, the SQL, recall.search_result: the first ``limit`` hits (with
+    their text, for the snippets) and the count of all of them."""
+    limit = check_int("limit", limit)
+    plan = cast(RecallQuery, core.call("recall.query", {"query": query}))
+    n = max(1, min(limit, 50))
+    hits = store.search_rows(session, plan, limit=n)
+    total = len(hits) if len(hits) < n else store.count_rows(session, plan)
+    out = core.call("recall.search_result", {"query": query, "hits": hits, "limit": limit, "total": total})
+    return cast(str, out["result"])
 
 
 def expand_result(core: "Compactor", id: str, messages: List[str], max_tokens: Optional[int]) -> str:
