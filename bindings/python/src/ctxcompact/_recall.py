@@ -413,8 +413,9 @@ class RecallStore:
         ``limit`` None: every hit."""
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
             raise OptionError("limit must be a non-negative int or None", "/limit")
-        where, args = self._where(session, query)
-        sql = f"SELECT m.id, m.range_id, m.position, m.role, m.text FROM ctxc_messages m WHERE {where} ORDER BY m.rowid DESC"
+        source, where, args = self._where(session, query)
+        order = "ctxc_fts.rowid" if source.startswith("ctxc_fts") else "m.rowid"
+        sql = f"SELECT m.id, m.range_id, m.position, m.role, m.text FROM {source} WHERE {where} ORDER BY {order} DESC"
         if limit is not None:
             sql += " LIMIT ?"
             args.append(limit)
@@ -424,25 +425,44 @@ class RecallStore:
 
     def count_rows(self, session: str, query: QueryArg) -> int:
         """How many rows ``search_rows`` would return without a limit."""
-        where, args = self._where(session, query)
+        source, where, args = self._where(session, query, counting=True)
         with self._lock:
-            (n,) = self._c().execute(f"SELECT COUNT(*) FROM ctxc_messages m WHERE {where}", args).fetchone()
+            (n,) = self._c().execute(f"SELECT COUNT(*) FROM {source} WHERE {where}", args).fetchone()
         return int(n)
 
-    def _where(self, session: str, query: QueryArg) -> Tuple[str, List[Any]]:
+    def _where(self, session: str, query: QueryArg, counting: bool = False) -> Tuple[str, str, List[Any]]:
+        """(FROM, WHERE, args) of a search. LIKE mode: every term's LIKE over the
+        session's rows. FTS5 mode: the index finds the rows holding the terms of at
+        least 3 characters, newest first (fts5 walks its rowids in descending order,
+        so a LIMIT stops early); LIKE decides the terms the index cannot: shorter
+        ones, and non-ASCII ones, which the trigram tokenizer folds by Unicode case
+        and LIKE by ASCII case only. An ASCII term on the index and under LIKE is
+        the same test (an ASCII-case-insensitive substring), so both modes give the
+        same hits."""
         session = _check_session(session)
         plan = _as_plan(query)
-        likes = " AND ".join("m.text LIKE ? ESCAPE '\\'" for _ in plan["like"])
-        args: List[Any] = [session]
+        terms, likes = plan["terms"], plan["like"]
+        args: List[Any] = []
         if self.fts == "fts5" and plan["fts"]:
-            # The index narrows to the rows holding every trigram of the long terms;
-            # LIKE on those decides, so the hits are exactly the LIKE mode's.
-            where = f"m.session = ? AND m.rowid IN (SELECT rowid FROM ctxc_fts WHERE ctxc_fts MATCH ?) AND {likes}"
-            args.append(plan["fts"])
+            if len(terms) == len(likes):
+                checks = [p for t, p in zip(terms, likes) if len(t) < _MIN_FTS_TERM or not t.isascii()]
+            else:  # a plan without its terms: LIKE checks them all
+                checks = list(likes)
+            source = "ctxc_fts CROSS JOIN ctxc_messages m ON m.rowid = ctxc_fts.rowid"
+            where = "ctxc_fts MATCH ? AND m.session = ?"
+            args += [plan["fts"], session]
         else:
-            where = f"m.session = ? AND {likes}"
-        args.extend(plan["like"])
-        return where, args
+            checks = list(likes)
+            source = "ctxc_messages m"
+            # Listing walks the rows newest first (rowid order, the session a test
+            # on each row), so a LIMIT stops at the first hits; counting reads the
+            # session's rows through its index.
+            where = "m.session = ?" if counting else "+m.session = ?"
+            args.append(session)
+        for p in checks:
+            where += " AND m.text LIKE ? ESCAPE '\\'"
+            args.append(p)
+        return source, where, args
 
     def messages(self, session: str, id: str) -> List[StoredMessage]:
         """The stored rows behind an id: a range ``r<k>`` gives its archived
