@@ -103,7 +103,7 @@ const (
 )
 
 // assemble builds head (with the system note once), one summary message, and the
-// tail (DESIGN §8 phase 4). The summary takes a role that avoids two consecutive
+// tail (docs/DESIGN.md §8 phase 4). The summary takes a role that avoids two consecutive
 // messages of the same role; when neither user nor assistant fits, it is merged
 // into the first tail message between clear delimiters.
 func assemble(msgs []message, p plan, summary string) assembly {
@@ -118,6 +118,11 @@ func assemble(msgs []message, p plan, summary string) assembly {
 				a.noteAdded = true
 				continue
 			}
+		}
+		if raw, ok := p.pruned.at(i); ok { // a head tool output pruned under pressure
+			a.out = append(a.out, newMsg(i, raw))
+			a.archived = append(a.archived, archivedMsg{index: i, reason: ArchivedPruned, raw: msgs[i].raw})
+			continue
 		}
 		a.out = append(a.out, keptMsg(msgs, i))
 	}
@@ -162,11 +167,15 @@ func assemble(msgs []message, p plan, summary string) assembly {
 	return a
 }
 
+// assistantDelimiter is SummaryDelimiter for a summary merged into an assistant
+// message.
+var assistantDelimiter = strings.Replace(SummaryDelimiter, "THE USER'S", "THE ASSISTANT'S", 1)
+
 // mergeSummary puts the summary text before the content of a tail message.
 func mergeSummary(raw, text, role string) string {
 	delim := SummaryDelimiter
 	if role == "assistant" {
-		delim = strings.Replace(delim, "THE USER'S", "THE ASSISTANT'S", 1)
+		delim = assistantDelimiter
 	}
 	c := gjson.Get(raw, "content")
 	var out string

@@ -1,7 +1,7 @@
 package core
 
 // activeRequestSlack: the newest real user message stays in the tail when that keeps
-// the tail within 1.5x its budget (DESIGN §8 phase 2).
+// the tail within 1.5x its budget (docs/DESIGN.md §8 phase 2).
 const activeRequestSlack = 1.5
 
 // prunedTokensEstimate is the rough size of a pruned tool message (overhead and a
@@ -22,12 +22,16 @@ type plan struct {
 	summaryTarget int
 	// estimate is the expected size after compaction, with the summary at its target.
 	estimate int
+	// roomMargin is the room a compaction leaves free under the threshold for the
+	// turns that follow (the configured tail budget): head outputs are pruned when
+	// the result would leave less, and the active request is capped to leave it.
+	roomMargin int
 	// calls indexes every tool call of the messages by id (placeholders and the
 	// extractive summary name the call an output answers).
 	calls callIndex
 }
 
-// planCompaction places the head and tail boundaries (DESIGN §8 phases 1 and 2).
+// planCompaction places the head and tail boundaries (docs/DESIGN.md §8 phases 1 and 2).
 // No boundary splits a tool group: head ends after the results of its last call,
 // the tail starts at an assistant, never at a tool result.
 //
@@ -57,6 +61,27 @@ func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig, f
 		}
 	}
 	p.budgetStart = alignBack(p.budgetStart)
+	// The newest tool group, when it answers the newest request, is the agent's
+	// current step: its outputs stay whole when
+	// the group fits the anchor slack (a budget the small-window rule shrank would
+	// otherwise prune the output the agent is reading).
+	newestUser := -1
+	for i := n - 1; i >= p.headEnd; i-- {
+		if msgs[i].isRealUser() {
+			newestUser = i
+			break
+		}
+	}
+	slack := int(float64(anchorBudget(thr, cc)) * activeRequestSlack)
+	if g := newestToolGroup(msgs, p.headEnd); g > newestUser && g < p.budgetStart {
+		size := 0
+		for i := g; i < n; i++ {
+			size += msgs[i].tokens
+		}
+		if size <= slack/3 {
+			p.budgetStart = g
+		}
+	}
 	countStart := alignBack(max(p.headEnd, n-cc.ProtectLastN))
 	p.tailStart = min(p.budgetStart, countStart)
 
@@ -83,25 +108,32 @@ func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig, f
 			users++
 		}
 	}
-	newestUser := -1
-	for i := n - 1; i >= p.headEnd; i-- {
-		if msgs[i].isRealUser() {
-			newestUser = i
-			break
-		}
-	}
-	slack := int(float64(thr.TailTokenBudget) * activeRequestSlack)
 	for i := p.tailStart - 1; i >= p.headEnd && users < cc.MinTailUserMessages; i-- {
 		if !msgs[i].isRealUser() {
 			continue
 		}
 		if kept[i] > slack {
-			if i == newestUser {
-				p.activeRequest = i
-			}
 			break
 		}
 		p.tailStart, users = i, users+1
+	}
+	// The newest real user message is never lost, whatever the floors (protect_last_n
+	// 0, min_tail_user_messages 0, or a head user that satisfied the count): it stays
+	// in the tail when that keeps the tail within the slack, else the summary carries
+	// it as the active request.
+	if newestUser >= 0 && newestUser < p.tailStart {
+		if kept[newestUser] <= slack {
+			p.tailStart = newestUser
+		} else {
+			p.activeRequest = newestUser
+		}
+	}
+	// The tail never starts after the newest tool group when that group answers the
+	// newest request (it is the agent's current step): fitting shrinks the tail down
+	// to it, and its outputs are kept pruned when they are outside the budget.
+	shrinkTo := p.budgetStart
+	if g := newestToolGroup(msgs, p.headEnd); g > newestUser && g < shrinkTo {
+		shrinkTo = g
 	}
 
 	// Fitting wins over counts: shrink the tail toward the budgeted tail, one group
@@ -120,9 +152,25 @@ func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig, f
 		return head + p.summaryTarget + kept[p.tailStart] + systemNoteTokens
 	}
 	p.estimate = estimate()
-	for p.estimate > thr.ThresholdTokens && p.tailStart < p.budgetStart {
+	// Under pressure (the result would leave less than the configured tail budget
+	// free under the threshold) the head's tool outputs are pruned like the
+	// middle's, an intended departure from docs/DESIGN.md §8, whose head is kept whole: a
+	// first tool group of 20K tokens would otherwise leave every compaction at the
+	// threshold, and the next turn would compact again.
+	var headPruned []int
+	p.roomMargin = anchorBudget(thr, cc)
+	if p.estimate > thr.ThresholdTokens-p.roomMargin {
+		for i := 0; i < p.headEnd; i++ {
+			if _, ok := prunable(&msgs[i]); ok && msgs[i].tokens > prunedTokensEstimate {
+				headPruned = append(headPruned, i)
+				head -= msgs[i].tokens - prunedTokensEstimate
+			}
+		}
+		p.estimate = estimate()
+	}
+	for p.estimate > thr.ThresholdTokens && p.tailStart < shrinkTo {
 		next := p.tailStart + 1
-		for next < p.budgetStart && msgs[next].isToolResult() {
+		for next < shrinkTo && msgs[next].isToolResult() {
 			next++
 		}
 		if p.tailStart <= newestUser && newestUser < next {
@@ -131,8 +179,18 @@ func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig, f
 		p.tailStart = next
 		p.estimate = estimate()
 	}
+	if p.tailStart <= p.headEnd {
+		p.activeRequest = -1 // nothing is summarized: the message stays where it is
+	}
 	p.calls = indexCalls(msgs)
 	p.pruned.from = p.tailStart
+	if len(headPruned) > 0 {
+		p.pruned.from = headPruned[0]
+		for _, i := range headPruned {
+			chars, _ := prunable(&msgs[i])
+			p.pruned.add(i, prunedMessage(&msgs[i], p.calls, chars))
+		}
+	}
 	for i := p.tailStart; i < p.budgetStart; i++ {
 		if chars := pruneChars[i-p.headEnd]; chars > 0 {
 			p.pruned.add(i, prunedMessage(&msgs[i], p.calls, chars))
@@ -175,4 +233,25 @@ func (s *prunedSet) indices() []int {
 		}
 	}
 	return out
+}
+
+// anchorBudget is the tail budget the user and tool-group anchors are measured
+// against: the configured one, not the one the small-window rule shrank (that rule
+// sizes the history kept, not the newest request or step).
+func anchorBudget(thr ThresholdResult, cc CompressionConfig) int {
+	if thr.TailRule != TailRuleSmallWindow {
+		return thr.TailTokenBudget
+	}
+	return min(tokensOf(thr.ThresholdTokens, cc.TargetRatio), tokensOf(thr.ContextLength, tailWindowCap))
+}
+
+// newestToolGroup returns the index of the newest assistant message that makes tool
+// calls, at or after from, or -1.
+func newestToolGroup(msgs []message, from int) int {
+	for i := len(msgs) - 1; i >= from; i-- {
+		if msgs[i].role == "assistant" && len(msgs[i].calls) > 0 {
+			return i
+		}
+	}
+	return -1
 }

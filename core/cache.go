@@ -7,7 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// Prompt caching (DESIGN §9): Anthropic cache_control breakpoints in the
+// Prompt caching (docs/DESIGN.md §9): Anthropic cache_control breakpoints in the
 // "system_and_3" layout, and the policy that decides when to use them.
 
 // Layouts a request can be sent in.
@@ -101,7 +101,7 @@ type cacheMsg struct {
 }
 
 // findCarrier decides where a message with this role and content can carry a
-// marker in the layout. Rules (DESIGN §9):
+// marker in the layout. Rules (docs/DESIGN.md §9):
 //   - a non-empty string becomes one text part carrying it;
 //   - a list carries it on its last part that can: in the OpenAI envelope only a
 //     non-empty text part (OpenRouter reads markers from text parts), natively any

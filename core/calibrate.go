@@ -6,7 +6,7 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// Calibration (DESIGN §7, we go further): the tokenizers of many models (Claude,
+// Calibration (docs/DESIGN.md §7, we go further): the tokenizers of many models (Claude,
 // Gemini, ...) are not public, and chars/4 undercounts Claude by about 2x on code
 // and JSON. The API reports the prompt tokens of every request, so the host can
 // tell the core how far its estimate is off and pass the factor back as

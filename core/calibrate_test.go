@@ -67,7 +67,7 @@ func predictLast(t testing.TB, tc traceConversation, encoding string, factor flo
 	return tc.first + added
 }
 
-// TestCalibrationOnClaudeCodeTraces is the acceptance test of DESIGN §7 calibration
+// TestCalibrationOnClaudeCodeTraces is the acceptance test of docs/DESIGN.md §7 calibration
 // on real data: calibrated on the precompact half of a session (delta method: the
 // tokens added between its first and last request, so the ~26k-token system prompt
 // and tool schemas the transcript lacks cancel out), the estimate predicts the last

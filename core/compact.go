@@ -10,7 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// Report says what a compaction did (DESIGN §8), so hosts can log it.
+// Report says what a compaction did (docs/DESIGN.md §8), so hosts can log it.
 type Report struct {
 	Compacted bool `json:"compacted"`
 	// Reason: compacted, pruned_only, below_threshold, disabled or nothing_to_compact.
@@ -42,6 +42,13 @@ type Report struct {
 	// ActiveRequestInSummary is true when the newest user message did not fit in
 	// the tail and the summary carries it verbatim.
 	ActiveRequestInSummary bool `json:"active_request_in_summary"`
+	// SummaryTruncated is true when the host's summary was longer than the
+	// max_tokens it was asked for and was cut at a section boundary.
+	SummaryTruncated bool `json:"summary_truncated"`
+	// AnchorsAdded are the anchors of the summarized turns (file paths in tool-call
+	// arguments, user requests, the last error) the host's summary left out, which
+	// the core appended to it in one section.
+	AnchorsAdded []Anchor `json:"anchors_added"`
 	// FirstChangedIndex is the first output index that differs from the input: the
 	// prompt cache breaks there. Null when nothing changed.
 	FirstChangedIndex *int     `json:"first_changed_index"`
@@ -53,7 +60,7 @@ type Report struct {
 	Repaired []int `json:"repaired"`
 }
 
-// ArchivedMessage is an input message not returned unchanged (DESIGN §8.7).
+// ArchivedMessage is an input message not returned unchanged (docs/DESIGN.md §8.7).
 type ArchivedMessage struct {
 	Index int `json:"index"`
 	// Reason: summarized, pruned, merged, orphan_removed, repaired or system_note.
@@ -123,6 +130,7 @@ func (r *compactRequest) plan() plan {
 	if r.anthropic && r.system.Exists() && cc.ProtectFirstN > 0 {
 		cc.ProtectFirstN--
 	}
+	cc.ProtectLastN = tailCount(cc, r.thr)
 	return planCompaction(r.msgs, r.thr, cc, r.systemTokens)
 }
 
@@ -268,9 +276,12 @@ func (r *compactRequest) tokensBefore() int {
 // finish in any runtime.
 func (r *compactRequest) stateFor(p plan) string {
 	h := fnv64a(fnvOffset64)
-	cfg, _ := marshal(r.cfg)
+	c := r.cfg
+	c.Context = ContextConfig{} // the context engine does not change a compaction
+	cfg, _ := marshal(c)
 	h = h.bytes(cfg)
 	h = h.byte(0).byte(boolByte(r.force))
+	h = h.byte(boolByte(r.cfg.Compression.protectLastNSet)).byte(boolByte(r.cfg.Compression.targetRatioSet))
 	for i := range r.msgs {
 		m := &r.msgs[i]
 		h = h.string(m.role).byte(0).string(m.resultFor)
@@ -323,6 +334,7 @@ func (r *compactRequest) unchanged(reason string) *compactOutcome {
 		Reason: reason, TokensBefore: before, TokensAfter: before, ThresholdTokens: r.thr.ThresholdTokens,
 		Fits: before < r.thr.ThresholdTokens, MessagesBefore: len(r.msgs), MessagesAfter: len(r.msgs),
 		HeadEnd: len(r.msgs), TailStart: len(r.msgs), Pruned: []int{}, OrphansRemoved: []int{}, StubsAdded: []string{}, Repaired: []int{},
+		AnchorsAdded: []Anchor{},
 	}
 	o := &compactOutcome{out: out, report: rep}
 	if r.system.Exists() {
@@ -376,6 +388,7 @@ func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome
 		Compacted: true, Reason: "compacted", TokensBefore: r.tokensBefore(), ThresholdTokens: r.thr.ThresholdTokens,
 		MessagesBefore: len(r.msgs), HeadEnd: p.headEnd, TailStart: p.tailStart, Pruned: []int{},
 		ActiveRequestInSummary: p.activeRequest >= 0, OrphansRemoved: []int{}, StubsAdded: []string{}, Repaired: []int{},
+		AnchorsAdded: []Anchor{},
 	}
 	var a assembly
 	if p.tailStart > p.headEnd {
@@ -394,8 +407,16 @@ func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome
 			}
 			summary = extractiveSummary(r.msgs, p, "the summarizer failed: "+failure)
 		}
-		if p.activeRequest >= 0 && !strings.Contains(summary, strings.TrimSpace(r.msgs[p.activeRequest].text())) {
-			summary += "\n\n## Active Request (the user's newest message, verbatim)\n" + r.msgs[p.activeRequest].text()
+		if !rep.FallbackUsed && r.summarizer == SummarizerHost {
+			summary = r.checkHostSummary(p, summary, rep)
+		}
+		if p.activeRequest >= 0 {
+			size := func(body string) int {
+				return r.tc.message(gjson.Parse(`{"content":` + string(mustMarshal(summaryText(body, IndexRange{p.headEnd, p.tailStart}))) + `}`))
+			}
+			if sec := activeRequestSection(r.msgs, p, summary, p.estimate-p.summaryTarget, size); sec != "" {
+				summary += "\n\n" + sec
+			}
 		}
 		prev, _ := previousSummary(r.msgs, p.headEnd, p.tailStart)
 		rep.Iterative = prev != ""

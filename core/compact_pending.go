@@ -5,7 +5,7 @@ import "sync"
 // A compaction that compact.begin left waiting for the host's summary is kept for
 // compact.finish, so finishing the same request on the same instance does not read,
 // count and plan the messages a second time: that is a third of begin + finish.
-// The protocol stays stateless (DESIGN §8.8): finish still carries the messages,
+// The protocol stays stateless (docs/DESIGN.md §8.8): finish still carries the messages,
 // and a finish that finds no entry here (another instance began it, the entry was
 // evicted, or the request differs) does the whole work as before, with the same
 // result. An entry is used once; each holds a private copy of its request.

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -111,6 +112,10 @@ func checkCompaction(t *testing.T, input []json.RawMessage, r CompactResult) {
 			if i == 0 && rep.SystemNoteAdded {
 				continue
 			}
+			if a, ok := archived[i]; ok && a.Reason == ArchivedPruned {
+				require.Contains(t, string(out[i]), PrunedPrefix, "a head output pruned under pressure has a placeholder")
+				continue
+			}
 			require.Equal(t, string(input[i]), string(out[i]), "head message %d changed", i)
 		}
 		k := rep.HeadEnd + offset
@@ -205,7 +210,7 @@ func TestCompactTraces(t *testing.T) {
 	}
 }
 
-// TestWorkedExample pins the meaning of the DESIGN §8 worked example.
+// TestWorkedExample pins the meaning of the docs/DESIGN.md §8 worked example.
 func TestWorkedExample(t *testing.T) {
 	msgs := workedSession()
 	res, e := callOp(t, "compact.begin", map[string]any{"messages": msgs, "force": true, "summarizer": "builtin"})
@@ -262,9 +267,26 @@ func TestScenarioMeanings(t *testing.T) {
 	require.True(t, reports["iterative-summary-request"].SummaryRequest.Iterative)
 	big := rep("newest-request-too-big-goes-into-summary")
 	require.True(t, big.ActiveRequestInSummary)
-	require.False(t, big.Fits, "the report says when head + summary + tail cannot fit")
-	require.Contains(t, string(reports["newest-request-too-big-goes-into-summary"].Messages[3]), "Please apply this spec")
+	require.True(t, big.Fits, "the active request is capped to the room left under the threshold")
+	bigSummary := string(reports["newest-request-too-big-goes-into-summary"].Messages[3])
+	require.Equal(t, 1, strings.Count(bigSummary, "Please apply this spec"), "the active request is written once")
+	require.Contains(t, bigSummary, "characters cut to fit the window; the whole message is archived as input message #12")
+	require.Contains(t, bigSummary, "spec_handler_0(request, db)", "its head is kept")
+	require.True(t, slices.ContainsFunc(reports["newest-request-too-big-goes-into-summary"].Archived, func(a ArchivedMessage) bool {
+		return a.Index == 12 && a.Reason == ArchivedSummarized
+	}), "the whole request is archived")
+	fitsInTail := rep("newest-request-that-fits-stays-in-the-tail")
+	require.False(t, fitsInTail.ActiveRequestInSummary)
+	fitOut := reports["newest-request-that-fits-stays-in-the-tail"].Messages
+	require.Contains(t, string(fitOut[len(fitOut)-1]), "Please apply this spec", "the request stays the last message, whole")
+	require.NotContains(t, string(fitOut[fitsInTail.HeadEnd]), "Please apply this spec", "and is not also in the summary")
 	require.Len(t, rep("count-floor-kept-with-outputs-pruned-32k").Pruned, 8)
+	// Below 200K with protect_last_n and target_ratio unset, the tail is sized for
+	// the window: here the newest tool group (whole) and the newest request.
+	deep := rep("small-window-tail-rule-32k")
+	require.Empty(t, deep.Pruned, "the tail keeps the newest step whole and nothing else")
+	require.Equal(t, deep.MessagesBefore-2, deep.TailStart, "the tail is the last exchange")
+	require.Less(t, deep.TokensAfter, rep("count-floor-kept-with-outputs-pruned-32k").TokensAfter, "a small window compacts deeper than the explicit floor of 20")
 	yield := rep("count-floor-yields-to-fit-32k")
 	require.True(t, yield.Fits)
 	require.Less(t, yield.MessagesBefore-yield.TailStart, 20, "the protect_last_n floor yields to fit")
@@ -282,6 +304,25 @@ func TestScenarioMeanings(t *testing.T) {
 	out := reports["anthropic-orphan-and-missing-results-repaired"].Messages
 	require.NotContains(t, string(out[len(out)-3]), "ghost", "the orphan tool_result block is taken out")
 	require.Contains(t, string(out[len(out)-1]), "Did it build?", "stubs go first in the next user turn")
+	// Issue 14: every report says whether a host summary was cut and which anchors
+	// were added; builtin summaries are neither cut nor checked. At a 2K window the
+	// summary asks for the window's cap (100 tokens), not the 2,000-token floor.
+	for name, r := range reports {
+		if r.Report != nil {
+			require.False(t, r.Report.SummaryTruncated, name)
+			require.Empty(t, r.Report.AnchorsAdded, name)
+			require.NotNil(t, r.Report.AnchorsAdded, "%s: an empty list, not null", name)
+		}
+	}
+	require.Equal(t, 100, reports["iterative-summary-request"].SummaryRequest.TargetTokens)
+	require.Equal(t, 100, reports["anthropic-summary-request"].SummaryRequest.TargetTokens)
+	require.Equal(t, 10_000, reports["worked-example-45-messages-summary-request"].SummaryRequest.TargetTokens, "at 200K the cap (10,000) is above the floor")
+	// The extractive summary: requests as written, no placeholder lines for empty
+	// sections, a previous summary merged rather than nested.
+	iter := string(reports["iterative-update-of-previous-summary"].Messages[3])
+	require.NotContains(t, iter, "Earlier Summary")
+	require.Equal(t, 1, strings.Count(iter, "## Goal"))
+	require.NotContains(t, string(reports["worked-example-45-messages-builtin"].Messages[4]), "(none")
 	small := reports["smaller-summarizer-window-bounds-the-request"].SummaryRequest
 	full := reports["worked-example-45-messages-summary-request"].SummaryRequest
 	require.Less(t, len(small.Messages[1].Content), len(full.Messages[1].Content))
@@ -317,4 +358,49 @@ func TestSystemNoteKeepsTheContentBytes(t *testing.T) {
 	require.Equal(t, "<policy>"+SystemNote, gjson.Get(got, "content").Str)
 	_, again := withSystemNote(&message{role: "system", raw: got, contentRaw: gjson.Get(got, "content").Raw})
 	require.False(t, again, "the note is added once")
+}
+
+// TestFinishVectorMeanings asserts what the generated compact.finish cases mean.
+func TestFinishVectorMeanings(t *testing.T) {
+	var suite struct {
+		Cases []struct {
+			Name    string
+			Request map[string]any
+			Want    struct{ Result json.RawMessage }
+		}
+	}
+	data, err := os.ReadFile("../testdata/compact.finish.json")
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &suite))
+	got := map[string]CompactResult{}
+	for _, c := range suite.Cases {
+		if c.Want.Result != nil {
+			got[c.Name] = decodeResult(t, c.Want.Result)
+		}
+	}
+	anchors := func(name string) map[string][]string {
+		out := map[string][]string{}
+		for _, a := range got[name].Report.AnchorsAdded {
+			out[a.Kind] = append(out[a.Kind], a.Value)
+		}
+		return out
+	}
+	// A host summary that names no file gets the summarized turns' files appended.
+	host := anchors("host-summary")
+	require.ElementsMatch(t, []string{"src/parser_0.py", "src/parser_1.py", "src/parser_2.py", "src/parser_3.py", "src/parser_4.py"}, host[AnchorFile])
+	require.Contains(t, string(got["host-summary"].Messages[got["host-summary"].Report.HeadEnd]), "- file: src/parser_0.py")
+	require.Equal(t, host, anchors("host-summary-as-refs"))
+	// The worked example's host summary names app/ only as a package and the test
+	// run only as "8 of 10": the files and the last error line are appended.
+	worked := anchors("worked-example-with-host-summary")
+	require.Contains(t, worked[AnchorFile], "app/models.py")
+	require.NotContains(t, worked[AnchorFile], "tests/test_main.py", "the summary names it")
+	require.Equal(t, []string{"========================= 8 passed, 2 failed in 0.84s =========================="}, worked[AnchorError])
+	for _, name := range []string{"summarizer-error-string-uses-fallback", "summarizer-error-object-uses-fallback", "empty-summary-uses-fallback", "missing-summary-uses-fallback"} {
+		require.True(t, got[name].Report.FallbackUsed, name)
+		require.Empty(t, got[name].Report.AnchorsAdded, "%s: the extractive summary is not checked", name)
+	}
+	for name, r := range got {
+		require.False(t, r.Report.SummaryTruncated, name)
+	}
 }

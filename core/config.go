@@ -10,13 +10,31 @@ import (
 )
 
 // Config is the configuration of every op, parsed from the request's "config" object.
-// The JSON keys mirror the Hermes config keys (DESIGN §4).
+// The JSON keys mirror the Hermes config keys (docs/DESIGN.md §4).
 type Config struct {
 	Compression   CompressionConfig `json:"compression"`
 	PromptCaching CachingConfig     `json:"prompt_caching"`
 	Model         ModelConfig       `json:"model"`
 	Tokens        TokensConfig      `json:"tokens"`
+	// Context is left out of compact.begin's state fingerprint (stateFor): it
+	// does not change a compaction.
+	Context ContextConfig `json:"context,omitzero"`
 }
+
+// ContextConfig holds the "context" keys: which context engine a host's
+// ContextEngine runs (issue 17).
+type ContextConfig struct {
+	// Engine is compressor (compaction only, the default) or lossless (compaction
+	// whose originals are archived to a recall store, with context_search and
+	// context_expand tools for the agent).
+	Engine string `json:"engine"`
+}
+
+// Context engines (ContextConfig.Engine).
+const (
+	ContextEngineCompressor = "compressor"
+	ContextEngineLossless   = "lossless"
+)
 
 // CompressionConfig holds the "compression" keys.
 type CompressionConfig struct {
@@ -34,6 +52,9 @@ type CompressionConfig struct {
 	HygieneThreshold    float64          `json:"hygiene_threshold"`
 	// SummaryContextLength is the summarizer model's window; 0 means the main model's.
 	SummaryContextLength int `json:"summary_context_length"`
+	// protectLastNSet and targetRatioSet record that the config gave these keys: the
+	// small-window tail rule (threshold.go) sizes the tail only where they are unset.
+	protectLastNSet, targetRatioSet bool
 }
 
 // ModelThreshold is one entry of compression.model_thresholds: a substring of the
@@ -61,7 +82,7 @@ type TokensConfig struct {
 	Calibration float64 `json:"calibration"`
 }
 
-// Defaults (DESIGN §4).
+// Defaults (docs/DESIGN.md §4).
 const (
 	DefaultContextLength = 200_000
 	maxContextLength     = 100_000_000
@@ -86,6 +107,7 @@ func DefaultConfig() Config {
 		PromptCaching: CachingConfig{CacheTTL: "5m"},
 		Model:         ModelConfig{ContextLength: DefaultContextLength},
 		Tokens:        TokensConfig{Encoding: EncodingRough, Calibration: 1},
+		Context:       ContextConfig{Engine: ContextEngineCompressor},
 	}
 }
 
@@ -219,7 +241,7 @@ func parseConfig(v gjson.Result, path string) (Config, error) {
 		return cfg, nil
 	}
 	root := &configReader{obj: v, path: path}
-	root.checkObject([]string{"compression", "prompt_caching", "model", "tokens"})
+	root.checkObject(configSections)
 	if root.err != nil {
 		return cfg, root.err
 	}
@@ -245,6 +267,8 @@ func parseConfig(v gjson.Result, path string) (Config, error) {
 	c.integer("small_context_limit", &cc.SmallContextLimit, 0, maxContextLength)
 	c.fraction("hygiene_threshold", &cc.HygieneThreshold, false)
 	c.integer("summary_context_length", &cc.SummaryContextLength, 0, maxContextLength)
+	_, cc.protectLastNSet = c.get("protect_last_n")
+	_, cc.targetRatioSet = c.get("target_ratio")
 	if mt, ok := c.get("model_thresholds"); ok {
 		p := c.at("model_thresholds")
 		if !mt.IsObject() {
@@ -294,6 +318,12 @@ func parseConfig(v gjson.Result, path string) (Config, error) {
 	if t.err != nil {
 		return cfg, t.err
 	}
+
+	cx := root.object("context", "engine")
+	cx.str("engine", &cfg.Context.Engine, ContextEngineCompressor, ContextEngineLossless)
+	if cx.err != nil {
+		return cfg, cx.err
+	}
 	if root.err != nil {
 		return cfg, root.err
 	}
@@ -301,7 +331,7 @@ func parseConfig(v gjson.Result, path string) (Config, error) {
 }
 
 // configSections are the config's sections, in the order a merged config lists them.
-var configSections = []string{"compression", "prompt_caching", "model", "tokens"}
+var configSections = []string{"compression", "prompt_caching", "model", "tokens", "context"}
 
 // MergeConfig merges the config object over over the config object base: section
 // by section and key by key, over's key winning, an explicit null included; a value

@@ -92,6 +92,12 @@ func init() {
 		"cache.simulate":         returning(opCacheSimulate),
 		"tokens.count":           returning(opTokensCount),
 		"tokens.calibrate":       returning(opTokensCalibrate),
+		"recall.tools":           returning(opRecallTools),
+		"recall.archive":         returning(opRecallArchive),
+		"recall.query":           returning(opRecallQuery),
+		"recall.search_result":   returning(opRecallSearchResult),
+		"recall.expand_result":   returning(opRecallExpandResult),
+		"recall.check_call":      returning(opRecallCheckCall),
 	}
 }
 

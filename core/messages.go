@@ -6,7 +6,7 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// SummaryPrefix starts every summary message the compressor writes (DESIGN §8).
+// SummaryPrefix starts every summary message the compressor writes (docs/DESIGN.md §8).
 // It is how a later compaction finds the previous summary in the messages (§8.6).
 const SummaryPrefix = "[CONTEXT COMPACTION]"
 

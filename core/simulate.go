@@ -8,7 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// The cache-cost simulator (DESIGN §9, "we go further"): replay a recorded
+// The cache-cost simulator (docs/DESIGN.md §9, "we go further"): replay a recorded
 // conversation as the requests an agent made, place each strategy's markers on each
 // request, model Anthropic's prompt cache and price the input tokens.
 //

@@ -19,7 +19,7 @@ const (
 )
 
 // SummaryDelimiter separates a summary merged into a user message from that
-// message's own text (DESIGN §8 phase 4).
+// message's own text (docs/DESIGN.md §8 phase 4).
 const SummaryDelimiter = "\n\n--- END OF CONTEXT SUMMARY; THE USER'S MESSAGE FOLLOWS ---\n\n"
 
 // summarySections is the structured template every summary follows.
@@ -63,8 +63,10 @@ func previousSummary(msgs []message, from, to int) (string, int) {
 		}
 		text := strings.TrimLeft(msgs[i].text(), " \n")
 		text = strings.TrimPrefix(text, SummaryPrefix)
-		if cut := strings.Index(text, SummaryDelimiter); cut >= 0 {
-			text = text[:cut]
+		for _, d := range []string{SummaryDelimiter, assistantDelimiter} {
+			if cut := strings.Index(text, d); cut >= 0 {
+				text = text[:cut]
+			}
 		}
 		if cut := strings.Index(text, summaryOpenTag); cut >= 0 {
 			text = text[cut+len(summaryOpenTag):]
@@ -106,24 +108,9 @@ func (e *escapedText) raw(body string) { e.b = appendRawText(e.b, body) }
 // turns, bounded to fit the summarizer's window.
 func buildSummaryRequest(msgs []message, p plan, cc CompressionConfig) summaryAsk {
 	prev, prevIdx := previousSummary(msgs, p.headEnd, p.tailStart)
-	target := p.summaryTarget
-	req := summaryAsk{
-		targetTokens: target,
-		maxTokens:    int(float64(target) * summaryOutFactor),
-		iterative:    prev != "",
-		middle:       IndexRange{From: p.headEnd, To: p.tailStart},
-	}
-
-	window := cc.SummaryContextLength
-	if window <= 0 {
-		window = p.thr.ContextLength
-	}
-	// A summarizer with a small window gets a proportionate ask: at most a quarter
-	// of its window for the answer's target.
-	if cap := window / 4; req.targetTokens > cap {
-		req.targetTokens = max(cap, 1)
-		req.maxTokens = int(float64(req.targetTokens) * summaryOutFactor)
-	}
+	window := summarizerWindow(p, cc)
+	req := summaryAsk{iterative: prev != "", middle: IndexRange{From: p.headEnd, To: p.tailStart}}
+	req.targetTokens, req.maxTokens = summaryAskSize(p, cc)
 	// Characters the serialized turns may use: the window less the answer, the
 	// template and the previous summary, at ~4 characters per token.
 	budget := (window-req.maxTokens-summaryReserve)*roughCharsPerToken - len(prev)
@@ -131,6 +118,26 @@ func buildSummaryRequest(msgs []message, p plan, cc CompressionConfig) summaryAs
 		return appendSummaryPrompt(dst, msgs, p, prev, prevIdx, budget, req.targetTokens, req.maxTokens)
 	}
 	return req
+}
+
+// summarizerWindow is the summarizer model's window: summary_context_length, or the
+// main model's.
+func summarizerWindow(p plan, cc CompressionConfig) int {
+	if cc.SummaryContextLength > 0 {
+		return cc.SummaryContextLength
+	}
+	return p.thr.ContextLength
+}
+
+// summaryAskSize is the target and max_tokens asked of a host's summary of p. A
+// summarizer with a small window gets a proportionate ask: at most a quarter of
+// its window for the answer's target.
+func summaryAskSize(p plan, cc CompressionConfig) (target, maxTokens int) {
+	target = p.summaryTarget
+	if cap := summarizerWindow(p, cc) / 4; target > cap {
+		target = max(cap, 1)
+	}
+	return target, int(float64(target) * summaryOutFactor)
 }
 
 // appendSummaryPrompt appends the escaped prompt of buildSummaryRequest to dst.
@@ -150,7 +157,7 @@ func appendSummaryPrompt(dst []byte, msgs []message, p plan, prev string, prevId
 		e.text("## " + s + "\n")
 	}
 	if p.activeRequest >= 0 {
-		e.text("\nThe user's newest request (turn #" + strconv.Itoa(p.activeRequest) + ") is still open: state it verbatim under Next Steps as the active request.\n")
+		e.text("\nThe user's newest request (turn #" + strconv.Itoa(p.activeRequest) + ") is still open. It will be quoted after your summary as written: do not repeat it; under Next Steps, say what remains to do for it.\n")
 	}
 	e.text("\nAim for about " + formatCount(targetTokens) + " tokens (at most " + formatCount(maxTokens) + "). Output only the summary.")
 	return e.b

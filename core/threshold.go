@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Budget constants (DESIGN §5).
+// Budget constants (docs/DESIGN.md §5).
 const (
 	codexAutoraiseFraction = 0.85
 	tailWindowCap          = 0.20 // tail budgets never exceed 20% of the window
@@ -42,7 +42,8 @@ type ThresholdResult struct {
 	Autoraised      bool `json:"autoraised"`
 	ThresholdTokens int  `json:"threshold_tokens"`
 	TailTokenBudget int  `json:"tail_token_budget"`
-	// TailRule is what decided TailTokenBudget: target_ratio (legacy), lean, or
+	// TailRule is what decided TailTokenBudget: target_ratio (legacy), lean,
+	// small_window (legacy below a 200K window with target_ratio unset), or
 	// window_cap (20% of the window).
 	TailRule         string `json:"tail_rule"`
 	MaxSummaryTokens int    `json:"max_summary_tokens"`
@@ -86,6 +87,9 @@ func ResolveThreshold(cfg Config) ThresholdResult {
 		r.TailTokenBudget, r.TailRule = min(max(tokensOf(cl, leanTailFraction), leanTailMin), leanTailMax), "lean"
 	} else {
 		r.TailTokenBudget, r.TailRule = tokensOf(r.ThresholdTokens, cc.TargetRatio), "target_ratio"
+		if cc.smallWindowTail(cl) {
+			r.TailTokenBudget, r.TailRule = tokensOf(r.ThresholdTokens, cc.TargetRatio*smallWindowScale(cl)), TailRuleSmallWindow
+		}
 	}
 	if r.TailTokenBudget > windowCap {
 		r.TailTokenBudget, r.TailRule = windowCap, "window_cap"
@@ -95,10 +99,50 @@ func ResolveThreshold(cfg Config) ThresholdResult {
 	return r
 }
 
+// The small-window tail rule (beside small_context_floor): below a 200K window the
+// tail shrinks in proportion to the window, both its token budget (target_ratio)
+// and its message floor (protect_last_n), so a small window compacts deeper and
+// the next trigger comes later. It applies only where the config leaves both
+// target_ratio and protect_last_n unset; explicit values are obeyed. The tail never
+// drops below the newest tool group and the newest real user message (boundary.go).
+// Chosen by measuring variants on the shared replay (RATIONALE.md).
+const (
+	smallWindowTailRef  = DefaultContextLength // windows from here up keep the configured tail
+	smallWindowMinCount = 2                    // protect_last_n never scales below this
+	smallWindowExponent = 1.5
+	// TailRuleSmallWindow is the TailRule of a budget the small-window rule sized.
+	TailRuleSmallWindow = "small_window"
+)
+
+// smallWindowScale is the share of the configured tail a window below
+// smallWindowTailRef keeps: its size relative to that reference, to the power
+// smallWindowExponent (32K keeps 6.4% of the configured tail, 64K 18%, 128K 51%).
+func smallWindowScale(cl int) float64 {
+	return min(1, math.Pow(float64(cl)/float64(smallWindowTailRef), smallWindowExponent))
+}
+
+// smallWindowTail reports whether the small-window rule sizes the tail of a window
+// of cl tokens: below 200K, when the config sets neither protect_last_n nor
+// target_ratio (either one set means the tail is the config's, as written).
+func (cc CompressionConfig) smallWindowTail(cl int) bool {
+	return cl < smallWindowTailRef && !cc.protectLastNSet && !cc.targetRatioSet
+}
+
+// tailCount is the protect_last_n a compaction uses: the configured one, or below a
+// 200K window with the tail keys unset (legacy tail mode), the small-window rule's.
+func tailCount(cc CompressionConfig, thr ThresholdResult) int {
+	if cc.TailMode == "lean" || !cc.smallWindowTail(thr.ContextLength) {
+		return cc.ProtectLastN
+	}
+	return max(smallWindowMinCount, int(math.Round(float64(cc.ProtectLastN)*smallWindowScale(thr.ContextLength))))
+}
+
 // summaryTargetTokens is the size asked of a summary of contentTokens tokens:
-// 20% of the content, at least 2,000, at most max_summary_tokens.
+// 20% of the content, at least 2,000, at most max_summary_tokens. Where the floor
+// is above the window's cap (windows under 40K), the cap wins: a summary must not
+// ask for more than the window's budget (an intended departure from docs/DESIGN.md §5).
 func summaryTargetTokens(contentTokens, maxSummary int) int {
-	return max(summaryTokensFloor, min(tokensOf(contentTokens, summaryContentFraction), maxSummary))
+	return min(max(summaryTokensFloor, tokensOf(contentTokens, summaryContentFraction)), maxSummary)
 }
 
 // tokensOf is floor(n * f), robust to float error (200_000 * 0.85 is 170_000).

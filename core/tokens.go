@@ -7,7 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// Rough estimation constants (DESIGN §7). They are deliberately simple: budgets
+// Rough estimation constants (docs/DESIGN.md §7). They are deliberately simple: budgets
 // need a stable, fast estimate; exact counts come from a named encoding.
 const (
 	// roughCharsPerToken: one token per four characters of ordinary text.

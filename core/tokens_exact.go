@@ -7,7 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// Exact counting with tiktoken's o200k_base and cl100k_base (DESIGN §7), by our
+// Exact counting with tiktoken's o200k_base and cl100k_base (docs/DESIGN.md §7), by our
 // byte-pair encoder over embedded rank tables (tokens_bpe.go). The counts equal
 // github.com/tiktoken-go/tokenizer's, which generated the tables and which a test
 // compares against; the library is not linked: see docs/TOKENS.md for the sizes.

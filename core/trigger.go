@@ -1,6 +1,6 @@
 package core
 
-// Minimum message count for the gateway hygiene check (DESIGN §6).
+// Minimum message count for the gateway hygiene check (docs/DESIGN.md §6).
 const hygieneMinMessages = 4
 
 // Trigger reasons.
@@ -23,9 +23,9 @@ type ShouldCompressResult struct {
 // ShouldCompress is the agent-side trigger: prompt_tokens (the API-reported prompt
 // size of the last response) at or above threshold_tokens.
 //
-// lastCompactionTokens is the breaker (DESIGN §6): pass the report's tokens_after
+// lastCompactionTokens is the breaker (docs/DESIGN.md §6): pass the report's tokens_after
 // when the previous compaction could not get under the threshold (fits false), else
-// 0. The trigger then stays quiet until the prompt has grown by a tail budget since,
+// 0. The trigger then stays quiet until the prompt has grown by breakerGrowth since,
 // because compacting again earlier cannot free anything and would loop.
 func ShouldCompress(cfg Config, promptTokens, lastCompactionTokens int) ShouldCompressResult {
 	t := ResolveThreshold(cfg)
@@ -35,7 +35,7 @@ func ShouldCompress(cfg Config, promptTokens, lastCompactionTokens int) ShouldCo
 		r.Reason = ReasonDisabled
 	case promptTokens < t.ThresholdTokens:
 		r.Reason = ReasonBelowThreshold
-	case lastCompactionTokens > 0 && promptTokens < lastCompactionTokens+t.TailTokenBudget:
+	case lastCompactionTokens > 0 && promptTokens < lastCompactionTokens+breakerGrowth(t):
 		r.Reason = ReasonBreakerOpen
 	default:
 		r.ShouldCompress, r.Reason = true, ReasonAtThreshold
@@ -102,4 +102,12 @@ func opHygieneCheck(req opRequest) ([]byte, error) {
 		return nil, err
 	}
 	return marshal(HygieneCheck(r.cfg, len(r.msgs), r.promptTokens, r.tokensBefore()))
+}
+
+// breakerGrowth is how much a prompt must grow past a compaction that did not fit
+// before the trigger fires again: a tail budget, but at least 5% of the window. Small
+// windows size their tail down to a few hundred tokens (the small-window rule), and a
+// breaker that let every turn through would not stop the loop it exists to stop.
+func breakerGrowth(t ThresholdResult) int {
+	return max(t.TailTokenBudget, t.ContextLength/20)
 }

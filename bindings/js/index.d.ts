@@ -209,7 +209,8 @@ export interface ThresholdResult {
   autoraised: boolean;
   threshold_tokens: number;
   tail_token_budget: number;
-  tail_rule: "target_ratio" | "lean" | "window_cap";
+  /** What decided tail_token_budget; "small_window": below a 200K window with target_ratio and protect_last_n unset, the tail scales with the window. */
+  tail_rule: "target_ratio" | "lean" | "small_window" | "window_cap";
   max_summary_tokens: number;
   hygiene_tokens: number;
 }
@@ -241,6 +242,12 @@ export interface TokenCountResult {
   calibration: number;
   total: number;
   per_message: number[];
+}
+
+/** Something of the summarized turns a summary must not lose. */
+export interface Anchor {
+  kind: "file" | "request" | "error";
+  value: string;
 }
 
 export type ArchiveReason = "summarized" | "pruned" | "merged" | "orphan_removed" | "system_note" | "repaired";
@@ -331,6 +338,10 @@ export interface CompactReport {
   fallback_code: FallbackCode;
   iterative: boolean;
   active_request_in_summary: boolean;
+  /** The host's summary was longer than its max_tokens and was cut at a section boundary. */
+  summary_truncated: boolean;
+  /** Anchors of the summarized turns the host's summary left out, appended to it in one section (empty for the built-in summary). */
+  anchors_added: Anchor[];
   /** First output index that differs from the input (where the prompt cache breaks); null when nothing changed. */
   first_changed_index: number | null;
   /** The compaction note was appended to the system prompt (its original is archived, reason "system_note"; in the Anthropic layout it is the returned `system`). */

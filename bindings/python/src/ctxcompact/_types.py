@@ -108,6 +108,11 @@ class SummaryRequest(TypedDict):
     middle: IndexRange
 
 
+class Anchor(TypedDict):
+    kind: Literal["file", "request", "error"]
+    value: str
+
+
 class CompactReport(TypedDict, total=False):
     compacted: bool
     reason: str
@@ -132,6 +137,8 @@ class CompactReport(TypedDict, total=False):
     fallback_code: Literal["", "timeout", "error", "empty", "too_long", "cancelled"]
     iterative: bool
     active_request_in_summary: bool
+    summary_truncated: bool
+    anchors_added: List[Anchor]
     first_changed_index: Optional[int]
     system_note_added: bool
     orphans_removed: List[int]

@@ -1,0 +1,803 @@
+package core
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+)
+
+// Lossless recall (issue 17, docs/OPS.md "recall.*"): what the three runtimes share
+// about the archive of compacted turns. A binding's store keeps the rows in SQLite
+// (one schema, docs/RECALL.md); these ops decide everything else: the tool
+// schemas the agent sees, the rows one compaction archives and the text search
+// reads, how a query becomes an FTS5 expression or LIKE patterns, and the JSON
+// strings the tools answer with. The ops are pure: no SQL, no state.
+
+// Recall tool names.
+const (
+	ToolContextSearch = "context_search"
+	ToolContextExpand = "context_expand"
+)
+
+// Recall limits.
+const (
+	recallDefaultLimit = 10
+	recallMaxLimit     = 50
+	// recallMaxText bounds the searchable text of one row; longer text keeps its
+	// head and tail.
+	recallMaxText = 64 << 10
+	// recallSnippetChars is about how many characters a hit's snippet shows.
+	recallSnippetChars = 200
+	// recallMinFTSTerm is the shortest term (in characters) the trigram index can
+	// match; shorter terms are matched by LIKE only.
+	recallMinFTSTerm = 3
+)
+
+var recallToolDefs = []struct {
+	name, description string
+	parameters        string
+}{
+	{ToolContextSearch,
+		"Search the archived part of this conversation: the original messages and tool outputs that earlier compactions summarized, and the summaries themselves. Every word (or \"quoted phrase\") must appear, as a case-insensitive substring, so file paths and identifiers such as src/app.py or foo.bar match literally. Hits come newest first, each with an id to pass to context_expand.",
+		`{"type":"object","properties":{"query":{"type":"string","description":"Words, paths or identifiers to find; \"quote\" a phrase to find it as one piece."},"limit":{"type":"integer","minimum":1,"maximum":50,"description":"How many hits to return (default 10, at most 50)."}},"required":["query"],"additionalProperties":false}`},
+	{ToolContextExpand,
+		"Get back the original archived messages, byte for byte: a range id such as r2 (everything one compaction summarized, as named in its summary) or a message id such as r2.17 (from context_search). Without max_tokens the messages come whole; with it they are cut to fit, with a note.",
+		`{"type":"object","properties":{"id":{"type":"string","description":"A range id (r2) or a message id (r2.17)."},"max_tokens":{"type":"integer","minimum":1,"description":"Cut the answer to about this many tokens; omit it for the whole."}},"required":["id"],"additionalProperties":false}`},
+}
+
+// opRecallTools is recall.tools {format}: the tool schemas in the shape of format.
+func opRecallTools(req opRequest) ([]byte, error) {
+	format := "openai"
+	if v := req.params.Get("format"); v.Exists() && v.Type != gjson.Null {
+		if v.Type != gjson.String {
+			return nil, errorf(CodeInvalidRequest, "/format", "format must be a string: openai, responses or anthropic")
+		}
+		format = v.Str
+	}
+	b := []byte(`{"tools":[`)
+	for i, t := range recallToolDefs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		switch format {
+		case "openai":
+			b = append(b, `{"type":"function","function":{"name":`...)
+			b = appendJSONText(b, t.name)
+			b = append(b, `,"description":`...)
+			b = appendJSONText(b, t.description)
+			b = append(append(append(b, `,"parameters":`...), t.parameters...), "}}"...)
+		case "responses":
+			b = append(b, `{"type":"function","name":`...)
+			b = appendJSONText(b, t.name)
+			b = append(b, `,"description":`...)
+			b = appendJSONText(b, t.description)
+			b = append(append(append(b, `,"parameters":`...), t.parameters...), '}')
+		case "anthropic":
+			b = append(b, `{"name":`...)
+			b = appendJSONText(b, t.name)
+			b = append(b, `,"description":`...)
+			b = appendJSONText(b, t.description)
+			b = append(append(append(b, `,"input_schema":`...), t.parameters...), '}')
+		default:
+			return nil, errorf(CodeInvalidRequest, "/format", "format must be openai, responses or anthropic, got %q", format)
+		}
+	}
+	return append(b, "]}"...), nil
+}
+
+// RecallRange is one archived range: what one compaction summarized.
+type RecallRange struct {
+	ID        string `json:"id"`
+	FromIndex int    `json:"from_index"`
+	ToIndex   int    `json:"to_index"`
+	Summary   string `json:"summary"`
+}
+
+// RecallRow is one row of ctxc_messages a binding inserts.
+type RecallRow struct {
+	ID       string `json:"id"`
+	RangeID  string `json:"range_id"`
+	Position int    `json:"position"`
+	Role     string `json:"role"`
+	Reason   string `json:"reason"`
+	// JSON is the original message, byte for byte as the compaction's input had it.
+	JSON string `json:"json"`
+	// Text is what search reads (RecallText).
+	Text string `json:"text"`
+}
+
+// RecallArchive is the result of recall.archive.
+type RecallArchive struct {
+	Range RecallRange `json:"range"`
+	Rows  []RecallRow `json:"rows"`
+}
+
+var rangeIDPattern = regexp.MustCompile(`^r[1-9][0-9]{0,8}$`)
+
+// IsRangeID reports whether id is a range id r<k> (k >= 1).
+func IsRangeID(id string) bool { return rangeIDPattern.MatchString(id) }
+
+// opRecallArchive is recall.archive {session, range_id, report, archived,
+// summary_message}: the range and the rows to insert for one compaction.
+func opRecallArchive(req opRequest) ([]byte, error) {
+	p := req.params
+	if v := p.Get("session"); v.Type != gjson.String || v.Str == "" {
+		return nil, errorf(CodeInvalidRequest, "/session", "session must be a non-empty string")
+	}
+	rid := p.Get("range_id")
+	if rid.Type != gjson.String || !IsRangeID(rid.Str) {
+		return nil, errorf(CodeInvalidRequest, "/range_id", "range_id must be a range id r<k> (r1, r2, ...)")
+	}
+	report := p.Get("report")
+	if !report.IsObject() {
+		return nil, errorf(CodeInvalidRequest, "/report", "report must be the compaction's report object")
+	}
+	archived := p.Get("archived")
+	if !archived.IsArray() {
+		return nil, errorf(CodeInvalidRequest, "/archived", "archived must be the compaction's archived array, with messages")
+	}
+	out := RecallArchive{Range: RecallRange{ID: rid.Str}, Rows: []RecallRow{}}
+	lo, hi := -1, -1
+	var err error
+	archived.ForEach(func(k, a gjson.Result) bool {
+		at := pointer("/archived", int(k.Int()))
+		idx, reason, msg := a.Get("index"), a.Get("reason"), a.Get("message")
+		switch {
+		case !a.IsObject():
+			err = errorf(CodeInvalidRequest, at, "an archived entry must be an object {index, reason, message}")
+		case idx.Type != gjson.Number || idx.Num < 0 || idx.Num != float64(int(idx.Num)):
+			err = errorf(CodeInvalidRequest, at+"/index", "index must be a non-negative integer")
+		case reason.Type != gjson.String:
+			err = errorf(CodeInvalidRequest, at+"/reason", "reason must be a string")
+		case !msg.IsObject():
+			err = errorf(CodeInvalidRequest, at+"/message", "message must be the original message object (a result with output refs leaves it out: put it back)")
+		}
+		if err != nil {
+			return false
+		}
+		i := int(idx.Num)
+		if lo < 0 || i < lo {
+			lo = i
+		}
+		if i+1 > hi {
+			hi = i + 1
+		}
+		out.Rows = append(out.Rows, RecallRow{ID: rid.Str + "." + strconv.Itoa(i), RangeID: rid.Str, Position: i,
+			Role: messageRole(msg), Reason: reason.Str, JSON: msg.Raw, Text: RecallText(msg)})
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s := report.Get("summarized"); s.IsObject() {
+		out.Range.FromIndex, out.Range.ToIndex = int(s.Get("from").Int()), int(s.Get("to").Int())
+	} else if lo >= 0 {
+		out.Range.FromIndex, out.Range.ToIndex = lo, hi
+	}
+	sm := p.Get("summary_message")
+	if (!sm.Exists() || sm.Type == gjson.Null) && p.Get("messages").IsArray() && report.Get("summarized").IsObject() {
+		sm = summaryMessageOf(p.Get("messages"), int(report.Get("head_end").Int()))
+	}
+	if sm.Exists() && sm.Type != gjson.Null {
+		if !sm.IsObject() {
+			return nil, errorf(CodeInvalidRequest, "/summary_message", "summary_message must be the summary message object, or null")
+		}
+		out.Range.Summary = contentText(sm.Get("content"))
+		out.Rows = append(out.Rows, RecallRow{ID: rid.Str + ".summary", RangeID: rid.Str, Position: out.Range.FromIndex,
+			Role: "summary", Reason: "summary", JSON: sm.Raw, Text: capText("summary\n" + out.Range.Summary)})
+	}
+	return marshal(out)
+}
+
+// summaryMessageOf finds the summary message in a compaction's output messages
+// (refs allowed: an unchanged message, an index, is never it): the one at
+// head_end when it carries the summary, else the first that does. The summary
+// message is new, or a tail message the summary was merged into.
+func summaryMessageOf(msgs gjson.Result, headEnd int) gjson.Result {
+	all := msgs.Array()
+	isSummary := func(m gjson.Result) bool {
+		return m.IsObject() && strings.Contains(contentText(m.Get("content")), SummaryPrefix)
+	}
+	if headEnd >= 0 && headEnd < len(all) && isSummary(all[headEnd]) {
+		return all[headEnd]
+	}
+	for _, m := range all {
+		if isSummary(m) {
+			return m
+		}
+	}
+	return gjson.Result{}
+}
+
+func messageRole(m gjson.Result) string {
+	if r := m.Get("role"); r.Type == gjson.String && r.Str != "" {
+		return r.Str
+	}
+	if t := m.Get("type"); t.Type == gjson.String && t.Str != "" {
+		return t.Str // a Responses API item without a role: function_call, ...
+	}
+	return "unknown"
+}
+
+// RecallText is the searchable text of one message: its role, its content's text,
+// its tool calls' names and arguments (decoded), its tool results' text, one piece
+// a line; at most 64 KiB (longer: the head and the tail, cut at a character).
+func RecallText(m gjson.Result) string {
+	var b strings.Builder
+	add := func(s string) {
+		if s == "" {
+			return
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(s)
+	}
+	add(messageRole(m))
+	if n := m.Get("name"); n.Type == gjson.String {
+		add(n.Str)
+	}
+	addContent(m.Get("content"), add)
+	m.Get("tool_calls").ForEach(func(_, c gjson.Result) bool {
+		add(c.Get("function.name").Str)
+		add(argumentsText(c.Get("function.arguments")))
+		return true
+	})
+	// Responses API items.
+	if m.Get("type").Str == "function_call" {
+		add(m.Get("name").Str)
+		add(argumentsText(m.Get("arguments")))
+	}
+	if o := m.Get("output"); o.Exists() {
+		addContent(o, add)
+	}
+	return capText(b.String())
+}
+
+// addContent adds the text of a content value: a string, or the parts of an
+// array (text parts, tool_use name and input, tool_result content).
+func addContent(c gjson.Result, add func(string)) {
+	switch {
+	case c.Type == gjson.String:
+		add(c.Str)
+	case c.IsArray():
+		c.ForEach(func(_, part gjson.Result) bool {
+			if part.Type == gjson.String {
+				add(part.Str)
+				return true
+			}
+			switch part.Get("type").Str {
+			case "tool_use", "server_tool_use", "function_call":
+				add(part.Get("name").Str)
+				if in := part.Get("input"); in.Exists() {
+					add(in.Raw)
+				}
+				add(argumentsText(part.Get("arguments")))
+			case "tool_result", "function_call_output":
+				addContent(part.Get("content"), add)
+				addContent(part.Get("output"), add)
+			case "image", "image_url", "input_image":
+				add("[image]")
+			default:
+				if t := part.Get("text"); t.Type == gjson.String {
+					add(t.Str)
+				}
+			}
+			return true
+		})
+	case c.IsObject():
+		if t := c.Get("text"); t.Type == gjson.String {
+			add(t.Str)
+		}
+	}
+}
+
+// argumentsText is a tool call's arguments as text: the decoded string (OpenAI
+// sends a JSON string), or the raw JSON of an object.
+func argumentsText(a gjson.Result) string {
+	switch {
+	case a.Type == gjson.String:
+		return a.Str
+	case a.Exists() && a.Type != gjson.Null:
+		return a.Raw
+	}
+	return ""
+}
+
+// capText keeps text under recallMaxText bytes: the head and the tail, with a
+// marker between, cut at character boundaries.
+func capText(s string) string {
+	if len(s) <= recallMaxText {
+		return s
+	}
+	const marker = "\n[...]\n"
+	half := (recallMaxText - len(marker)) / 2
+	head := s[:half]
+	for len(head) > 0 && !utf8.RuneStart(s[len(head)]) {
+		head = head[:len(head)-1]
+	}
+	ts := len(s) - half
+	for ts < len(s) && !utf8.RuneStart(s[ts]) {
+		ts++
+	}
+	return head + marker + s[ts:]
+}
+
+// RecallQuery is the result of recall.query.
+type RecallQuery struct {
+	Terms []string `json:"terms"`
+	// FTS is the FTS5 MATCH expression of the terms of at least 3 characters,
+	// "" when there is none.
+	FTS string `json:"fts"`
+	// Like has one LIKE pattern per term, for text LIKE ? ESCAPE '\'.
+	Like []string `json:"like"`
+}
+
+// QueryTerms splits a query on whitespace; a "quoted phrase" is one term. Empty
+// terms are dropped, duplicates (ASCII case-insensitive: they match the same rows)
+// kept once, as first written.
+func QueryTerms(q string) []string {
+	var terms []string
+	seen := map[string]bool{}
+	addTerm := func(t string) {
+		if k := asciiLower(t); t != "" && !seen[k] {
+			seen[k] = true
+			terms = append(terms, t)
+		}
+	}
+	for i := 0; i < len(q); {
+		r, n := utf8.DecodeRuneInString(q[i:])
+		switch {
+		case isQuerySpace(r):
+			i += n
+		case r == '"':
+			end := strings.IndexByte(q[i+1:], '"')
+			if end < 0 { // an unclosed quote: the rest is the phrase
+				addTerm(strings.TrimSpace(q[i+1:]))
+				i = len(q)
+			} else {
+				addTerm(strings.TrimSpace(q[i+1 : i+1+end]))
+				i += end + 2
+			}
+		default:
+			j := i
+			for j < len(q) {
+				r, n := utf8.DecodeRuneInString(q[j:])
+				if isQuerySpace(r) || r == '"' {
+					break
+				}
+				j += n
+			}
+			addTerm(q[i:j])
+			i = j
+		}
+	}
+	return terms
+}
+
+func isQuerySpace(r rune) bool {
+	return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\f' || r == '\v' || r == 0x85 || r == 0xA0 ||
+		r == 0x1680 || (r >= 0x2000 && r <= 0x200A) || r == 0x2028 || r == 0x2029 || r == 0x202F || r == 0x205F || r == 0x3000
+}
+
+// BuildRecallQuery is recall.query: the terms, the FTS5 expression (each term of
+// at least 3 characters as a quoted phrase, joined with AND) and a LIKE pattern per
+// term (%, _ and \ escaped with \).
+func BuildRecallQuery(q string) (RecallQuery, error) {
+	terms := QueryTerms(q)
+	if len(terms) == 0 {
+		return RecallQuery{}, errorf(CodeInvalidRequest, "/query", "query must have at least one word to search for")
+	}
+	out := RecallQuery{Terms: terms, Like: make([]string, len(terms))}
+	var fts []string
+	for i, t := range terms {
+		if utf8.RuneCountInString(t) >= recallMinFTSTerm {
+			fts = append(fts, `"`+strings.ReplaceAll(t, `"`, `""`)+`"`)
+		}
+		var b strings.Builder
+		b.WriteByte('%')
+		for j := 0; j < len(t); j++ {
+			if c := t[j]; c == '%' || c == '_' || c == '\\' {
+				b.WriteByte('\\')
+			}
+			b.WriteByte(t[j])
+		}
+		b.WriteByte('%')
+		out.Like[i] = b.String()
+	}
+	out.FTS = strings.Join(fts, " AND ")
+	return out, nil
+}
+
+func opRecallQuery(req opRequest) ([]byte, error) {
+	v := req.params.Get("query")
+	if v.Type != gjson.String {
+		return nil, errorf(CodeInvalidRequest, "/query", "query must be a string")
+	}
+	q, err := BuildRecallQuery(v.Str)
+	if err != nil {
+		return nil, err
+	}
+	return marshal(q)
+}
+
+// RecallHit is one row a search found, as a binding passes it to
+// recall.search_result.
+type RecallHit struct {
+	ID       string `json:"id"`
+	RangeID  string `json:"range_id"`
+	Position int    `json:"position"`
+	Role     string `json:"role"`
+	Text     string `json:"text"`
+}
+
+// recallToolHit is a hit in context_search's answer.
+type recallToolHit struct {
+	ID       string `json:"id"`
+	Range    string `json:"range"`
+	Role     string `json:"role"`
+	Position int    `json:"position"`
+	Snippet  string `json:"snippet"`
+}
+
+// SearchResult is recall.search_result: context_search's answer for hits (newest
+// first), keeping the first limit of them. total is how many matched (hits may be
+// only the first ones); a negative total means len(hits).
+func SearchResult(query string, hits []RecallHit, limit, total int) string {
+	if limit <= 0 {
+		limit = recallDefaultLimit
+	}
+	limit = min(limit, recallMaxLimit)
+	if total < len(hits) {
+		total = len(hits)
+	}
+	terms := QueryTerms(query)
+	out := struct {
+		Query string          `json:"query"`
+		Hits  []recallToolHit `json:"hits"`
+		Total int             `json:"total"`
+	}{Query: query, Hits: []recallToolHit{}, Total: total}
+	for i, h := range hits {
+		if i == limit {
+			break
+		}
+		out.Hits = append(out.Hits, recallToolHit{ID: h.ID, Range: h.RangeID, Role: h.Role, Position: h.Position,
+			Snippet: Snippet(h.Text, terms)})
+	}
+	b, _ := marshal(out)
+	return string(b)
+}
+
+// Snippet is about 200 characters of text around the first match of any term
+// (ASCII case-insensitive), whitespace runs shown as one space, "..." where cut.
+func Snippet(text string, terms []string) string {
+	lower := asciiLower(text)
+	at := -1
+	for _, t := range terms {
+		if i := strings.Index(lower, asciiLower(t)); i >= 0 && (at < 0 || i < at) {
+			at = i
+		}
+	}
+	if at < 0 {
+		at = 0
+	}
+	// Start about a third of the window before the match, in characters.
+	start := at
+	for n := 0; start > 0 && n < recallSnippetChars/3; n++ {
+		_, size := utf8.DecodeLastRuneInString(text[:start])
+		start -= size
+	}
+	end := start
+	for n := 0; end < len(text) && n < recallSnippetChars; n++ {
+		_, size := utf8.DecodeRuneInString(text[end:])
+		end += size
+	}
+	s := strings.Join(strings.Fields(text[start:end]), " ")
+	if start > 0 {
+		s = "..." + s
+	}
+	if end < len(text) {
+		s += "..."
+	}
+	return s
+}
+
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+func opRecallSearchResult(req opRequest) ([]byte, error) {
+	p := req.params
+	q := p.Get("query")
+	if q.Type != gjson.String {
+		return nil, errorf(CodeInvalidRequest, "/query", "query must be a string")
+	}
+	limit, err := optInt(p, "limit", 1)
+	if err != nil {
+		return nil, err
+	}
+	total, err := optInt(p, "total", 0)
+	if err != nil {
+		return nil, err
+	}
+	if !p.Get("total").Exists() {
+		total = -1
+	}
+	hv := p.Get("hits")
+	if !hv.IsArray() {
+		return nil, errorf(CodeInvalidRequest, "/hits", "hits must be an array of {id, range_id, position, role, text}")
+	}
+	var hits []RecallHit
+	hv.ForEach(func(k, h gjson.Result) bool {
+		at := pointer("/hits", int(k.Int()))
+		if !h.IsObject() || h.Get("id").Type != gjson.String || h.Get("text").Type != gjson.String {
+			err = errorf(CodeInvalidRequest, at, "a hit must be an object with string id and text")
+			return false
+		}
+		hits = append(hits, RecallHit{ID: h.Get("id").Str, RangeID: h.Get("range_id").Str,
+			Position: int(h.Get("position").Int()), Role: h.Get("role").Str, Text: h.Get("text").Str})
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	return marshal(map[string]string{"result": SearchResult(q.Str, hits, limit, total)})
+}
+
+// optInt reads an optional integer parameter of at least lo (0 when absent or null).
+func optInt(p params, key string, lo int) (int, error) {
+	v := p.Get(key)
+	if !v.Exists() || v.Type == gjson.Null {
+		return 0, nil
+	}
+	if v.Type != gjson.Number || v.Num != float64(int64(v.Num)) || v.Num < float64(lo) || v.Num > 1e9 {
+		return 0, errorf(CodeInvalidRequest, "/"+key, "%s must be an integer of at least %d", key, lo)
+	}
+	return int(v.Num), nil
+}
+
+// ExpandResult is recall.expand_result: context_expand's answer with the
+// original messages (JSON texts) behind id, cut to about maxTokens when it is
+// above 0. No messages is the error answer for an unknown id.
+func ExpandResult(id string, messages []string, maxTokens int) string {
+	if len(messages) == 0 {
+		b, _ := marshal(map[string]string{"error": "no archived message or range with id " + id + " in this session"})
+		return string(b)
+	}
+	b := []byte(`{"id":`)
+	b = appendJSONText(b, id)
+	b = append(b, `,"messages":[`...)
+	budget := maxTokens
+	whole, cut := 0, false
+	for i, m := range messages {
+		t := jsonTokens(m)
+		if maxTokens > 0 && t > budget {
+			if part, ok := cutMessage(m, budget); ok {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, part...)
+			}
+			cut = true
+			break
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, m...)
+		budget -= t
+		whole++
+	}
+	b = append(b, `],"truncated":`...)
+	if !cut {
+		return string(append(b, `false}`...))
+	}
+	note := "cut to about " + strconv.Itoa(maxTokens) + " tokens: " + strconv.Itoa(whole) + " of " +
+		strconv.Itoa(len(messages)) + " messages whole"
+	if whole < len(messages) {
+		note += ", then message " + strconv.Itoa(whole+1) + " cut short and the rest left out"
+	}
+	note += "; call context_expand again with a larger max_tokens, or without it for everything, or with a message id for one message"
+	b = append(b, `true,"note":`...)
+	b = appendJSONText(b, note)
+	return string(append(b, '}'))
+}
+
+// jsonTokens estimates the tokens of a JSON text: one per four bytes.
+func jsonTokens(s string) int { return (len(s) + roughCharsPerToken - 1) / roughCharsPerToken }
+
+// cutMessage cuts the text of message m (JSON) to fit about budget tokens: a string
+// content is shortened; in a content array, the parts that fit are kept and the
+// first that does not has its text (or tool_result content string) shortened.
+// ok is false when nothing useful fits.
+func cutMessage(m string, budget int) (string, bool) {
+	content := gjson.Get(m, "content") // Index relative to m
+	keepBytes := budget*roughCharsPerToken - (len(m) - len(content.Raw)) - 16
+	if keepBytes <= 0 {
+		return "", false
+	}
+	var newContent []byte
+	switch {
+	case content.Type == gjson.String:
+		newContent = appendJSONText(nil, cutString(content.Str, keepBytes)+" [...]")
+	case content.IsArray():
+		newContent = append(newContent, '[')
+		n := 0
+		content.ForEach(func(_, part gjson.Result) bool {
+			if len(part.Raw) <= keepBytes {
+				if n > 0 {
+					newContent = append(newContent, ',')
+				}
+				newContent = append(newContent, part.Raw...)
+				keepBytes -= len(part.Raw) + 1
+				n++
+				return true
+			}
+			for _, key := range []string{"text", "content"} {
+				if f := gjson.Get(part.Raw, key); f.Type == gjson.String { // Index relative to part.Raw
+					rest := keepBytes - (len(part.Raw) - len(f.Raw))
+					if rest > 0 {
+						if n > 0 {
+							newContent = append(newContent, ',')
+						}
+						newContent = append(newContent, replaceRaw(part.Raw, f, string(appendJSONText(nil, cutString(f.Str, rest)+" [...]")))...)
+						n++
+					}
+					break
+				}
+			}
+			return false
+		})
+		newContent = append(newContent, ']')
+		if n == 0 {
+			return "", false
+		}
+	default:
+		return "", false
+	}
+	return replaceRaw(m, content, string(newContent)), true
+}
+
+// replaceRaw replaces the value v (found in s by gjson, so v.Index is set) with raw.
+func replaceRaw(s string, v gjson.Result, raw string) string {
+	if v.Index <= 0 || v.Index+len(v.Raw) > len(s) || s[v.Index:v.Index+len(v.Raw)] != v.Raw {
+		panic("recall: replaceRaw without the value's index")
+	}
+	return s[:v.Index] + raw + s[v.Index+len(v.Raw):]
+}
+
+// cutString cuts s to at most n bytes at a character boundary.
+func cutString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func opRecallExpandResult(req opRequest) ([]byte, error) {
+	p := req.params
+	id := p.Get("id")
+	if id.Type != gjson.String {
+		return nil, errorf(CodeInvalidRequest, "/id", "id must be a string")
+	}
+	maxTokens, err := optInt(p, "max_tokens", 1)
+	if err != nil {
+		return nil, err
+	}
+	mv := p.Get("messages")
+	if !mv.IsArray() {
+		return nil, errorf(CodeInvalidRequest, "/messages", "messages must be an array of the original messages (objects, or their JSON texts as strings)")
+	}
+	var msgs []string
+	mv.ForEach(func(k, m gjson.Result) bool {
+		switch {
+		case m.IsObject():
+			msgs = append(msgs, m.Raw)
+		case m.Type == gjson.String && gjson.Valid(m.Str) && gjson.Parse(m.Str).IsObject():
+			msgs = append(msgs, strings.TrimSpace(m.Str))
+		default:
+			err = errorf(CodeInvalidRequest, pointer("/messages", int(k.Int())), "a message must be an object or the JSON text of one")
+		}
+		return err == nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return marshal(map[string]string{"result": ExpandResult(id.Str, msgs, maxTokens)})
+}
+
+// CheckToolCall is recall.check_call: the tool call's arguments (an object or
+// its JSON text; absent or null is {}) checked and normalized, or the error
+// answer for the agent.
+func CheckToolCall(name string, arguments gjson.Result) (args map[string]any, errResult string) {
+	fail := func(msg string) (map[string]any, string) {
+		b, _ := marshal(map[string]string{"error": msg})
+		return nil, string(b)
+	}
+	if name != ToolContextSearch && name != ToolContextExpand {
+		return fail("unknown tool " + strconv.Quote(name) + "; the context tools are context_search and context_expand")
+	}
+	a := arguments
+	if a.Type == gjson.String {
+		if strings.TrimSpace(a.Str) == "" {
+			a = gjson.Parse("{}")
+		} else if !gjson.Valid(a.Str) {
+			return fail(name + ": arguments are not valid JSON")
+		} else {
+			a = gjson.Parse(a.Str)
+		}
+	}
+	if !a.Exists() || a.Type == gjson.Null {
+		a = gjson.Parse("{}")
+	}
+	if !a.IsObject() {
+		return fail(name + ": arguments must be a JSON object")
+	}
+	intArg := func(key string, lo int) (int, bool, string) {
+		v := a.Get(key)
+		if !v.Exists() || v.Type == gjson.Null {
+			return 0, false, ""
+		}
+		if v.Type != gjson.Number || v.Num != float64(int64(v.Num)) || v.Num < float64(lo) || v.Num > 1e9 {
+			return 0, false, name + ": " + key + " must be an integer of at least " + strconv.Itoa(lo)
+		}
+		return int(v.Num), true, ""
+	}
+	switch name {
+	case ToolContextSearch:
+		q := a.Get("query")
+		if q.Type != gjson.String {
+			return fail("context_search: query is required, a string of words, paths or identifiers to find")
+		}
+		if len(QueryTerms(q.Str)) == 0 {
+			return fail("context_search: query has no words to search for")
+		}
+		limit, ok, msg := intArg("limit", 1)
+		if msg != "" {
+			return fail(msg)
+		}
+		if !ok {
+			limit = recallDefaultLimit
+		}
+		return map[string]any{"query": q.Str, "limit": min(limit, recallMaxLimit)}, ""
+	default:
+		id := a.Get("id")
+		if id.Type != gjson.String || strings.TrimSpace(id.Str) == "" {
+			return fail("context_expand: id is required, a range id (r2) or a message id (r2.17)")
+		}
+		out := map[string]any{"id": strings.TrimSpace(id.Str)}
+		mt, ok, msg := intArg("max_tokens", 1)
+		if msg != "" {
+			return fail(msg)
+		}
+		if ok {
+			out["max_tokens"] = mt
+		}
+		return out, ""
+	}
+}
+
+func opRecallCheckCall(req opRequest) ([]byte, error) {
+	p := req.params
+	name := p.Get("name")
+	if name.Type != gjson.String {
+		return nil, errorf(CodeInvalidRequest, "/name", "name must be the tool's name, a string")
+	}
+	args, errResult := CheckToolCall(name.Str, p.Get("arguments"))
+	if errResult != "" {
+		return marshal(map[string]any{"ok": false, "result": errResult})
+	}
+	return marshal(map[string]any{"ok": true, "args": args})
+}

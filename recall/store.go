@@ -1,0 +1,569 @@
+// Package recall is the Go recall store of ctxcompact's lossless context engine
+// (issue 17, docs/RECALL.md): the archived originals of every compaction, in one
+// SQLite file holding many sessions (or in memory), searchable with FTS5's trigram
+// tokenizer and recoverable byte for byte.
+//
+// It is its own package so that a program that imports host (or core) alone does not
+// link SQLite. A *Store satisfies host.RecallStore: pass it as
+// host.ContextEngineOptions.Store with a SessionID and the config
+// {"context": {"engine": "lossless"}}.
+//
+// SQLite is github.com/ncruces/go-sqlite3: SQLite's C source compiled to wasm and
+// translated to Go (wasm2go), so no cgo; its build has FTS5 and the trigram
+// tokenizer. The schema is the one every runtime (JS, Python, Go) reads and writes.
+package recall
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ncruces/go-sqlite3"
+	"github.com/ncruces/go-sqlite3/ext/fts5"
+
+	"github.com/ctxcompact/ctxcompact/core"
+)
+
+// SchemaVersion is the value of meta schema_version this package writes and reads.
+const SchemaVersion = "1"
+
+// BusyTimeout is how long a write waits for another process's lock on the file.
+const BusyTimeout = 5 * time.Second
+
+// Search modes (meta "fts").
+const (
+	ModeFTS5 = "fts5"
+	ModeLike = "like"
+)
+
+const schema = `
+CREATE TABLE IF NOT EXISTS ctxc_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS ctxc_ranges (
+  session TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL,
+  from_index INTEGER NOT NULL, to_index INTEGER NOT NULL,
+  summary TEXT NOT NULL,
+  PRIMARY KEY (session, id));
+CREATE TABLE IF NOT EXISTS ctxc_messages (
+  rowid INTEGER PRIMARY KEY,
+  session TEXT NOT NULL, id TEXT NOT NULL, range_id TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  role TEXT NOT NULL, reason TEXT NOT NULL,
+  json TEXT NOT NULL,
+  text TEXT NOT NULL,
+  UNIQUE (session, id));
+`
+
+const ftsSchema = `CREATE VIRTUAL TABLE IF NOT EXISTS ctxc_fts USING fts5(
+  text, content='ctxc_messages', content_rowid='rowid', tokenize='trigram')`
+
+// Options are the optional parameters of OpenWith.
+type Options struct {
+	// ForceLike searches with LIKE instead of FTS5 (the fallback of a SQLite
+	// without FTS5). A new store is then created without the FTS index; an existing
+	// store with one keeps it in sync.
+	ForceLike bool
+}
+
+// Store is a recall store. It is safe for concurrent use: one connection, under a
+// mutex; other processes' writes are serialized by SQLite's file lock.
+type Store struct {
+	mu   sync.Mutex
+	conn *sqlite3.Conn
+	path string
+	// hasFTS: ctxc_fts exists (kept in sync on every write); useFTS: search with it.
+	hasFTS, useFTS bool
+}
+
+// Open opens (creating when missing) the store at path; "" or ":memory:" is a
+// store in memory.
+func Open(path string) (*Store, error) { return OpenWith(path, Options{}) }
+
+// OpenWith is Open with options.
+func OpenWith(path string, opts Options) (*Store, error) {
+	if path == "" {
+		path = ":memory:"
+	}
+	conn, err := sqlite3.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("ctxcompact: opening the recall store %s: %w", path, err)
+	}
+	s := &Store{conn: conn, path: path}
+	if err := s.init(opts); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("ctxcompact: opening the recall store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func (s *Store) init(opts Options) (err error) {
+	if err = s.conn.BusyTimeout(BusyTimeout); err != nil {
+		return err
+	}
+	if s.path != ":memory:" {
+		if err = s.conn.Exec(`PRAGMA journal_mode = WAL`); err != nil {
+			return err
+		}
+	}
+	tx, err := s.conn.BeginImmediate()
+	if err != nil {
+		return err
+	}
+	defer tx.End(&err)
+	if err = s.conn.Exec(schema); err != nil {
+		return err
+	}
+	version, _, err := s.meta("schema_version")
+	if err != nil {
+		return err
+	}
+	if version != "" && version != SchemaVersion {
+		return fmt.Errorf("the store's schema_version is %s; this ctxcompact reads %s", version, SchemaVersion)
+	}
+	mode, found, err := s.meta("fts")
+	if err != nil {
+		return err
+	}
+	if !found {
+		mode = ModeLike
+		// FTS5 is an extension of this SQLite build, registered per connection;
+		// where it (or its trigram tokenizer) is missing the store falls back to LIKE.
+		if !opts.ForceLike && fts5.Register(s.conn) == nil && s.conn.Exec(ftsSchema) == nil {
+			mode = ModeFTS5
+		}
+		if err = s.setMeta("schema_version", SchemaVersion); err != nil {
+			return err
+		}
+		if err = s.setMeta("fts", mode); err != nil {
+			return err
+		}
+	}
+	if mode == ModeFTS5 && found {
+		if err = fts5.Register(s.conn); err != nil {
+			return fmt.Errorf("the store has an FTS5 index and this SQLite has no FTS5: %w", err)
+		}
+	}
+	s.hasFTS = mode == ModeFTS5
+	s.useFTS = s.hasFTS && !opts.ForceLike
+	return nil
+}
+
+func (s *Store) meta(key string) (value string, found bool, err error) {
+	st, _, err := s.conn.Prepare(`SELECT value FROM ctxc_meta WHERE key = ?`)
+	if err != nil {
+		return "", false, err
+	}
+	defer st.Close()
+	st.BindText(1, key)
+	if st.Step() {
+		return st.ColumnText(0), true, nil
+	}
+	return "", false, st.Err()
+}
+
+func (s *Store) setMeta(key, value string) error {
+	st, _, err := s.conn.Prepare(`INSERT INTO ctxc_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	st.BindText(1, key)
+	st.BindText(2, value)
+	return st.Exec()
+}
+
+// Mode is how the store searches: ModeFTS5 or ModeLike.
+func (s *Store) Mode() string {
+	if s.useFTS {
+		return ModeFTS5
+	}
+	return ModeLike
+}
+
+// Close closes the store.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn == nil {
+		return nil
+	}
+	err := s.conn.Close()
+	s.conn = nil
+	return err
+}
+
+var errClosed = errors.New("ctxcompact: the recall store is closed")
+
+// lock takes the store for one operation: ctx interrupts a long query.
+func (s *Store) lock(ctx context.Context) (unlock func(), err error) {
+	s.mu.Lock()
+	if s.conn == nil {
+		s.mu.Unlock()
+		return nil, errClosed
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	old := s.conn.SetInterrupt(ctx)
+	return func() { s.conn.SetInterrupt(old); s.mu.Unlock() }, nil
+}
+
+// NextRangeID is the id the session's next archived range gets: r<k>, k being 1
+// + the number of ranges it has.
+func (s *Store) NextRangeID(ctx context.Context, session string) (string, error) {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	n, err := s.rangeCount(session)
+	if err != nil {
+		return "", err
+	}
+	return "r" + strconv.Itoa(n+1), nil
+}
+
+func (s *Store) rangeCount(session string) (int, error) {
+	st, _, err := s.conn.Prepare(`SELECT count(*) FROM ctxc_ranges WHERE session = ?`)
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	st.BindText(1, session)
+	if !st.Step() {
+		return 0, st.Err()
+	}
+	return st.ColumnInt(0), nil
+}
+
+// Archive stores one compaction's range and rows (the result of the core's
+// recall.archive) under session, in one transaction. The range id must be the
+// session's next (NextRangeID): another writer that took it first makes this an
+// error, and nothing is written.
+func (s *Store) Archive(ctx context.Context, session string, a core.RecallArchive) (err error) {
+	if session == "" {
+		return errors.New("ctxcompact: a recall session id must not be empty")
+	}
+	if !core.IsRangeID(a.Range.ID) {
+		return fmt.Errorf("ctxcompact: %q is not a range id r<k>", a.Range.ID)
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	tx, err := s.conn.BeginImmediate()
+	if err != nil {
+		return fmt.Errorf("ctxcompact: archiving %s: %w", a.Range.ID, err)
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+			err = fmt.Errorf("ctxcompact: archiving %s of session %q: %w", a.Range.ID, session, err)
+		} else if err = tx.Commit(); err != nil {
+			err = fmt.Errorf("ctxcompact: archiving %s: %w", a.Range.ID, err)
+		}
+	}()
+	n, err := s.rangeCount(session)
+	if err != nil {
+		return err
+	}
+	if want := "r" + strconv.Itoa(n+1); a.Range.ID != want {
+		return fmt.Errorf("the session's next range is %s, not %s (another writer archived first?)", want, a.Range.ID)
+	}
+	rs, _, err := s.conn.Prepare(`INSERT INTO ctxc_ranges (session, id, seq, from_index, to_index, summary) VALUES (?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer rs.Close()
+	rs.BindText(1, session)
+	rs.BindText(2, a.Range.ID)
+	rs.BindInt(3, n+1)
+	rs.BindInt(4, a.Range.FromIndex)
+	rs.BindInt(5, a.Range.ToIndex)
+	rs.BindText(6, a.Range.Summary)
+	if err = rs.Exec(); err != nil {
+		return err
+	}
+	ms, _, err := s.conn.Prepare(`INSERT INTO ctxc_messages (session, id, range_id, position, role, reason, json, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer ms.Close()
+	var fs *sqlite3.Stmt
+	if s.hasFTS {
+		if fs, _, err = s.conn.Prepare(`INSERT INTO ctxc_fts (rowid, text) VALUES (?, ?)`); err != nil {
+			return err
+		}
+		defer fs.Close()
+	}
+	for _, r := range a.Rows {
+		if r.RangeID != a.Range.ID {
+			return fmt.Errorf("row %s belongs to range %s, not %s", r.ID, r.RangeID, a.Range.ID)
+		}
+		ms.BindText(1, session)
+		ms.BindText(2, r.ID)
+		ms.BindText(3, r.RangeID)
+		ms.BindInt(4, r.Position)
+		ms.BindText(5, r.Role)
+		ms.BindText(6, r.Reason)
+		ms.BindText(7, r.JSON)
+		ms.BindText(8, r.Text)
+		if err = ms.Exec(); err != nil {
+			return err
+		}
+		if fs != nil {
+			fs.BindInt64(1, s.conn.LastInsertRowID())
+			fs.BindText(2, r.Text)
+			if err = fs.Exec(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Find returns the session's rows that match query (every term a case-insensitive
+// substring of the row's text), newest first, at most limit of them (limit <= 0:
+// all), and how many match in all.
+func (s *Store) Find(ctx context.Context, session, query string, limit int) (hits []core.RecallHit, total int, err error) {
+	q, err := core.BuildRecallQuery(query)
+	if err != nil {
+		return nil, 0, err
+	}
+	where, args := s.matchClause(q)
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer unlock()
+	lim := ""
+	if limit > 0 {
+		lim = " LIMIT " + strconv.Itoa(limit)
+	}
+	st, _, err := s.conn.Prepare(`SELECT id, range_id, position, role, text FROM ctxc_messages WHERE ` + where + ` ORDER BY rowid DESC` + lim)
+	if err != nil {
+		return nil, 0, fmt.Errorf("ctxcompact: searching the recall store: %w", err)
+	}
+	defer st.Close()
+	bindAll(st, session, args)
+	hits = []core.RecallHit{}
+	for st.Step() {
+		hits = append(hits, core.RecallHit{ID: st.ColumnText(0), RangeID: st.ColumnText(1), Position: st.ColumnInt(2),
+			Role: st.ColumnText(3), Text: st.ColumnText(4)})
+	}
+	if err := st.Err(); err != nil {
+		return nil, 0, fmt.Errorf("ctxcompact: searching the recall store: %w", err)
+	}
+	total = len(hits)
+	if limit > 0 && len(hits) == limit {
+		cs, _, err := s.conn.Prepare(`SELECT count(*) FROM ctxc_messages WHERE ` + where)
+		if err != nil {
+			return nil, 0, err
+		}
+		defer cs.Close()
+		bindAll(cs, session, args)
+		if cs.Step() {
+			total = cs.ColumnInt(0)
+		}
+		if err := cs.Err(); err != nil {
+			return nil, 0, fmt.Errorf("ctxcompact: searching the recall store: %w", err)
+		}
+	}
+	return hits, total, nil
+}
+
+// matchClause is the WHERE clause of a search (after session = ?) and its
+// arguments, as docs/RECALL.md says: the FTS5 match when the store searches
+// with it, and LIKE for every term.
+func (s *Store) matchClause(q core.RecallQuery) (string, []string) {
+	var b strings.Builder
+	b.WriteString("session = ?")
+	var args []string
+	if s.useFTS && q.FTS != "" {
+		b.WriteString(" AND rowid IN (SELECT rowid FROM ctxc_fts WHERE ctxc_fts MATCH ?)")
+		args = append(args, q.FTS)
+	}
+	for _, p := range q.Like {
+		b.WriteString(` AND text LIKE ? ESCAPE '\'`)
+		args = append(args, p)
+	}
+	return b.String(), args
+}
+
+func bindAll(st *sqlite3.Stmt, session string, args []string) {
+	st.BindText(1, session)
+	for i, a := range args {
+		st.BindText(i+2, a)
+	}
+}
+
+// Message is one archived row.
+type Message struct {
+	ID       string
+	RangeID  string
+	Position int
+	Role     string
+	Reason   string
+	// JSON is the original message, byte for byte.
+	JSON string
+}
+
+// Expand returns the rows behind id in the session: for a range id (r3) the
+// range's archived messages (not its summary) in input order, for any other id
+// the row with that id. An unknown id has none.
+func (s *Store) Expand(ctx context.Context, session, id string) ([]Message, error) {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	sql := `SELECT id, range_id, position, role, reason, json FROM ctxc_messages WHERE session = ? AND id = ?`
+	if core.IsRangeID(id) {
+		sql = `SELECT id, range_id, position, role, reason, json FROM ctxc_messages WHERE session = ? AND range_id = ? AND reason != 'summary' ORDER BY position, rowid`
+	}
+	st, _, err := s.conn.Prepare(sql)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	st.BindText(1, session)
+	st.BindText(2, id)
+	var out []Message
+	for st.Step() {
+		out = append(out, Message{ID: st.ColumnText(0), RangeID: st.ColumnText(1), Position: st.ColumnInt(2),
+			Role: st.ColumnText(3), Reason: st.ColumnText(4), JSON: st.ColumnText(5)})
+	}
+	if err := st.Err(); err != nil {
+		return nil, fmt.Errorf("ctxcompact: reading the recall store: %w", err)
+	}
+	return out, nil
+}
+
+// Messages is Expand's JSON texts (host.RecallStore).
+func (s *Store) Messages(ctx context.Context, session, id string) ([]string, error) {
+	ms, err := s.Expand(ctx, session, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.JSON
+	}
+	return out, nil
+}
+
+// Range is one archived range of a session.
+type Range struct {
+	ID        string
+	Seq       int
+	FromIndex int
+	ToIndex   int
+	Summary   string
+}
+
+// Ranges lists the session's ranges in order.
+func (s *Store) Ranges(ctx context.Context, session string) ([]Range, error) {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	st, _, err := s.conn.Prepare(`SELECT id, seq, from_index, to_index, summary FROM ctxc_ranges WHERE session = ? ORDER BY seq`)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	st.BindText(1, session)
+	var out []Range
+	for st.Step() {
+		out = append(out, Range{ID: st.ColumnText(0), Seq: st.ColumnInt(1), FromIndex: st.ColumnInt(2), ToIndex: st.ColumnInt(3), Summary: st.ColumnText(4)})
+	}
+	return out, st.Err()
+}
+
+// Sessions lists the sessions in the store, sorted.
+func (s *Store) Sessions(ctx context.Context) ([]string, error) {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	st, _, err := s.conn.Prepare(`SELECT session FROM ctxc_ranges UNION SELECT session FROM ctxc_messages ORDER BY 1`)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	out := []string{}
+	for st.Step() {
+		out = append(out, st.ColumnText(0))
+	}
+	return out, st.Err()
+}
+
+// DeleteSession removes a session's ranges and messages (and their index
+// entries), in one transaction.
+func (s *Store) DeleteSession(ctx context.Context, session string) (err error) {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	tx, err := s.conn.BeginImmediate()
+	if err != nil {
+		return err
+	}
+	defer tx.End(&err)
+	if s.hasFTS {
+		st, _, err := s.conn.Prepare(`INSERT INTO ctxc_fts (ctxc_fts, rowid, text) SELECT 'delete', rowid, text FROM ctxc_messages WHERE session = ?`)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		st.BindText(1, session)
+		if err = st.Exec(); err != nil {
+			return err
+		}
+	}
+	for _, sql := range []string{`DELETE FROM ctxc_messages WHERE session = ?`, `DELETE FROM ctxc_ranges WHERE session = ?`} {
+		st, _, err := s.conn.Prepare(sql)
+		if err != nil {
+			return err
+		}
+		st.BindText(1, session)
+		err = st.Exec()
+		st.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SearchResult is context_search's answer (a JSON string) for query in session, as
+// the core's recall.search_result writes it.
+func (s *Store) SearchResult(ctx context.Context, session, query string, limit int) (string, error) {
+	if limit <= 0 {
+		limit = 10
+	}
+	limit = min(limit, 50)
+	hits, total, err := s.Find(ctx, session, query, limit)
+	if err != nil {
+		return "", err
+	}
+	return core.SearchResult(query, hits, limit, total), nil
+}
+
+// ExpandResult is context_expand's answer (a JSON string) for id in session, cut
+// to about maxTokens when it is above 0, as the core's recall.expand_result
+// writes it.
+func (s *Store) ExpandResult(ctx context.Context, session, id string, maxTokens int) (string, error) {
+	ms, err := s.Messages(ctx, session, id)
+	if err != nil {
+		return "", err
+	}
+	return core.ExpandResult(id, ms, maxTokens), nil
+}
