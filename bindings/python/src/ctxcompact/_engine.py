@@ -370,28 +370,27 @@ class ContextEngine:
             if archive_id is not None and res.archived:
                 # Before engine.record: a compaction whose originals could not be
                 # archived raises here and is not counted (the caller keeps its input).
-                rng = self._archive(archive_id, res.messages, res.report, res.archived)
+                rng = self._archive(archive_id, messages, res.messages, res.report, res.archived)
             self.last_report = res.report
             self.last_archived = res.archived
             self.last_range = rng
             self._with_state(b"engine.record", [(b"report", dumps(res.report))])
             return res.messages
 
-    def _archive(self, range_id: str, out: List[Message], report: CompactReport,
+    def _archive(self, range_id: str, messages: List[Message], out: List[Message], report: CompactReport,
                  archived: List[ArchivedMessage]) -> RecallRange:
         """recall.archive (the rows, from the originals the result's archived
-        entries carry) and one INSERT transaction in the store."""
-        summarized = report.get("summarized")
-        head_end = report.get("head_end")
-        summary_message: Optional[Message] = None
-        if summarized is not None and isinstance(head_end, int) and 0 <= head_end < len(out):
-            summary_message = out[head_end]  # the summary (or the tail message it was merged into)
+        entries carry) and one INSERT transaction in the store. The result's
+        messages go as refs where they are the caller's (the input index), so the
+        core finds the summary message among the new ones without a copy of the rest."""
+        index = {id(m): i for i, m in enumerate(messages)}
+        refs = [index.get(id(m), m) for m in out]
         parts = [
             (b"session", dumps(self.session_id)),
             (b"range_id", dumps(range_id)),
             (b"report", dumps(report)),
             (b"archived", _dumps_utf8(archived, "/archived")),
-            (b"summary_message", _dumps_utf8(summary_message, "/summary_message")),
+            (b"messages", _dumps_utf8(refs, "/messages")),
         ]
         rows = cast(ArchiveRows, self._compactor._run(b"recall.archive", parts))
         return self.store.archive(self.session_id, rows)

@@ -431,35 +431,27 @@ class RecallStore:
         return int(n)
 
     def _where(self, session: str, query: QueryArg, counting: bool = False) -> Tuple[str, str, List[Any]]:
-        """(FROM, WHERE, args) of a search. LIKE mode: every term's LIKE over the
-        session's rows. FTS5 mode: the index finds the rows holding the terms of at
-        least 3 characters, newest first (fts5 walks its rowids in descending order,
-        so a LIMIT stops early); LIKE decides the terms the index cannot: shorter
-        ones, and non-ASCII ones, which the trigram tokenizer folds by Unicode case
-        and LIKE by ASCII case only. An ASCII term on the index and under LIKE is
-        the same test (an ASCII-case-insensitive substring), so both modes give the
-        same hits."""
+        """(FROM, WHERE, args) of a search (docs/RECALL.md): LIKE for every term,
+        over the session's rows; in FTS5 mode only over the rows the index finds
+        for the terms of at least 3 characters, newest first (fts5 walks its rowids
+        in descending order, so a LIMIT stops early). LIKE decides in both modes,
+        so they give the same hits: the trigram tokenizer folds case by Unicode,
+        LIKE by ASCII only."""
         session = _check_session(session)
         plan = _as_plan(query)
-        terms, likes = plan["terms"], plan["like"]
         args: List[Any] = []
         if self.fts == "fts5" and plan["fts"]:
-            if len(terms) == len(likes):
-                checks = [p for t, p in zip(terms, likes) if len(t) < _MIN_FTS_TERM or not t.isascii()]
-            else:  # a plan without its terms: LIKE checks them all
-                checks = list(likes)
             source = "ctxc_fts CROSS JOIN ctxc_messages m ON m.rowid = ctxc_fts.rowid"
             where = "ctxc_fts MATCH ? AND m.session = ?"
             args += [plan["fts"], session]
         else:
-            checks = list(likes)
             source = "ctxc_messages m"
             # Listing walks the rows newest first (rowid order, the session a test
             # on each row), so a LIMIT stops at the first hits; counting reads the
             # session's rows through its index.
             where = "m.session = ?" if counting else "+m.session = ?"
             args.append(session)
-        for p in checks:
+        for p in plan["like"]:
             where += " AND m.text LIKE ? ESCAPE '\\'"
             args.append(p)
         return source, where, args
