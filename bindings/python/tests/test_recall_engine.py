@@ -317,3 +317,70 @@ def test_replay_every_archived_path_and_request_is_recalled(compactor, tmp_path:
                     assert json.loads(e.handle_tool_call("context_expand", {"id": mid}))["messages"] == [m]
                     checked += 1
         assert checked > 50
+
+
+QUERY_CASES = [
+    "src/app.py", '  "add error handling" foo.bar ', "Foo foo FOO f\u00f6o F\u00d6O", 'say "unclosed phrase',
+    'a"b"c', '""  x', "50%_off \\x", "\u3000a\u00a0b\u2003c", '"  spaced phrase\u2002 "', "ab", "x" * 3,
+    'quote"in"side', "\t\n tabs\r\nand lines\f", "\u0085next\u1680ogham\u202fnarrow",
+]
+
+
+def test_the_store_splits_queries_as_the_core(compactor):
+    from ctxcompact.recall import plan_query
+
+    for q in QUERY_CASES:
+        assert plan_query(q) == compactor.call("recall.query", {"query": q}), q
+    for empty in ("", "   ", '""', '" "'):
+        with pytest.raises(ctxcompact.CompactError) as e:
+            compactor.call("recall.query", {"query": empty})
+        assert e.value.path == "/query"
+        with pytest.raises(ctxcompact.CompactError):
+            plan_query(empty)
+
+
+def test_store_search_and_expand_give_the_tool_results(compactor):
+    msgs = conversation(30)
+    with ContextEngine(LOSSLESS, compactor=compactor, session_id="s") as e:
+        e.compress(msgs, force=True)
+        store = e.store
+        assert store.search("s", "pytest -k t12") == json.loads(
+            e.handle_tool_call("context_search", {"query": "pytest -k t12"}))
+        assert store.search_json("s", "t1", limit=2) == e.handle_tool_call("context_search", {"query": "t1", "limit": 2})
+        assert store.expand("s", "r1.9") == {"id": "r1.9", "messages": [msgs[9]], "truncated": False}
+        assert store.expand_json("s", "r1", max_tokens=50) == e.handle_tool_call(
+            "context_expand", {"id": "r1", "max_tokens": 50})
+        assert store.expand("s", "r7") == {"error": "no archived message or range with id r7 in this session"}
+        with pytest.raises(OptionError):
+            store.expand("s", "r1", max_tokens="5")  # type: ignore[arg-type]
+    # A store alone makes its own compactor for the formatting, and closes it.
+    with RecallStore() as alone:
+        assert alone.search("s", "x") == {"query": "x", "hits": [], "total": 0}
+
+
+def test_fts5_and_like_stores_give_the_same_answers_on_a_trace(compactor, tmp_path: Path):
+    from ctxcompact.recall import fts5_trigram_available
+
+    if not fts5_trigram_available():
+        pytest.skip("this SQLite build has no FTS5 trigram tokenizer")
+    trace = load_trace(need_trace(TRACE))
+    stores = [RecallStore(tmp_path / "fts.db", compactor=compactor),
+              RecallStore(tmp_path / "like.db", fts="like", compactor=compactor)]
+    engines = [ContextEngine(LOSSLESS, compactor=compactor, store=s, session_id="t") for s in stores]
+    try:
+        assert [s.fts for s in stores] == ["fts5", "like"]
+        for e in engines:
+            out = e.compress(trace[:150], force=True)
+            e.compress(out + trace[150:], force=True)
+        queries = ["django/db/models/base.py", "related_descriptors", "ForeignKey", "pk", "_id", "save()",
+                   '"def __set__"', "Traceback", "TRACEBACK", "sqlparse", "100%", "no such thing", "e"]
+        for q in queries:
+            answers = [e.handle_tool_call("context_search", {"query": q, "limit": 50}) for e in engines]
+            assert answers[0] == answers[1], q
+        assert sum(json.loads(e.handle_tool_call("context_search", {"query": q}))["total"] > 0
+                   for q in queries for e in engines[:1]) >= 9
+    finally:
+        for e in engines:
+            e.close()
+        for s in stores:
+            s.close()
