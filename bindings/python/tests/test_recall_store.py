@@ -290,6 +290,23 @@ def test_fts5_and_like_give_the_same_hits(tmp_path: Path):
         like.close()
 
 
+@pytest.mark.parametrize("fts", [None, "like"])
+def test_count_limit_bounds_the_total(fts):
+    with RecallStore(fts=fts) as s:
+        for tag in ("a", "b", "c"):
+            fill(s, tag, tag)  # three sessions: counts stay per session
+        fill(s, "x", "alpha")
+        s.archive("x", archive_rows("r3", 0, session_msgs("beta") * 2, "more"))
+        n = s.count_rows("x", "py")
+        assert n == len(s.search_rows("x", "py")) == 6
+        assert [s.count_rows("x", "py", k) for k in (1, 3, 6, 7, 500)] == [1, 3, 6, 6, 6]
+        assert s.count_rows("x", "src/beta/app.py", 5) == 2 and s.count_rows("a", "src/beta/app.py", 5) == 0
+        with pytest.raises(OptionError):
+            RecallStore(count_limit=0)
+        with pytest.raises(OptionError):
+            s.count_rows("x", "py", "3")  # type: ignore[arg-type]
+
+
 def test_search_semantics():
     with RecallStore() as s:
         fill(s, "a", "alpha")
