@@ -271,6 +271,12 @@ def test_fts5_and_like_give_the_same_hits(tmp_path: Path):
                 assert fts.count_rows(session, q) == like.count_rows(session, q) == len(got)
                 seen_some += bool(got)
         assert seen_some > 30  # the queries do find things
+        # A LIKE file stays one: asking it for FTS5 is an error.
+        with pytest.raises(CompactError) as e:
+            RecallStore(tmp_path / "like.db", fts="fts5")
+        assert (e.value.code, e.value.path) == ("invalid_request", "/fts")
+        with RecallStore(tmp_path / "like.db") as reopened:
+            assert reopened.fts == "like"
         # The same file read both ways (forcing LIKE on an indexed file).
         fts.close()
         forced = RecallStore(tmp_path / "fts.db", fts="like")

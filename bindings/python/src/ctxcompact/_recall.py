@@ -258,6 +258,8 @@ class RecallStore:
                 conn.execute("INSERT INTO ctxc_meta (key, value) VALUES ('fts', ?)", (mode,))
             elif mode not in ("fts5", "like"):
                 raise CompactError("invalid_state", f"store has an unknown fts mode {mode!r}", "/path")
+            elif mode == "like" and want == "fts5":
+                raise CompactError("invalid_request", "this store was made without an FTS5 index (its fts is like)", "/fts")
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
