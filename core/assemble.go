@@ -26,6 +26,14 @@ func summaryText(body string, r IndexRange) string {
 		summaryOpenTag + strings.TrimSpace(body) + summaryCloseTag
 }
 
+// withClosing appends closing (when there is one) to a summary message's text.
+func withClosing(text, closing string) string {
+	if closing == "" {
+		return text
+	}
+	return text + "\n\n" + closing
+}
+
 // withSystemNote returns m with SystemNote appended to its content, or false when
 // the note is already there.
 func withSystemNote(m *message) (string, bool) {
@@ -106,7 +114,10 @@ const (
 // tail (docs/DESIGN.md §8 phase 4). The summary takes a role that avoids two consecutive
 // messages of the same role; when neither user nor assistant fits, it is merged
 // into the first tail message between clear delimiters.
-func assemble(msgs []message, p plan, summary string) assembly {
+//
+// closing, when not empty, ends the summary message's text after the summary
+// (the lines naming the archived range of a lossless compaction).
+func assemble(msgs []message, p plan, summary, closing string) assembly {
 	a := assembly{mergedInto: -1}
 	noted := false
 	for i := 0; i < p.headEnd; i++ {
@@ -139,7 +150,7 @@ func assemble(msgs []message, p plan, summary string) assembly {
 		tail = append(tail, keptMsg(msgs, i))
 	}
 
-	text := summaryText(summary, IndexRange{p.headEnd, p.tailStart})
+	text := withClosing(summaryText(summary, IndexRange{p.headEnd, p.tailStart}), closing)
 	prev, next := "", ""
 	if p.headEnd > 0 {
 		prev = msgs[p.headEnd-1].role

@@ -120,6 +120,9 @@ type compactRequest struct {
 	systemTokens int
 	// fallbackCode is compact.finish's reason code for a fallback (FallbackCodes).
 	fallbackCode string
+	// archiveID is the optional archive_id (r<k>): the range a lossless engine
+	// archives this compaction as, named at the end of the summary.
+	archiveID string
 }
 
 // plan places the boundaries. In the Anthropic layout a top-level system prompt
@@ -189,6 +192,9 @@ func parseCompactParams(req params, known *arrayParts) (*compactRequest, error) 
 		r.summarizer = v.Str
 	}
 	if r.refs, err = outputParam(req); err != nil {
+		return nil, err
+	}
+	if r.archiveID, err = archiveIDParam(req); err != nil {
 		return nil, err
 	}
 	return r, r.readFormat(req)
@@ -420,14 +426,18 @@ func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome
 		}
 		prev, _ := previousSummary(r.msgs, p.headEnd, p.tailStart)
 		rep.Iterative = prev != ""
-		a = assemble(r.msgs, p, summary)
+		closing := ""
+		if r.archiveID != "" {
+			closing = recallClosing(r.msgs, p, summary, r.archiveID)
+		}
+		a = assemble(r.msgs, p, summary, closing)
 		rep.Summarized = &IndexRange{From: p.headEnd, To: p.tailStart}
 		rep.SummaryRole, rep.SystemNoteAdded = a.summaryRole, a.noteAdded
 		if a.mergedInto >= 0 {
 			mi := a.mergedInto
 			rep.SummaryMergedInto = &mi
 		}
-		rep.SummaryTokens = r.tc.message(gjson.Parse(`{"content":` + string(mustMarshal(summaryText(summary, *rep.Summarized))) + `}`))
+		rep.SummaryTokens = r.tc.message(gjson.Parse(`{"content":` + string(mustMarshal(withClosing(summaryText(summary, *rep.Summarized), closing))) + `}`))
 	} else {
 		rep.Reason = "pruned_only"
 		a = assembly{mergedInto: -1}

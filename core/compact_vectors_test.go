@@ -203,6 +203,7 @@ func compactBeginCases() []genCase {
 		{"reported-prompt-tokens-trigger", map[string]any{"messages": smallSession(6), "prompt_tokens": 1500, "config": tinyWindow, "summarizer": "builtin"}},
 		{"estimate-triggers-without-force", map[string]any{"messages": smallSession(8), "config": tinyWindow, "summarizer": "builtin"}},
 		{"refs-output", map[string]any{"messages": smallSession(6), "config": tinyWindow, "force": true, "summarizer": "builtin", "output": "refs"}},
+		{"archive-id-names-the-range", map[string]any{"messages": smallSession(6), "config": tinyWindow, "force": true, "summarizer": "builtin", "archive_id": "r2"}},
 		{"parallel-calls-at-head-boundary", map[string]any{"messages": parallelHead, "config": tinyWindow, "force": true, "summarizer": "builtin"}},
 		{"parallel-calls-at-tail-boundary", map[string]any{"messages": parallelTail, "config": tinyWindow, "force": true, "summarizer": "builtin"}},
 		{"pre-existing-orphans-repaired", map[string]any{"messages": orphans, "config": tinyWindow, "force": true, "summarizer": "builtin"}},

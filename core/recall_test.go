@@ -2,6 +2,7 @@ package core
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -218,4 +219,95 @@ func TestRecallCheckCall(t *testing.T) {
 		require.True(t, gjson.Get(r.Get("result").Str, "error").Type == gjson.String, "%s: %s", bad, r.Raw)
 	}
 	require.Equal(t, "/name", recallError(t, "recall.check_call", `{}`).Get("path").Str)
+}
+
+// With archive_id the summary message ends with the two lines that name the
+// archived range and what of it the summary leaves out; without it nothing changes.
+func TestSummaryNamesItsArchivedRange(t *testing.T) {
+	msgs := []any{sys("You are a coding agent."), user("Fix the importer."), say("Looking.")}
+	msgs = append(msgs, user("Start with \"csv\" files,\nplease."))
+	for i := 0; i < 6; i++ {
+		msgs = append(msgs, toolTurn(fmt.Sprintf("i%d", i), "read_file", args("path", fmt.Sprintf("importer/step_%d.py", i)), code("imp", 2000))...)
+	}
+	msgs = append(msgs, toolTurn("t1", "terminal", args("command", "pytest -q"), "collected 3 items\nFAILED tests/test_csv.py::test_bom - UnicodeDecodeError: bad byte")...)
+	for i := 0; i < 4; i++ {
+		msgs = append(msgs, toolTurn(fmt.Sprintf("j%d", i), "read_file", args("path", "tests/test_csv.py"), code("t", 2000))...)
+	}
+	msgs = append(msgs, say("The BOM breaks it."), user("Fix it then."))
+	cfg := map[string]any{"model": map[string]any{"context_length": 8000}, "compression": map[string]any{"protect_last_n": 2}}
+	begin := func(extra map[string]any) (CompactResult, *Error) {
+		req := map[string]any{"messages": msgs, "config": cfg, "force": true}
+		for k, v := range extra {
+			req[k] = v
+		}
+		res, e := callOp(t, "compact.begin", req)
+		if e != nil {
+			return CompactResult{}, e
+		}
+		return decodeResult(t, res), nil
+	}
+	plain, e := begin(map[string]any{"summarizer": "builtin"})
+	require.Nil(t, e)
+	named, e := begin(map[string]any{"summarizer": "builtin", "archive_id": "r3"})
+	require.Nil(t, e)
+	rep := named.Report
+	text := gjson.GetBytes(named.Messages[rep.HeadEnd], "content").Str
+	plainText := gjson.GetBytes(plain.Messages[rep.HeadEnd], "content").Str
+	require.True(t, strings.HasPrefix(text, plainText), "the lines are added at the end, nothing else changes")
+	lines := strings.Split(text, "\n")
+	last2 := lines[len(lines)-2:]
+	want1 := fmt.Sprintf(`Archived as r3 (messages %d-%d of the conversation before this compaction): call context_expand with {"id": "r3"} for the originals, or context_search to find something in them.`, rep.Summarized.From, rep.Summarized.To-1)
+	require.Equal(t, want1, last2[0])
+	require.True(t, strings.HasPrefix(last2[1], RecallDetailsPrefix), last2[1])
+	require.LessOrEqual(t, len(last2[1])-len(RecallDetailsPrefix), recallDetailsChars+100)
+	require.Greater(t, rep.SummaryTokens, plain.Report.SummaryTokens, "summary_tokens counts the lines")
+	require.NotContains(t, plainText, "Archived as")
+
+	// A host summary that names nothing: the line lists the paths, the calls, the
+	// requests and the error it left out, in that order.
+	b, e := begin(map[string]any{"archive_id": "r1"})
+	require.Nil(t, e)
+	res, e := callOp(t, "compact.finish", map[string]any{"messages": msgs, "config": cfg, "force": true, "archive_id": "r1", "state": b.State, "summary": "The user and the agent worked on some code."})
+	require.Nil(t, e)
+	fin := decodeResult(t, res)
+	text = gjson.GetBytes(fin.Messages[fin.Report.HeadEnd], "content").Str
+	details := text[strings.LastIndex(text, RecallDetailsPrefix)+len(RecallDetailsPrefix):]
+	require.Contains(t, text, "Archived as r1 (messages ")
+	// The anchor check already put the paths, the requests and the error in the
+	// summary (its Anchors section): the line does not repeat them; the calls with
+	// their key arguments it lists.
+	require.NotContains(t, details, "importer/step_5.py")
+	require.Equal(t, `terminal(command="pytest -q")`, details, "a call on a file is listed by its path, and those the summary has")
+
+	// Something the summary mentions is not listed.
+	res, e = callOp(t, "compact.finish", map[string]any{"messages": msgs, "config": cfg, "force": true, "archive_id": "r1", "state": b.State, "summary": "Ran pytest -q; read importer/step_0.py."})
+	require.Nil(t, e)
+	fin = decodeResult(t, res)
+	text = gjson.GetBytes(fin.Messages[fin.Report.HeadEnd], "content").Str
+	details = text[strings.LastIndex(text, RecallDetailsPrefix)+len(RecallDetailsPrefix):]
+	require.NotContains(t, details, "pytest -q")
+
+	_, e = begin(map[string]any{"archive_id": "3"})
+	require.NotNil(t, e)
+	require.Equal(t, "/archive_id", e.Path)
+	_, e = begin(map[string]any{"archive_id": 3})
+	require.NotNil(t, e)
+	require.Equal(t, "/archive_id", e.Path)
+}
+
+func TestRecallClosingOrderAndBound(t *testing.T) {
+	var msgs []message
+	raw := []string{`{"role":"user","content":"first request about the parser"}`}
+	for i := 0; i < 40; i++ {
+		raw = append(raw, fmt.Sprintf(`{"role":"assistant","content":"","tool_calls":[{"id":"c%d","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"pkg/dir_%02d/file.go\"}"}}]}`, i, i),
+			fmt.Sprintf(`{"role":"tool","tool_call_id":"c%d","content":"ok"}`, i))
+	}
+	arr := "[" + strings.Join(raw, ",") + "]"
+	msgs, err := parseMessages(gjson.Parse(arr), roughCounter, nil)
+	require.NoError(t, err)
+	out := recallClosing(msgs, plan{headEnd: 0, tailStart: len(msgs)}, "nothing named", "r1")
+	line := strings.SplitN(out, "\n", 2)[1]
+	require.True(t, strings.HasPrefix(line, RecallDetailsPrefix+"pkg/dir_00/file.go, pkg/dir_01/file.go"), "paths first, in order: %s", line)
+	require.True(t, strings.HasSuffix(line, ", ..."), "bounded, and says so")
+	require.LessOrEqual(t, len(line), len(RecallDetailsPrefix)+recallDetailsChars+5)
 }

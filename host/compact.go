@@ -36,6 +36,10 @@ type CompactRequest struct {
 	// instance that ran CompactBegin keeps what it parsed, and a CompactFinish with
 	// the same ticket can then leave the messages out (see CompactFinishKept).
 	Ticket string
+	// ArchiveID, when set (r<k>), is the range a lossless context engine archives
+	// this compaction as: the summary message then ends with the lines that name
+	// it (docs/RECALL.md).
+	ArchiveID string
 }
 
 // CompactOptions are the optional parameters of Compact.
@@ -57,6 +61,8 @@ type CompactOptions struct {
 	// config.merge, section by section and key by key, the same rule in every
 	// runtime; its errors read /config/... .
 	Config json.RawMessage
+	// ArchiveID is CompactRequest.ArchiveID.
+	ArchiveID string
 }
 
 // DefaultSummarizeTimeout is how long Compact waits for the summarizer when
@@ -168,7 +174,7 @@ func (e *Engine) Compact(ctx context.Context, messages, cfg json.RawMessage, sum
 		cfg = merged
 	}
 	req := CompactRequest{Messages: messages, Config: cfg, Force: opts.Force, PromptTokens: opts.PromptTokens,
-		Summarizer: core.SummarizerHost, Output: opts.Output}
+		Summarizer: core.SummarizerHost, Output: opts.Output, ArchiveID: opts.ArchiveID}
 	if summarize == nil {
 		req.Summarizer = core.SummarizerBuiltin
 	} else {
@@ -289,7 +295,8 @@ func (req CompactRequest) finishParams(state, summary string, failure json.RawMe
 func (req CompactRequest) params(op string) *request {
 	return newRequest(op).raw("config", req.Config).
 		flag("force", req.Force).num("prompt_tokens", req.PromptTokens).
-		str("summarizer", req.Summarizer).str("output", req.Output).str("ticket", req.Ticket)
+		str("summarizer", req.Summarizer).str("output", req.Output).str("ticket", req.Ticket).
+		str("archive_id", req.ArchiveID)
 }
 
 // mustString is s as a JSON string value (even when empty).

@@ -26,12 +26,21 @@ import (
 // take back, so a host can persist a session (State) and restore it
 // (ContextEngineOptions.State), in this or another runtime.
 //
+// With {"context": {"engine": "lossless"}} in its config, a Store and a SessionID
+// (ContextEngineOptions), it is the lossless engine (issue 17, docs/RECALL.md):
+// every compaction is archived to the store as range r<k>, its summary names the
+// range, and the agent gets the tools context_search and context_expand
+// (ToolSchemas, HandleToolCall: Hermes' get_tool_schemas and handle_tool_call).
+//
 // A ContextEngine is safe for concurrent use: each op runs under a mutex, which
 // Compress does not hold while it compacts (the summarizer may take minutes).
 type ContextEngine struct {
 	e         *Engine
 	summarize Summarize
 	timeout   time.Duration
+	// store and session: where a lossless engine archives (nil in compressor mode).
+	store   RecallStore
+	session string
 
 	mu     sync.Mutex
 	state  json.RawMessage
@@ -51,6 +60,13 @@ type ContextEngineOptions struct {
 	// state's, and NewContextEngine's cfg must be nil. A state that is not one is
 	// invalid_state at /state.
 	State json.RawMessage
+	// Store is the recall store a lossless engine ({"context": {"engine":
+	// "lossless"}}) archives every compaction's originals to, and its tools read:
+	// a *recall.Store (package github.com/ctxcompact/ctxcompact/recall). Required in
+	// lossless mode, ignored in compressor mode.
+	Store RecallStore
+	// SessionID names the session in the store (required in lossless mode).
+	SessionID string
 }
 
 // CompressOptions are the optional parameters of Compress.
@@ -82,7 +98,7 @@ func NewContextEngine(ctx context.Context, e *Engine, cfg json.RawMessage, opts 
 		return nil, &core.Error{Code: core.CodeInvalidRequest, Path: "/timeout",
 			Message: fmt.Sprintf("ctxcompact: timeout must be positive, not %v (at /timeout)", opts.Timeout)}
 	}
-	ce := &ContextEngine{e: e, summarize: opts.Summarize, timeout: opts.Timeout}
+	ce := &ContextEngine{e: e, summarize: opts.Summarize, timeout: opts.Timeout, store: opts.Store, session: opts.SessionID}
 	var req *request
 	switch {
 	case opts.State != nil && cfg != nil:
@@ -95,6 +111,15 @@ func NewContextEngine(ctx context.Context, e *Engine, cfg json.RawMessage, opts 
 	}
 	if err := ce.apply(ctx, req, nil); err != nil {
 		return nil, err
+	}
+	if !ce.Lossless() {
+		ce.store, ce.session = nil, ""
+	} else if opts.Store == nil {
+		return nil, &core.Error{Code: core.CodeInvalidRequest, Path: "/store",
+			Message: "ctxcompact: a lossless context engine needs a recall store (ContextEngineOptions.Store) (at /store)"}
+	} else if opts.SessionID == "" {
+		return nil, &core.Error{Code: core.CodeInvalidRequest, Path: "/session_id",
+			Message: "ctxcompact: a lossless context engine needs a session id (ContextEngineOptions.SessionID) (at /session_id)"}
 	}
 	return ce, nil
 }
@@ -164,8 +189,16 @@ func (ce *ContextEngine) Compress(ctx context.Context, messages json.RawMessage,
 		prompt = ce.status.LastPromptTokens
 	}
 	ce.mu.Unlock()
+	archiveID := ""
+	if ce.store != nil {
+		id, err := ce.store.NextRangeID(ctx, ce.session)
+		if err != nil {
+			return core.CompactResult{}, err
+		}
+		archiveID = id
+	}
 	res, err := ce.e.Compact(ctx, messages, cfg, ce.summarize, CompactOptions{Force: opts.Force, PromptTokens: prompt,
-		Output: opts.Output, Timeout: ce.timeout, Config: opts.Config})
+		Output: opts.Output, Timeout: ce.timeout, Config: opts.Config, ArchiveID: archiveID})
 	if err != nil {
 		return res, err
 	}
@@ -176,7 +209,15 @@ func (ce *ContextEngine) Compress(ctx context.Context, messages json.RawMessage,
 	if err != nil {
 		return res, fmt.Errorf("ctxcompact: encoding the report: %w", err)
 	}
-	return res, ce.apply(ctx, newRequest("engine.record").raw("report", report), nil)
+	if err := ce.apply(ctx, newRequest("engine.record").raw("report", report), nil); err != nil {
+		return res, err
+	}
+	if ce.store != nil && len(res.Archived) > 0 {
+		if err := ce.archive(ctx, messages, res, report, archiveID); err != nil {
+			return res, fmt.Errorf("ctxcompact: the compaction is done, but archiving it as %s failed: %w", archiveID, err)
+		}
+	}
+	return res, nil
 }
 
 // UpdateFromResponse records the usage of the last LLM response, the usage object

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/ctxcompact/ctxcompact/recall"
+)
+
+func init() {
+	commands["recall"] = command{
+		summary: "look into a lossless engine's recall store: recall search|expand|sessions --store FILE --session ID ...",
+		run:     runRecall,
+	}
+}
+
+const recallUsage = `usage: ctxcompact recall search --store FILE --session ID QUERY... [--limit N] [--json]
+       ctxcompact recall expand --store FILE --session ID ID [--max-tokens N] [--json]
+       ctxcompact recall sessions --store FILE [--json]
+search finds the session's archived messages and summaries that contain every word of
+QUERY ("quoted phrase" for one piece; paths match literally), newest first; expand
+prints the original messages behind a range id (r2) or a message id (r2.17), byte for
+byte; sessions lists the sessions in the store. --json prints what the agent's
+context_search / context_expand tools answer.`
+
+// runRecall is `ctxcompact recall`: a person's view of a recall store (the SQLite
+// file of docs/RECALL.md), the same answers the agent's tools give.
+func runRecall(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, recallUsage)
+		return errors.New("ctxcompact recall: want search, expand or sessions")
+	}
+	sub := args[0]
+	if sub != "search" && sub != "expand" && sub != "sessions" {
+		fmt.Fprintln(stderr, recallUsage)
+		return fmt.Errorf("ctxcompact recall: unknown subcommand %q; want search, expand or sessions", sub)
+	}
+	fs := commandFlags("recall "+sub, stderr, strings.Split(recallUsage, "\n")...)
+	storePath := fs.String("store", "", "the recall store, a SQLite file (required)")
+	session := fs.String("session", "", "the session id (required for search and expand)")
+	limit := fs.Int("limit", 10, "search: how many hits, 1 to 50")
+	maxTokens := fs.Int("max-tokens", 0, "expand: cut the messages to about this many tokens (0: whole)")
+	asJSON := fs.Bool("json", false, "print the tool's JSON answer")
+	pos, err := fileArgs(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	if *storePath == "" {
+		return errors.New("ctxcompact recall: --store FILE is required")
+	}
+	if _, err := os.Stat(*storePath); err != nil {
+		return fmt.Errorf("ctxcompact recall: no store at %s: %w", *storePath, err)
+	}
+	st, err := recall.Open(*storePath)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ctx := context.Background()
+	if sub == "sessions" {
+		return recallSessions(ctx, st, pos, *asJSON, stdout)
+	}
+	if *session == "" {
+		return fmt.Errorf("ctxcompact recall %s: --session ID is required", sub)
+	}
+	if sub == "search" {
+		if *limit < 1 || *limit > 50 {
+			return fmt.Errorf("ctxcompact recall search: --limit must be from 1 to 50, got %d", *limit)
+		}
+		if len(pos) == 0 {
+			return errors.New("ctxcompact recall search: want a QUERY")
+		}
+		res, err := st.SearchResult(ctx, *session, strings.Join(pos, " "), *limit)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			_, err = fmt.Fprintln(stdout, res)
+			return err
+		}
+		return printHits(res, stdout)
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("ctxcompact recall expand: want exactly one ID, got %d", len(pos))
+	}
+	if *maxTokens < 0 {
+		return fmt.Errorf("ctxcompact recall expand: --max-tokens must be at least 0, got %d", *maxTokens)
+	}
+	res, err := st.ExpandResult(ctx, *session, pos[0], *maxTokens)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		_, err = fmt.Fprintln(stdout, res)
+		return err
+	}
+	return printExpanded(ctx, st, *session, pos[0], res, stdout)
+}
+
+func recallSessions(ctx context.Context, st *recall.Store, pos []string, asJSON bool, stdout io.Writer) error {
+	if len(pos) != 0 {
+		return fmt.Errorf("ctxcompact recall sessions: takes no arguments, got %q", pos)
+	}
+	sessions, err := st.Sessions(ctx)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		b := []byte{'['}
+		for i, s := range sessions {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, s)
+		}
+		_, err = fmt.Fprintln(stdout, string(append(b, ']')))
+		return err
+	}
+	for _, s := range sessions {
+		rs, err := st.Ranges(ctx, s)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s\t%d ranges\n", s, len(rs))
+	}
+	return nil
+}
+
+// printHits prints a search answer for a person: a line per hit, its snippet below.
+func printHits(res string, w io.Writer) error {
+	r := gjson.Parse(res)
+	hits := r.Get("hits").Array()
+	fmt.Fprintf(w, "%d of %d hits for %q (newest first)\n", len(hits), r.Get("total").Int(), r.Get("query").Str)
+	for _, h := range hits {
+		fmt.Fprintf(w, "%s\t%s\tmessage %d of range %s\n    %s\n", h.Get("id").Str, h.Get("role").Str,
+			h.Get("position").Int(), h.Get("range").Str, h.Get("snippet").Str)
+	}
+	return nil
+}
+
+// printExpanded prints the messages of an expand answer for a person: a header per
+// message, then its JSON as archived.
+func printExpanded(ctx context.Context, st *recall.Store, session, id, res string, w io.Writer) error {
+	r := gjson.Parse(res)
+	if e := r.Get("error"); e.Exists() {
+		return fmt.Errorf("ctxcompact recall expand: %s", e.Str)
+	}
+	rows, err := st.Expand(ctx, session, id)
+	if err != nil {
+		return err
+	}
+	for i, m := range r.Get("messages").Array() {
+		label := id
+		if i < len(rows) {
+			label = fmt.Sprintf("%s (%s, %s, message %d)", rows[i].ID, rows[i].Role, rows[i].Reason, rows[i].Position)
+		}
+		fmt.Fprintf(w, "== %s\n%s\n", label, m.Raw)
+	}
+	if r.Get("truncated").Bool() {
+		fmt.Fprintf(w, "(%s)\n", r.Get("note").Str)
+	}
+	return nil
+}
