@@ -118,8 +118,6 @@ def test_lossless_compress_archives_every_original(compactor, tmp_path: Path):
         assert e.last_range["id"] == "r2" and [r["id"] for r in store.ranges("s1")] == ["r1", "r2"]
 
 
-@pytest.mark.xfail(reason="the core does not write the summary's archive lines for archive_id yet "
-                          "(SPEC-recall, 'What the summary says'; recall-core 7848f94)", strict=True)
 def test_summary_names_its_range(compactor):
     with ContextEngine(LOSSLESS, compactor=compactor, session_id="s1") as e:
         out = e.compress(conversation(30), force=True)
@@ -258,6 +256,9 @@ def test_acceptance_trace_compacted_twice_recalled_from_a_fresh_process(compacto
         assert r1 is not None and r1["id"] == "r1"
         out = e.compress(out + trace[n1:n2], force=True)
         assert e.last_range is not None and e.last_range["id"] == "r2"
+    # The first summary names its range, as the agent reads it.
+    assert f'Archived as r1 (messages {r1["from_index"]}-{r1["to_index"] - 1} ' in r1["summary"]
+    expand_line(r1["summary"])
     # A path from a tool call of the first summarized range (the one whose output
     # is the longest), and the call's result.
     calls = [(i, p) for i in range(r1["from_index"], r1["to_index"]) for tc in trace[i].get("tool_calls") or ()
