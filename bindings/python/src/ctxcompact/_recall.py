@@ -192,8 +192,8 @@ class RecallStore:
     one is made on first use and closed with the store. ``count_limit`` (None:
     exact) bounds the work of a search's ``total``: matches are counted up to that
     many, so ``total == count_limit`` means "at least"; counting every match of a
-    common word re-reads every matching text (about 0.3 s for 11,000 matches in a
-    100 MB archive, bench/recall.py), the first hits alone take a millisecond.
+    common word re-reads every matching text (about 0.15-0.2 s for 11,000 matches in
+    a 100 MB archive, bench/recall.py), the first hits alone take a millisecond.
 
     Safe to share between threads: one connection, guarded by a lock. Use it as a
     context manager or call ``close()``.
