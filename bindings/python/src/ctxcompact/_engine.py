@@ -255,7 +255,7 @@ class ContextEngine:
     @property
     def lossless(self) -> bool:
         """True when the config's ``context.engine`` is ``lossless``."""
-        ctx = self._state.get("config", {}).get("context")
+        ctx = (self._state.get("config") or {}).get("context")
         return isinstance(ctx, dict) and ctx.get("engine") == "lossless"
 
     @property
