@@ -70,4 +70,4 @@ def test_public_names():
     # TypedDict keys are the wire names.
     assert "from" in ctxcompact.IndexRange.__annotations__
     assert "tool_call_id" not in ctxcompact.Config.__annotations__
-    assert set(ctxcompact.Config.__annotations__) == {"compression", "prompt_caching", "model", "tokens"}
+    assert set(ctxcompact.Config.__annotations__) == {"compression", "prompt_caching", "model", "tokens", "context"}

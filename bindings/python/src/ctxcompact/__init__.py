@@ -10,22 +10,30 @@ The core is Go compiled to one WebAssembly module, run here on wasmtime::
     print(result.report["tokens_before"], "->", result.report["tokens_after"])
 
 ``acompact`` takes an async summarizer; ``ContextEngine`` (alias
-``CompactionEngine``, the earlier name) offers the method set of a Hermes-style context engine.
+``CompactionEngine``, the earlier name) offers the method set of a Hermes-style context engine;
+with ``{"context": {"engine": "lossless"}}`` and a ``RecallStore`` (``ctxcompact.recall``,
+SQLite, imported only when used) it archives what it compacts and gives the agent
+``context_search`` / ``context_expand`` tools.
 Errors are ``CompactError`` with a stable ``code`` and a JSON-pointer ``path``; a
 bad option is an ``OptionError`` (a CompactError that is also a TypeError).
 """
+
+from typing import TYPE_CHECKING
 
 from ._compactor import DEFAULT_TIMEOUT, AsyncSummarizer, Compactor, SyncSummarizer
 from ._engine import CompactionEngine, ContextEngine
 from ._errors import CompactError, ErrABIMismatch, ErrBadBinary, ErrClosed, OptionError
 from ._runtime import ABI_VERSION
 from ._types import (
+    ArchiveRows,
     ArchivedMessage,
     CompactReport,
     CompactResult,
     CompressionConfig,
     Config,
+    ContextConfig,
     EngineStatus,
+    ExpandResult,
     HygieneResult,
     IndexRange,
     InfoResult,
@@ -34,8 +42,15 @@ from ._types import (
     Problem,
     PromptCachingConfig,
     PruneResult,
+    RecallMessageRow,
+    RecallQuery,
+    RecallRange,
     SanitizeResult,
+    SearchHit,
+    SearchResult,
+    SearchResultHit,
     ShouldCompressResult,
+    StoredMessage,
     SummaryRequest,
     ThresholdResult,
     TokenCountResult,
@@ -46,8 +61,22 @@ from ._types import (
 
 __version__ = "0.1.0"
 
+if TYPE_CHECKING:  # pragma: no cover
+    from ._recall import RecallStore
+
+
+def __getattr__(name: str) -> object:
+    # RecallStore imports sqlite3: only when it is used, not with the package.
+    if name == "RecallStore":
+        from ._recall import RecallStore
+
+        return RecallStore
+    raise AttributeError(f"module 'ctxcompact' has no attribute {name!r}")
+
+
 __all__ = [
     "ABI_VERSION",
+    "ArchiveRows",
     "ArchivedMessage",
     "AsyncSummarizer",
     "CompactError",
@@ -57,9 +86,11 @@ __all__ = [
     "Compactor",
     "CompressionConfig",
     "Config",
+    "ContextConfig",
     "ContextEngine",
     "DEFAULT_TIMEOUT",
     "EngineStatus",
+    "ExpandResult",
     "ErrABIMismatch",
     "ErrBadBinary",
     "ErrClosed",
@@ -72,8 +103,16 @@ __all__ = [
     "Problem",
     "PromptCachingConfig",
     "PruneResult",
+    "RecallMessageRow",
+    "RecallQuery",
+    "RecallRange",
+    "RecallStore",
     "SanitizeResult",
+    "SearchHit",
+    "SearchResult",
+    "SearchResultHit",
     "ShouldCompressResult",
+    "StoredMessage",
     "SummaryRequest",
     "SyncSummarizer",
     "ThresholdResult",

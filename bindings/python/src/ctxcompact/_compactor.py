@@ -480,6 +480,7 @@ class Compactor:
         system: Any,
         format: Any,
         timeout: Any,
+        archive_id: Optional[str] = None,
     ) -> Tuple[List[Message], bytes, List[Tuple[bytes, bytes]], bytes, Optional[float]]:
         """Check the options (no coercion) and build the compact.begin envelope:
         (messages, their JSON, the params shared by begin and finish, the begin
@@ -504,6 +505,8 @@ class Compactor:
             parts.append((b"system", dumps_at(system, "invalid_messages", "/system", "system")))
         if fmt is not None:
             parts.append((b"format", dumps(fmt)))
+        if archive_id is not None:  # lossless recall: the summary names its range
+            parts.append((b"archive_id", dumps(archive_id)))
         if host:  # finish may then leave out the messages (see _finish_env)
             parts.append((b"ticket", _new_ticket()))
         return msgs, mj, parts, _envelope(b"compact.begin", parts + [(b"messages", mj)]), to
@@ -605,10 +608,12 @@ class Compactor:
         system: Any = None,
         format: Any = None,
         timeout: Any = DEFAULT_TIMEOUT,
+        archive_id: Optional[str] = None,
     ) -> CompactResult:
-        """compact with the config JSON as given (the engine passes its state's)."""
+        """compact with the config JSON as given (the engine passes its state's, and
+        in lossless mode the ``archive_id`` of compact.begin/finish)."""
         msgs, mj, parts, env, to = self._begin(
-            messages, summarize, force, prompt_tokens, config_json, system, format, timeout
+            messages, summarize, force, prompt_tokens, config_json, system, format, timeout, archive_id
         )
         r = parse_response(self._p().call(env))
         if r.get("done"):

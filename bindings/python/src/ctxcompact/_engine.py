@@ -10,8 +10,10 @@ sends it with each call and copies the returned status into its fields.
 from __future__ import annotations
 
 import copy
+import json
+import os
 import threading
-from typing import Any, Callable, Dict, List, NoReturn, Optional, Tuple, cast
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, NoReturn, Optional, Tuple, Union, cast
 
 from ._check import (
     check_bool,
@@ -25,11 +27,25 @@ from ._check import (
 )
 from ._compactor import DEFAULT_TIMEOUT, Compactor, SyncSummarizer, dumps, dumps_at
 from ._errors import CompactError, OptionError
-from ._types import ArchivedMessage, CompactReport, Config, EngineStatus, Message, SummaryRequest, UsageRecord
+from ._types import (
+    ArchivedMessage,
+    ArchiveRows,
+    CompactReport,
+    Config,
+    EngineStatus,
+    Message,
+    RecallRange,
+    SummaryRequest,
+    UsageRecord,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._recall import RecallStore
 
 __all__ = ["ContextEngine", "CompactionEngine"]
 
-_CTOR_OPTIONS = ("config", "summarize", "model", "context_length", "provider", "compactor", "state", "timeout")
+_CTOR_OPTIONS = ("config", "summarize", "model", "context_length", "provider", "compactor", "state", "timeout",
+                 "store", "session_id")
 _COMPRESS_OPTIONS = ("messages", "current_tokens", "focus_topic", "force", "memory_context")
 _MODEL_OPTIONS = ("model", "context_length", "base_url", "api_key", "provider", "api_mode")
 
@@ -53,6 +69,14 @@ class ContextEngine:
 
     ``CompactionEngine`` (the earlier name) is this class with the earlier
     positional order, ``CompactionEngine(summarize, config, **same_keywords)``.
+
+    Lossless recall: with ``{"context": {"engine": "lossless"}}`` in the config,
+    every compaction's originals are archived in ``store`` (a ``RecallStore``, or a
+    path to open one; None: a store in memory) under ``session_id`` (None: a random
+    id, or the one ``on_session_start`` gives), the summary names the archived range
+    (``r1``, ``r2``, ...), and ``get_tool_schemas()`` / ``handle_tool_call()`` give
+    the agent ``context_search`` and ``context_expand``. In ``compressor`` mode (the
+    default) ``store`` and ``session_id`` are kept but unused, and there are no tools.
 
     Typical loop (what a host does)::
 
@@ -91,9 +115,19 @@ class ContextEngine:
         compactor: Optional[Compactor] = None,
         state: Optional[Dict[str, Any]] = None,
         timeout: Optional[float] = DEFAULT_TIMEOUT,
+        store: Union[None, str, "os.PathLike[str]", "RecallStore"] = None,
+        session_id: Optional[str] = None,
         **unknown: NoReturn,
     ) -> None:
         reject_unknown(type(self).__name__, unknown, _CTOR_OPTIONS)
+        self._store_arg = _check_store(store)
+        self._store: Optional["RecallStore"] = None
+        self._owns_store = False
+        session_id = check_opt_str("session_id", session_id)
+        if session_id == "":
+            raise OptionError("session_id must be a non-empty str", "/session_id")
+        #: the session the archive is kept under (lossless mode).
+        self.session_id: str = session_id if session_id is not None else "session-" + os.urandom(8).hex()
         self._summarize = check_callable("summarize", summarize)
         self._timeout = check_timeout("timeout", timeout)
         model = check_opt_str("model", model)
@@ -116,6 +150,8 @@ class ContextEngine:
         #: report and archived messages of the last compress() (for soft-archiving).
         self.last_report: Optional[CompactReport] = None
         self.last_archived: List[ArchivedMessage] = []
+        #: the range the last compress() archived (lossless mode), else None.
+        self.last_range: Optional[RecallRange] = None
         #: the reason of the last should_compress decision.
         self.last_should_compress_reason: Optional[str] = None
         #: how the last update_from_response read its usage object.
@@ -127,6 +163,8 @@ class ContextEngine:
                 cfg = _with_model(config, model, context_length, provider)
                 params = [] if cfg is None else [(b"config", dumps_at(cfg, "invalid_config", "/config", "config"))]
                 self._op(b"engine.start", params)
+            if self.lossless:
+                self.store  # open it now: a bad path fails here, not at the first compaction
         except BaseException:
             self.close()
             raise
@@ -213,6 +251,27 @@ class ContextEngine:
     @property
     def name(self) -> str:
         return "ctxcompact"
+
+    @property
+    def lossless(self) -> bool:
+        """True when the config's ``context.engine`` is ``lossless``."""
+        ctx = (self._state.get("config") or {}).get("context")
+        return isinstance(ctx, dict) and ctx.get("engine") == "lossless"
+
+    @property
+    def store(self) -> "RecallStore":
+        """The RecallStore of lossless recall (opened on first use)."""
+        with self._lock:
+            if self._store is None:
+                from ._recall import RecallStore
+
+                arg = self._store_arg
+                if isinstance(arg, RecallStore):
+                    self._store = arg
+                else:
+                    self._store = RecallStore(arg, compactor=self._compactor)
+                    self._owns_store = True
+            return self._store
 
     @property
     def compactor(self) -> Compactor:
@@ -302,13 +361,39 @@ class ContextEngine:
             if summarize is not None and (focus or memory):
                 summarize = _with_extras(summarize, focus, memory)
             cfg = dumps(self._state.get("config") or {})
+            archive_id = self.store.next_range_id(self.session_id) if self.lossless else None
             res = self._compactor._compact(
-                messages, summarize, force, tokens if tokens > 0 else None, cfg, timeout=self._timeout
+                messages, summarize, force, tokens if tokens > 0 else None, cfg, timeout=self._timeout,
+                archive_id=archive_id,
             )
+            rng = None
+            if archive_id is not None and res.archived:
+                # Before engine.record: a compaction whose originals could not be
+                # archived raises here and is not counted (the caller keeps its input).
+                rng = self._archive(archive_id, messages, res.messages, res.report, res.archived)
             self.last_report = res.report
             self.last_archived = res.archived
+            self.last_range = rng
             self._with_state(b"engine.record", [(b"report", dumps(res.report))])
             return res.messages
+
+    def _archive(self, range_id: str, messages: List[Message], out: List[Message], report: CompactReport,
+                 archived: List[ArchivedMessage]) -> RecallRange:
+        """recall.archive (the rows, from the originals the result's archived
+        entries carry) and one INSERT transaction in the store. The result's
+        messages go as refs where they are the caller's (the input index), so the
+        core finds the summary message among the new ones without a copy of the rest."""
+        index = {id(m): i for i, m in enumerate(messages)}
+        refs = [index.get(id(m), m) for m in out]
+        parts = [
+            (b"session", dumps(self.session_id)),
+            (b"range_id", dumps(range_id)),
+            (b"report", dumps(report)),
+            (b"archived", _dumps_utf8(archived, "/archived")),
+            (b"messages", _dumps_utf8(refs, "/messages")),
+        ]
+        rows = cast(ArchiveRows, self._compactor._run(b"recall.archive", parts))
+        return self.store.archive(self.session_id, rows)
 
     def get_status(self) -> EngineStatus:
         """The core's engine status (a copy): model, window, threshold and its rule,
@@ -330,8 +415,12 @@ class ContextEngine:
     # Optional parts of the engine surface, with neutral defaults.
 
     def on_session_start(self, session_id: str, **kwargs: Any) -> None:
-        """No persisted state here: the previous summary is found in the messages
-        (a host that persists ``state`` restores it with ``state=``)."""
+        """The host's session id becomes the one the archive is kept under (lossless
+        mode). Nothing else is persisted here: the previous summary is found in the
+        messages (a host that persists ``state`` restores it with ``state=``)."""
+        if isinstance(session_id, str) and session_id:
+            with self._lock:
+                self.session_id = session_id
 
     def on_session_end(self, session_id: str, messages: List[Message]) -> None:
         """Nothing to flush."""
@@ -343,13 +432,54 @@ class ContextEngine:
     def should_defer_preflight_to_real_usage(self, rough_tokens: int) -> bool:
         return False
 
-    def get_tool_schemas(self) -> List[Dict[str, Any]]:
-        return []
+    def get_tool_schemas(self, format: str = "openai", **unknown: NoReturn) -> List[Dict[str, Any]]:
+        """The tools of lossless recall (``context_search``, ``context_expand``;
+        recall.tools) in the shape of ``format``: ``openai`` (chat completions),
+        ``responses`` or ``anthropic``. [] in compressor mode."""
+        reject_unknown("get_tool_schemas", unknown, ("format",))
+        fmt = check_str("format", format)
+        if not self.lossless:
+            return []
+        r = self._compactor._run(b"recall.tools", [(b"format", dumps(fmt))])
+        return cast(List[Dict[str, Any]], r["tools"])
+
+    def handle_tool_call(self, name: str, args: Any = None, **unknown: NoReturn) -> str:
+        """Run a tool call of the agent and return its result, a JSON string:
+        ``context_search {query, limit?}`` (hits newest first, with ids) or
+        ``context_expand {id, max_tokens?}`` (the original messages). ``args`` is a
+        dict or its JSON text. Bad arguments, an unknown id or an unknown tool are
+        results too: ``{"error": "..."}``, never an exception."""
+        reject_unknown("handle_tool_call", unknown, ("name", "args"))
+        if not isinstance(name, str):
+            return _tool_error(f"the tool name must be a string, not {type(name).__name__}")
+        if not self.lossless:
+            return _tool_error(f"unknown tool {json.dumps(name)}: this engine has no tools (context.engine is not lossless)")
+        from ._compactor import _encode  # the request encoder (ASCII, compact)
+
+        try:
+            a = b"null" if args is None else _encode(args).encode("ascii")
+        except (TypeError, ValueError, RecursionError):
+            return _tool_error(f"{name}: arguments must be a JSON object")
+        checked = self._compactor._run(b"recall.check_call", [(b"name", dumps(name)), (b"arguments", a)])
+        if not checked["ok"]:
+            return cast(str, checked["result"])
+        call = checked["args"]
+        from ._recall import expand_result, search_result
+
+        store, session = self.store, self.session_id  # the store has its own lock
+        if name == "context_search":
+            return search_result(self._compactor, store, session, call["query"], int(call["limit"]))
+        return expand_result(self._compactor, call["id"], store.expand_rows(session, call["id"]),
+                             call.get("max_tokens"))
 
     def has_content_to_compress(self, messages: List[Message]) -> bool:
         return len(messages) > self.protect_first_n + 1
 
     def close(self) -> None:
+        if getattr(self, "_owns_store", False) and self._store is not None:
+            self._store.close()
+            self._store = None
+            self._owns_store = False
         if getattr(self, "_owns_compactor", False):
             self._compactor.close()
 
@@ -372,6 +502,32 @@ class CompactionEngine(ContextEngine):
         **options: Any,
     ) -> None:
         super().__init__(config, summarize=summarize, **options)
+
+
+def _check_store(store: Any) -> Any:
+    if store is None or isinstance(store, (str, os.PathLike)):
+        return store
+    from ._recall import RecallStore
+
+    if isinstance(store, RecallStore):
+        return store
+    raise OptionError(f"store must be a path or a RecallStore, not {type(store).__name__}", "/store")
+
+
+def _tool_error(message: str) -> str:
+    return json.dumps({"error": message})
+
+
+def _dumps_utf8(value: Any, path: str) -> bytes:
+    """JSON with non-ASCII text as UTF-8 (the archived originals are stored as the
+    core copies them: readable, not \\u-escaped); a string with a lone surrogate,
+    which UTF-8 cannot hold, goes \\u-escaped."""
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return dumps_at(value, "invalid_messages", path, "archived messages")
+    except (TypeError, ValueError, RecursionError):
+        return dumps_at(value, "invalid_messages", path, "archived messages")
 
 
 def _with_model(config: Any, model: Optional[str], context_length: Optional[int],

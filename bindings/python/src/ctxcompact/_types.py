@@ -29,6 +29,16 @@ __all__ = [
     "InfoResult",
     "EngineStatus",
     "UsageRecord",
+    "ContextConfig",
+    "RecallQuery",
+    "RecallRange",
+    "RecallMessageRow",
+    "ArchiveRows",
+    "SearchHit",
+    "StoredMessage",
+    "SearchResultHit",
+    "SearchResult",
+    "ExpandResult",
 ]
 
 #: An OpenAI chat message (role, content, tool_calls, tool_call_id, ...). Any extra
@@ -67,6 +77,12 @@ class TokensConfig(TypedDict, total=False):
     calibration: float
 
 
+class ContextConfig(TypedDict, total=False):
+    #: "compressor" (default: compaction only) or "lossless" (a ContextEngine with a
+    #: store archives every compaction's originals; see RecallStore).
+    engine: Literal["compressor", "lossless"]
+
+
 class Config(TypedDict, total=False):
     """The config object of every op. All keys are optional; unknown keys are an
     ``invalid_config`` error. ``model.context_length`` defaults to 200000."""
@@ -75,6 +91,7 @@ class Config(TypedDict, total=False):
     prompt_caching: PromptCachingConfig
     model: ModelConfig
     tokens: TokensConfig
+    context: ContextConfig
 
 
 IndexRange = TypedDict("IndexRange", {"from": int, "to": int})
@@ -284,6 +301,99 @@ class UsageRecord(TypedDict):
     completion_tokens: int
     total_tokens: int
     source: Literal["openai", "responses", "anthropic", "ai-sdk", "gemini", "none"]
+
+
+# --- lossless recall (RecallStore, ContextEngine tools) ------------------------------------
+
+
+class RecallQuery(TypedDict):
+    """recall.query's plan of a search: the terms, the FTS5 MATCH expression (""
+    when no term has 3 characters) and a LIKE pattern per term."""
+
+    terms: List[str]
+    fts: str
+    like: List[str]
+
+
+class RecallRange(TypedDict):
+    """A row of ctxc_ranges: one compaction, the summarized range [from_index,
+    to_index) of its input and the summary's text."""
+
+    id: str
+    from_index: int
+    to_index: int
+    summary: str
+
+
+class RecallMessageRow(TypedDict):
+    """A row recall.archive makes for ctxc_messages: ``json`` is the original
+    message JSON, ``text`` what search reads."""
+
+    id: str
+    range_id: str
+    position: int
+    role: str
+    reason: str
+    json: str
+    text: str
+
+
+class ArchiveRows(TypedDict):
+    """recall.archive's result, what RecallStore.archive inserts."""
+
+    range: RecallRange
+    rows: List[RecallMessageRow]
+
+
+class SearchHit(TypedDict):
+    """A row that matched a search (RecallStore.search_rows), newest first."""
+
+    id: str
+    range_id: str
+    position: int
+    role: str
+    text: str
+
+
+class StoredMessage(TypedDict):
+    """An archived row behind an id (RecallStore.messages)."""
+
+    id: str
+    range_id: str
+    position: int
+    role: str
+    reason: str
+    json: str
+
+
+class SearchResultHit(TypedDict):
+    id: str
+    range: str
+    role: str
+    position: int
+    snippet: str
+
+
+class SearchResult(TypedDict, total=False):
+    """The result of context_search (parsed): ``hits`` newest first, ``total``
+    every match; ``error`` instead when the call was refused."""
+
+    query: str
+    hits: List[SearchResultHit]
+    total: int
+    error: str
+
+
+class ExpandResult(TypedDict, total=False):
+    """The result of context_expand (parsed): the original messages; with
+    ``max_tokens`` they may be cut (``truncated`` true and a ``note``); ``error``
+    instead for an unknown id or a bad call."""
+
+    id: str
+    messages: List[Message]
+    truncated: bool
+    note: str
+    error: str
 
 
 JSONValue = Union[None, bool, int, float, str, List[Any], Dict[str, Any]]

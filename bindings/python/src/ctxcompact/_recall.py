@@ -1,0 +1,567 @@
+"""RecallStore: the archive of lossless recall (issue 17), in SQLite.
+
+The schema is the one every runtime reads and writes (SPEC-recall, README "Lossless
+recall"): one file holds many sessions; ``ctxc_ranges`` has one row per compaction
+(``r<k>``), ``ctxc_messages`` one row per archived message (``r<k>.<index>``) plus the
+range's summary (``r<k>.summary``), with the original message JSON as it was given;
+``ctxc_fts`` is an FTS5 index with the trigram tokenizer over ``ctxc_messages.text``
+where the SQLite build has it, else search reads ``text LIKE ? ESCAPE '\\'`` per term.
+
+The rows come from the core (``recall.archive``), the query plan from the core
+(``recall.query``) or from ``plan_query`` here (the same rule), and the tool results
+are formatted by the core (``recall.search_result`` / ``recall.expand_result``): this
+module is storage only and never loads the WebAssembly module itself unless
+``search`` / ``expand`` (the formatted results) are called without a compactor.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union, cast
+
+from ._check import check_int, check_opt_int
+from ._errors import CompactError, OptionError
+from ._types import (
+    ArchiveRows,
+    ExpandResult,
+    RecallMessageRow,
+    RecallQuery,
+    RecallRange,
+    SearchHit,
+    SearchResult,
+    StoredMessage,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    import os
+
+    from ._compactor import Compactor
+
+__all__ = ["RecallStore", "plan_query", "split_terms", "fts5_trigram_available", "SCHEMA_VERSION", "BUSY_TIMEOUT"]
+
+#: ctxc_meta 'schema_version' of the files this module writes and reads.
+SCHEMA_VERSION = "1"
+#: Seconds a write waits for another process's lock (SQLite's busy timeout).
+BUSY_TIMEOUT = 5.0
+#: FTS5 with the trigram tokenizer matches substrings of at least 3 characters.
+_MIN_FTS_TERM = 3
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS ctxc_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS ctxc_ranges (
+  session TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL,
+  from_index INTEGER NOT NULL, to_index INTEGER NOT NULL,
+  summary TEXT NOT NULL,
+  PRIMARY KEY (session, id));
+CREATE TABLE IF NOT EXISTS ctxc_messages (
+  rowid INTEGER PRIMARY KEY,
+  session TEXT NOT NULL, id TEXT NOT NULL, range_id TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  role TEXT NOT NULL, reason TEXT NOT NULL,
+  json TEXT NOT NULL,
+  text TEXT NOT NULL,
+  UNIQUE (session, id));
+"""
+_FTS_TABLE = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS ctxc_fts USING fts5("
+    "text, content='ctxc_messages', content_rowid='rowid', tokenize='trigram')"
+)
+
+QueryArg = Union[str, Sequence[str], RecallQuery, Dict[str, Any]]
+
+
+def fts5_trigram_available(conn: Optional[sqlite3.Connection] = None) -> bool:
+    """Whether this SQLite build has FTS5 with the trigram tokenizer (3.34+ built
+    with FTS5): a probe table in the temp schema, dropped again."""
+    own = conn is None
+    c = sqlite3.connect(":memory:") if conn is None else conn
+    try:
+        c.execute("CREATE VIRTUAL TABLE temp.ctxc_probe USING fts5(x, tokenize='trigram')")
+        c.execute("DROP TABLE temp.ctxc_probe")
+        return True
+    except sqlite3.Error:
+        return False
+    finally:
+        if own:
+            c.close()
+
+
+def _like_pattern(term: str) -> str:
+    r"""%term% with \, % and _ escaped (for LIKE ... ESCAPE '\')."""
+    return "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def _fts_phrase(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+#: What separates terms (the core's isQuerySpace): ASCII and Unicode spaces.
+_SPACES = frozenset(
+    " \t\n\r\f\v\x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000" + "".join(chr(c) for c in range(0x2000, 0x200B))
+)
+
+
+def _ascii_lower(s: str) -> str:
+    return s.translate(_ASCII_LOWER)
+
+
+_ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
+
+
+def split_terms(query: str) -> List[str]:
+    """The terms of a query, as the core's ``recall.query`` splits it: runs of
+    non-space characters, a double-quoted "..." phrase is one term (trimmed; an
+    unclosed quote runs to the end), empty terms dropped, a term repeated (ASCII
+    case-insensitively: it matches the same rows) kept once, as first written."""
+    terms: List[str] = []
+    seen = set()
+
+    def add(t: str) -> None:
+        k = _ascii_lower(t)
+        if t and k not in seen:
+            seen.add(k)
+            terms.append(t)
+
+    i, n = 0, len(query)
+    while i < n:
+        ch = query[i]
+        if ch in _SPACES:
+            i += 1
+        elif ch == '"':
+            j = query.find('"', i + 1)
+            if j < 0:
+                add(query[i + 1 :].strip("".join(_SPACES)))
+                i = n
+            else:
+                add(query[i + 1 : j].strip("".join(_SPACES)))
+                i = j + 1
+        else:
+            j = i
+            while j < n and query[j] not in _SPACES and query[j] != '"':
+                j += 1
+            add(query[i:j])
+            i = j
+    return terms
+
+
+def plan_query(query: Union[str, Sequence[str]]) -> RecallQuery:
+    """The query plan of the core's ``recall.query``, computed here: the terms, the
+    FTS5 MATCH expression (every term of at least 3 characters quoted as a phrase,
+    joined with AND; "" when there is none) and a LIKE pattern per term. An empty
+    query is ``invalid_request`` at ``/query``."""
+    terms = split_terms(query) if isinstance(query, str) else [t for t in query if t]
+    if not terms:
+        raise CompactError("invalid_request", "query is empty", "/query")
+    fts = " AND ".join(_fts_phrase(t) for t in terms if len(t) >= _MIN_FTS_TERM)
+    return {"terms": terms, "fts": fts, "like": [_like_pattern(t) for t in terms]}
+
+
+def _as_plan(query: QueryArg) -> RecallQuery:
+    if isinstance(query, dict):
+        like = query.get("like")
+        if not isinstance(like, list) or not like or not all(isinstance(p, str) for p in like):
+            raise OptionError("a query plan needs a non-empty list of LIKE patterns", "/query/like")
+        fts = query.get("fts") or ""
+        if not isinstance(fts, str):
+            raise OptionError("a query plan's fts must be a string", "/query/fts")
+        return {"terms": list(query.get("terms") or []), "fts": fts, "like": list(like)}
+    if isinstance(query, (str, list, tuple)):
+        return plan_query(query)
+    raise OptionError(f"query must be a str, a list of terms or a plan, not {type(query).__name__}", "/query")
+
+
+def _check_session(session: Any) -> str:
+    if not isinstance(session, str) or not session:
+        raise OptionError("session must be a non-empty str", "/session")
+    return session
+
+
+class RecallStore:
+    """An SQLite archive of compacted conversations, many sessions per file.
+
+    ``RecallStore(path=None, *, fts=None, compactor=None)``: ``path`` is a file
+    (created when missing; WAL journal, a 5 s busy timeout so writes of several
+    processes are serialized by SQLite's file lock) or None for a store in memory.
+    ``fts``: None uses FTS5 with the trigram tokenizer when this SQLite has it (a new
+    file records ``fts5`` or ``like`` in ``ctxc_meta`` and keeps it); ``"like"``
+    forces the LIKE search (a new file is created without the index; an existing
+    index is still kept in sync). Both give the same hits in the same order.
+    ``compactor`` (a Compactor) formats ``search`` and ``expand`` results; without it
+    one is made on first use and closed with the store. ``count_limit`` (None:
+    exact) bounds the work of a search's ``total``: matches are counted up to that
+    many, so ``total == count_limit`` means "at least"; counting every match of a
+    common word re-reads every matching text (about 0.15-0.2 s for 11,000 matches in
+    a 100 MB archive, bench/recall.py), the first hits alone take a millisecond.
+
+    Safe to share between threads: one connection, guarded by a lock. Use it as a
+    context manager or call ``close()``.
+    """
+
+    def __init__(
+        self,
+        path: Union[None, str, "os.PathLike[str]"] = None,
+        *,
+        fts: Optional[str] = None,
+        compactor: Optional["Compactor"] = None,
+        count_limit: Optional[int] = None,
+    ) -> None:
+        if fts not in (None, "fts5", "like"):
+            raise OptionError(f'fts must be None, "fts5" or "like", not {fts!r}', "/fts")
+        count_limit = check_opt_int("count_limit", count_limit)
+        if count_limit is not None and count_limit < 1:
+            raise OptionError("count_limit must be at least 1", "/count_limit")
+        #: totals are counted up to this many matches (None: all).
+        self.count_limit = count_limit
+        self._lock = threading.RLock()
+        self._compactor = compactor
+        self._owns_compactor = False
+        self.path: Optional[str] = None if path is None else str(path)
+        target = ":memory:" if path is None else str(path)
+        conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False)
+        self._conn: Optional[sqlite3.Connection] = conn
+        try:
+            self._open(conn, fts)
+        except BaseException:
+            conn.close()
+            self._conn = None
+            raise
+
+    def _open(self, conn: sqlite3.Connection, want: Optional[str]) -> None:
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
+        if self.path is not None:
+            conn.execute("PRAGMA journal_mode = WAL")
+        have = fts5_trigram_available(conn)
+        if want == "fts5" and not have:
+            raise CompactError("invalid_request", "this SQLite build has no FTS5 trigram tokenizer", "/fts")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for stmt in _SCHEMA.split(";"):
+                if stmt.strip():
+                    conn.execute(stmt)
+            meta = dict(conn.execute("SELECT key, value FROM ctxc_meta").fetchall())
+            version = meta.get("schema_version")
+            if version is None:
+                conn.execute("INSERT INTO ctxc_meta (key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
+            elif version != SCHEMA_VERSION:
+                raise CompactError(
+                    "invalid_state",
+                    f"store {self.path!r} has schema_version {version}, this package reads {SCHEMA_VERSION}",
+                    "/path",
+                )
+            mode = meta.get("fts")
+            if mode is None:
+                mode = "fts5" if have and want != "like" else "like"
+                if mode == "fts5":
+                    conn.execute(_FTS_TABLE)
+                conn.execute("INSERT INTO ctxc_meta (key, value) VALUES ('fts', ?)", (mode,))
+            elif mode not in ("fts5", "like"):
+                raise CompactError("invalid_state", f"store has an unknown fts mode {mode!r}", "/path")
+            elif mode == "like" and want == "fts5":
+                raise CompactError("invalid_request", "this store was made without an FTS5 index (its fts is like)", "/fts")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        #: the file's index mode ("fts5": ctxc_fts exists and is kept in sync).
+        self.file_fts: str = mode
+        #: how searches run: "fts5" (MATCH, then LIKE per term) or "like".
+        self.fts: str = "fts5" if mode == "fts5" and have and want != "like" else "like"
+        # A file indexed by a build with FTS5 opened by one without: the index
+        # cannot be kept in sync, so writes are refused (searches use LIKE).
+        self._writable = mode == "like" or have
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def _c(self) -> sqlite3.Connection:
+        conn = self._conn
+        if conn is None:
+            raise CompactError("invalid_state", "the RecallStore is closed")
+        return conn
+
+    def _write(self) -> sqlite3.Connection:
+        conn = self._c()
+        if not self._writable:
+            raise CompactError(
+                "invalid_state",
+                "this store has an FTS5 index and this SQLite build has no FTS5: it can be read, not written",
+            )
+        return conn
+
+    def close(self) -> None:
+        """Close the connection (and the compactor the store made); idempotent."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+            if self._owns_compactor and self._compactor is not None:
+                self._compactor.close()
+                self._compactor = None
+                self._owns_compactor = False
+
+    def __enter__(self) -> "RecallStore":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._conn is None else self.fts
+        return f"RecallStore({self.path!r}, {state})"
+
+    # -- writes --------------------------------------------------------------------------
+
+    def next_range_id(self, session: str) -> str:
+        """``r<k>``: k is 1 + the number of ranges the session has."""
+        session = _check_session(session)
+        with self._lock:
+            (n,) = self._c().execute("SELECT COUNT(*) FROM ctxc_ranges WHERE session = ?", (session,)).fetchone()
+        return f"r{int(n) + 1}"
+
+    def archive(self, session: str, rows: Union[ArchiveRows, Dict[str, Any]]) -> RecallRange:
+        """Insert one compaction's archive (the result of the core's
+        ``recall.archive``: ``{"range": {...}, "rows": [...]}``) in one transaction.
+        A range id the session has already is ``invalid_state`` (nothing written)."""
+        session = _check_session(session)
+        if not isinstance(rows, dict) or not isinstance(rows.get("range"), dict) or not isinstance(rows.get("rows"), list):
+            raise OptionError('rows must be the recall.archive result {"range": {...}, "rows": [...]}', "/rows")
+        rng = cast(Dict[str, Any], rows["range"])
+        try:
+            range_row = (
+                session, str(rng["id"]), int(rng["from_index"]), int(rng["to_index"]), str(rng["summary"]),
+            )
+            msg_rows = [
+                (session, str(r["id"]), str(r["range_id"]), int(r["position"]), str(r["role"]),
+                 str(r["reason"]), _json_text(r["json"]), str(r["text"]))
+                for r in cast(List[Dict[str, Any]], rows["rows"])
+            ]
+        except (KeyError, TypeError, ValueError) as e:
+            raise OptionError(f"malformed archive rows: {e!r}", "/rows") from e
+        with self._lock:
+            conn = self._write()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                (seq,) = conn.execute(
+                    "SELECT COALESCE(MAX(seq), 0) + 1 FROM ctxc_ranges WHERE session = ?", (session,)
+                ).fetchone()
+                try:
+                    conn.execute(
+                        "INSERT INTO ctxc_ranges (session, id, seq, from_index, to_index, summary)"
+                        " VALUES (?, ?, ?, ?, ?, ?)",
+                        (range_row[0], range_row[1], seq) + range_row[2:],
+                    )
+                except sqlite3.IntegrityError as e:
+                    raise CompactError(
+                        "invalid_state", f"session {session!r} already has a range {range_row[1]!r}", "/range/id"
+                    ) from e
+                index = self.file_fts == "fts5"
+                for row in msg_rows:
+                    try:
+                        cur = conn.execute(
+                            "INSERT INTO ctxc_messages (session, id, range_id, position, role, reason, json, text)"
+                            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                            row,
+                        )
+                    except sqlite3.IntegrityError as e:
+                        raise CompactError(
+                            "invalid_state", f"session {session!r} already has a message {row[1]!r}", "/rows"
+                        ) from e
+                    if index:
+                        conn.execute("INSERT INTO ctxc_fts (rowid, text) VALUES (?, ?)", (cur.lastrowid, row[7]))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return {"id": range_row[1], "from_index": range_row[2], "to_index": range_row[3], "summary": range_row[4]}
+
+    def delete_session(self, session: str) -> int:
+        """Remove a session's ranges and messages (and their index entries); returns
+        the number of message rows removed."""
+        session = _check_session(session)
+        with self._lock:
+            conn = self._write()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if self.file_fts == "fts5":
+                    conn.execute(
+                        "INSERT INTO ctxc_fts (ctxc_fts, rowid, text)"
+                        " SELECT 'delete', rowid, text FROM ctxc_messages WHERE session = ?",
+                        (session,),
+                    )
+                n = conn.execute("DELETE FROM ctxc_messages WHERE session = ?", (session,)).rowcount
+                conn.execute("DELETE FROM ctxc_ranges WHERE session = ?", (session,))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return int(n)
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def sessions(self) -> List[str]:
+        """The sessions with anything archived, sorted."""
+        with self._lock:
+            rows = self._c().execute(
+                "SELECT session FROM ctxc_ranges UNION SELECT session FROM ctxc_messages ORDER BY 1"
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def ranges(self, session: str) -> List[RecallRange]:
+        """The session's ranges, oldest first."""
+        session = _check_session(session)
+        with self._lock:
+            rows = self._c().execute(
+                "SELECT id, from_index, to_index, summary FROM ctxc_ranges WHERE session = ? ORDER BY seq",
+                (session,),
+            ).fetchall()
+        return [{"id": r[0], "from_index": r[1], "to_index": r[2], "summary": r[3]} for r in rows]
+
+    def search_rows(self, session: str, query: QueryArg, limit: Optional[int] = None) -> List[SearchHit]:
+        """The session's archived rows (messages and summaries) where every term of
+        the query is a case-insensitive substring of the searchable text, newest
+        first (the hits ``recall.search_result`` takes). ``query`` is a str (split
+        as ``recall.query`` does), a list of terms or a ``recall.query`` plan.
+        ``limit`` None: every hit."""
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
+            raise OptionError("limit must be a non-negative int or None", "/limit")
+        source, where, args = self._where(session, query)
+        order = "ctxc_fts.rowid" if source.startswith("ctxc_fts") else "m.rowid"
+        sql = f"SELECT m.id, m.range_id, m.position, m.role, m.text FROM {source} WHERE {where} ORDER BY {order} DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        with self._lock:
+            rows = self._c().execute(sql, args).fetchall()
+        return [{"id": r[0], "range_id": r[1], "position": r[2], "role": r[3], "text": r[4]} for r in rows]
+
+    def count_rows(self, session: str, query: QueryArg, limit: Optional[int] = None) -> int:
+        """How many rows ``search_rows`` would return without a limit (at most
+        ``limit`` of them when it is given: the count stops there)."""
+        limit = check_opt_int("limit", limit)
+        source, where, args = self._where(session, query, counting=limit is None)
+        sql = f"SELECT COUNT(*) FROM {source} WHERE {where}"
+        if limit is not None:
+            sql = f"SELECT COUNT(*) FROM (SELECT 1 FROM {source} WHERE {where} LIMIT ?)"
+            args.append(limit)
+        with self._lock:
+            (n,) = self._c().execute(sql, args).fetchone()
+        return int(n)
+
+    def _where(self, session: str, query: QueryArg, counting: bool = False) -> Tuple[str, str, List[Any]]:
+        """(FROM, WHERE, args) of a search (docs/RECALL.md): LIKE for every term,
+        over the session's rows; in FTS5 mode only over the rows the index finds
+        for the terms of at least 3 characters, newest first (fts5 walks its rowids
+        in descending order, so a LIMIT stops early). LIKE decides in both modes,
+        so they give the same hits: the trigram tokenizer folds case by Unicode,
+        LIKE by ASCII only."""
+        session = _check_session(session)
+        plan = _as_plan(query)
+        args: List[Any] = []
+        if self.fts == "fts5" and plan["fts"]:
+            source = "ctxc_fts CROSS JOIN ctxc_messages m ON m.rowid = ctxc_fts.rowid"
+            where = "ctxc_fts MATCH ? AND m.session = ?"
+            args += [plan["fts"], session]
+        else:
+            source = "ctxc_messages m"
+            # Listing walks the rows newest first (rowid order, the session a test
+            # on each row), so a LIMIT stops at the first hits; counting reads the
+            # session's rows through its index.
+            where = "m.session = ?" if counting else "+m.session = ?"
+            args.append(session)
+        for p in plan["like"]:
+            where += " AND m.text LIKE ? ESCAPE '\\'"
+            args.append(p)
+        return source, where, args
+
+    def messages(self, session: str, id: str) -> List[StoredMessage]:
+        """The stored rows behind an id: a range ``r<k>`` gives its archived
+        messages in input order (not its summary), ``r<k>.<index>`` or
+        ``r<k>.summary`` one row; an unknown id gives []."""
+        session = _check_session(session)
+        if not isinstance(id, str):
+            raise OptionError(f"id must be a str, not {type(id).__name__}", "/id")
+        sql = (
+            "SELECT id, range_id, position, role, reason, json FROM ctxc_messages"
+            " WHERE session = ? AND {} ORDER BY position, rowid"
+        )
+        with self._lock:
+            conn = self._c()
+            rows = conn.execute(sql.format("id = ?"), (session, id)).fetchall()
+            if not rows:
+                rows = conn.execute(
+                    sql.format("range_id = ? AND reason != 'summary'"), (session, id)
+                ).fetchall()
+        return [
+            {"id": r[0], "range_id": r[1], "position": r[2], "role": r[3], "reason": r[4], "json": r[5]}
+            for r in rows
+        ]
+
+    def expand_rows(self, session: str, id: str) -> List[str]:
+        """The original message JSON behind an id, as stored (see ``messages``)."""
+        return [r["json"] for r in self.messages(session, id)]
+
+    # -- the tool results (formatted by the core) ----------------------------------------
+
+    def _core(self) -> "Compactor":
+        with self._lock:
+            if self._compactor is None:
+                from ._compactor import Compactor
+
+                self._compactor = Compactor()
+                self._owns_compactor = True
+            return self._compactor
+
+    def search(self, session: str, query: str, limit: int = 10) -> SearchResult:
+        """``context_search`` over a session: the core plans the query
+        (``recall.query``) and formats the hits (``recall.search_result``)."""
+        return cast(SearchResult, json.loads(self.search_json(session, query, limit)))
+
+    def search_json(self, session: str, query: str, limit: int = 10) -> str:
+        """``search`` as the tool's JSON string."""
+        return search_result(self._core(), self, session, query, limit)
+
+    def expand(self, session: str, id: str, max_tokens: Optional[int] = None) -> ExpandResult:
+        """``context_expand`` over a session: the original messages behind a range or
+        message id, cut to ``max_tokens`` by the core (``recall.expand_result``); an
+        unknown id gives ``{"error": ...}``."""
+        return cast(ExpandResult, json.loads(self.expand_json(session, id, max_tokens)))
+
+    def expand_json(self, session: str, id: str, max_tokens: Optional[int] = None) -> str:
+        """``expand`` as the tool's JSON string. The stored message JSON goes to the
+        core as it is (spliced into the request, never re-encoded)."""
+        if not isinstance(id, str):
+            raise OptionError(f"id must be a str, not {type(id).__name__}", "/id")
+        max_tokens = check_opt_int("max_tokens", max_tokens)
+        return expand_result(self._core(), id, self.expand_rows(session, id), max_tokens)
+
+
+def search_result(core: "Compactor", store: RecallStore, session: str, query: str, limit: int) -> str:
+    """recall.query, the SQL, recall.search_result: the first ``limit`` hits (with
+    their text, for the snippets) and the count of all of them."""
+    limit = check_int("limit", limit)
+    plan = cast(RecallQuery, core.call("recall.query", {"query": query}))
+    n = max(1, min(limit, 50))
+    hits = store.search_rows(session, plan, limit=n)
+    total = len(hits) if len(hits) < n else store.count_rows(session, plan, store.count_limit)
+    out = core.call("recall.search_result", {"query": query, "hits": hits, "limit": limit, "total": total})
+    return cast(str, out["result"])
+
+
+def expand_result(core: "Compactor", id: str, messages: List[str], max_tokens: Optional[int]) -> str:
+    """recall.expand_result with the stored JSON texts spliced in as they are."""
+    from ._compactor import dumps
+
+    parts = [(b"id", dumps(id)), (b"messages", b"[" + b",".join(m.encode("utf-8") for m in messages) + b"]")]
+    if max_tokens is not None:
+        parts.append((b"max_tokens", dumps(max_tokens)))
+    out = core._run(b"recall.expand_result", parts)
+    return cast(str, out["result"])
+
+
+def _json_text(v: Any) -> str:
+    """A row's json: the core gives the message JSON as a string (kept as it is);
+    a message object is serialized compactly."""
+    if isinstance(v, str):
+        return v
+    return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
