@@ -273,6 +273,9 @@ const RANGE_ID = /^r[1-9][0-9]*$/;
  * The store: one SQLite file (or memory) holding many sessions' archived ranges.
  * Methods are synchronous after `await RecallStore.open(path)`.
  */
+/** How far a search counts its `total` by default, the same in every runtime's store. */
+const TOTAL_CAP = 100;
+
 export class RecallStore {
   #d;
   #path;
@@ -311,7 +314,9 @@ export class RecallStore {
     const which = options.driver ?? "auto";
     if (!["auto", "node:sqlite", "wasm"].includes(which)) throw fail('RecallStore.open(): driver is "auto", "node:sqlite" or "wasm"', "/driver");
     if (options.fts !== undefined && typeof options.fts !== "boolean") throw fail("RecallStore.open(): fts must be a boolean", "/fts");
-    const countLimit = options.countLimit ?? null;
+    // 100 by default, as the Go and Python stores count (docs/RECALL.md), so every
+    // runtime answers a search with the same text; null counts every match.
+    const countLimit = options.countLimit === undefined ? TOTAL_CAP : options.countLimit;
     if (countLimit !== null && !(Number.isSafeInteger(countLimit) && countLimit >= 1)) throw fail("RecallStore.open(): countLimit must be an integer of at least 1", "/count_limit");
     const file = path === ":memory:" ? null : path ?? null;
     let d;

@@ -178,6 +178,11 @@ def _check_session(session: Any) -> str:
     return session
 
 
+#: How far a search counts its ``total`` by default, the same in every runtime's
+#: store (docs/RECALL.md): the answers are then the same text everywhere.
+TOTAL_CAP = 100
+
+
 class RecallStore:
     """An SQLite archive of compacted conversations, many sessions per file.
 
@@ -189,9 +194,10 @@ class RecallStore:
     forces the LIKE search (a new file is created without the index; an existing
     index is still kept in sync). Both give the same hits in the same order.
     ``compactor`` (a Compactor) formats ``search`` and ``expand`` results; without it
-    one is made on first use and closed with the store. ``count_limit`` (None:
-    exact) bounds the work of a search's ``total``: matches are counted up to that
-    many, so ``total == count_limit`` means "at least"; counting every match of a
+    one is made on first use and closed with the store. ``count_limit`` (default
+    100, as the Go and JS stores count, so the three answer a search with the same
+    text; None: exact) bounds the work of a search's ``total``: matches are counted up
+    to that many, so ``total == count_limit`` means "at least"; counting every match of a
     common word re-reads every matching text (about 0.15-0.2 s for 11,000 matches in
     a 100 MB archive, bench/recall.py), the first hits alone take a millisecond.
 
@@ -205,7 +211,7 @@ class RecallStore:
         *,
         fts: Optional[str] = None,
         compactor: Optional["Compactor"] = None,
-        count_limit: Optional[int] = None,
+        count_limit: Optional[int] = TOTAL_CAP,
     ) -> None:
         if fts not in (None, "fts5", "like"):
             raise OptionError(f'fts must be None, "fts5" or "like", not {fts!r}', "/fts")
