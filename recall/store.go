@@ -229,7 +229,12 @@ func (s *Store) NextRangeID(ctx context.Context, session string) (string, error)
 }
 
 func (s *Store) rangeCount(session string) (int, error) {
-	st, _, err := s.conn.Prepare(`SELECT count(*) FROM ctxc_ranges WHERE session = ?`)
+	return s.countOf(`SELECT count(*) FROM ctxc_ranges WHERE session = ?`, session)
+}
+
+// countOf runs a count(*) query with one parameter, the session.
+func (s *Store) countOf(sql, session string) (int, error) {
+	st, _, err := s.conn.Prepare(sql)
 	if err != nil {
 		return 0, err
 	}
@@ -399,16 +404,7 @@ func (s *Store) Find(ctx context.Context, session, query string, limit int) (hit
 }
 
 func (s *Store) sessionRows(session string) (int, error) {
-	st, _, err := s.conn.Prepare(`SELECT count(*) FROM ctxc_messages WHERE session = ?`)
-	if err != nil {
-		return 0, err
-	}
-	defer st.Close()
-	st.BindText(1, session)
-	if !st.Step() {
-		return 0, st.Err()
-	}
-	return st.ColumnInt(0), nil
+	return s.countOf(`SELECT count(*) FROM ctxc_messages WHERE session = ?`, session)
 }
 
 func (s *Store) query(sql string, args []string) ([]core.RecallHit, error) {
