@@ -224,17 +224,7 @@ func TestRecallCheckCall(t *testing.T) {
 // With archive_id the summary message ends with the two lines that name the
 // archived range and what of it the summary leaves out; without it nothing changes.
 func TestSummaryNamesItsArchivedRange(t *testing.T) {
-	msgs := []any{sys("You are a coding agent."), user("Fix the importer."), say("Looking.")}
-	msgs = append(msgs, user("Start with \"csv\" files,\nplease."))
-	for i := 0; i < 6; i++ {
-		msgs = append(msgs, toolTurn(fmt.Sprintf("i%d", i), "read_file", args("path", fmt.Sprintf("importer/step_%d.py", i)), code("imp", 2000))...)
-	}
-	msgs = append(msgs, toolTurn("t1", "terminal", args("command", "pytest -q"), "collected 3 items\nFAILED tests/test_csv.py::test_bom - UnicodeDecodeError: bad byte")...)
-	for i := 0; i < 4; i++ {
-		msgs = append(msgs, toolTurn(fmt.Sprintf("j%d", i), "read_file", args("path", "tests/test_csv.py"), code("t", 2000))...)
-	}
-	msgs = append(msgs, say("The BOM breaks it."), user("Fix it then."))
-	cfg := map[string]any{"model": map[string]any{"context_length": 8000}, "compression": map[string]any{"protect_last_n": 2}}
+	msgs, cfg := importerSession()
 	begin := func(extra map[string]any) (CompactResult, *Error) {
 		req := map[string]any{"messages": msgs, "config": cfg, "force": true}
 		for k, v := range extra {

@@ -243,17 +243,7 @@ func TestLLMSummaryCarriedByTheExtractiveBuilder(t *testing.T) {
 // The anchor check: a host summary that forgets everything gets the summarized
 // range's files, requests and last error appended in one bounded section.
 func TestAnchorCheckOfAUselessHostSummary(t *testing.T) {
-	msgs := []any{sys("You are a coding agent."), user("Fix the importer."), say("Looking.")}
-	msgs = append(msgs, user("Start with \"csv\" files,\nplease."))
-	for i := 0; i < 6; i++ {
-		msgs = append(msgs, toolTurn(fmt.Sprintf("i%d", i), "read_file", args("path", fmt.Sprintf("importer/step_%d.py", i)), code("imp", 2000))...)
-	}
-	msgs = append(msgs, toolTurn("t1", "terminal", args("command", "pytest -q"), "collected 3 items\nFAILED tests/test_csv.py::test_bom - UnicodeDecodeError: bad byte")...)
-	for i := 0; i < 4; i++ {
-		msgs = append(msgs, toolTurn(fmt.Sprintf("j%d", i), "read_file", args("path", "tests/test_csv.py"), code("t", 2000))...)
-	}
-	msgs = append(msgs, say("The BOM breaks it."), user("Fix it then."))
-	cfg := map[string]any{"model": map[string]any{"context_length": 8000}, "compression": map[string]any{"protect_last_n": 2}}
+	msgs, cfg := importerSession()
 	res, e := callOp(t, "compact.begin", map[string]any{"messages": msgs, "config": cfg, "force": true})
 	require.Nil(t, e)
 	begin := decodeResult(t, res)
@@ -386,4 +376,23 @@ func TestSmallWindowTailRule(t *testing.T) {
 	res, e = callOp(t, "compact.finish", map[string]any{"messages": msgs, "config": map[string]any{"model": map[string]any{"context_length": 32_000}, "compression": map[string]any{"protect_last_n": 20}}, "force": true, "state": st, "summary": "x"})
 	require.NotNil(t, e)
 	require.Equal(t, CodeInvalidState, e.Code)
+}
+
+// importerSession is a made-up coding session at an 8K window: a request with a
+// quote and a newline, ten file reads, a failing test run, a last request. Its
+// summarized range names files, requests and an error, for the anchor check and
+// the archive lines to find.
+func importerSession() ([]any, map[string]any) {
+	msgs := []any{sys("You are a coding agent."), user("Fix the importer."), say("Looking.")}
+	msgs = append(msgs, user("Start with \"csv\" files,\nplease."))
+	for i := 0; i < 6; i++ {
+		msgs = append(msgs, toolTurn(fmt.Sprintf("i%d", i), "read_file", args("path", fmt.Sprintf("importer/step_%d.py", i)), code("imp", 2000))...)
+	}
+	msgs = append(msgs, toolTurn("t1", "terminal", args("command", "pytest -q"), "collected 3 items\nFAILED tests/test_csv.py::test_bom - UnicodeDecodeError: bad byte")...)
+	for i := 0; i < 4; i++ {
+		msgs = append(msgs, toolTurn(fmt.Sprintf("j%d", i), "read_file", args("path", "tests/test_csv.py"), code("t", 2000))...)
+	}
+	msgs = append(msgs, say("The BOM breaks it."), user("Fix it then."))
+	cfg := map[string]any{"model": map[string]any{"context_length": 8000}, "compression": map[string]any{"protect_last_n": 2}}
+	return msgs, cfg
 }
