@@ -62,24 +62,6 @@ func withSystemNote(m *message) (string, bool) {
 	return out, err == nil
 }
 
-// systemWithNote returns an Anthropic top-level system prompt (a string or a list
-// of blocks) with SystemNote appended, or false when the note is already there.
-func systemWithNote(sys gjson.Result) (string, bool) {
-	if strings.Contains(contentText(sys), strings.TrimSpace(SystemNote)) {
-		return "", false
-	}
-	if sys.Type == gjson.String {
-		b, _ := marshal(sys.Str + SystemNote)
-		return string(b), true
-	}
-	block, _ := marshal(map[string]string{"type": "text", "text": strings.TrimPrefix(SystemNote, "\n\n")})
-	items := strings.TrimSpace(sys.Raw[1 : len(sys.Raw)-1])
-	if items != "" {
-		items += ","
-	}
-	return "[" + items + string(block) + "]", true
-}
-
 // assembly is an assembled compaction before sanitizing.
 type assembly struct {
 	out         []outMsg
@@ -117,21 +99,21 @@ const (
 //
 // closing, when not empty, ends the summary message's text after the summary
 // (the lines naming the archived range of a lossless compaction).
-func assemble(msgs []message, p plan, summary, closing string) assembly {
+func assemble(f messageFormat, msgs []message, p plan, summary, closing string) assembly {
 	a := assembly{mergedInto: -1}
 	noted := false
 	for i := 0; i < p.headEnd; i++ {
 		if !noted && msgs[i].isSystem() {
 			noted = true
-			if raw, ok := withSystemNote(&msgs[i]); ok {
+			if raw, ok := f.withSystemNote(&msgs[i]); ok {
 				a.out = append(a.out, newMsg(i, raw))
 				a.archived = append(a.archived, archivedMsg{index: i, reason: ArchivedSystemNote, raw: msgs[i].raw})
 				a.noteAdded = true
 				continue
 			}
 		}
-		if raw, ok := p.pruned.at(i); ok { // a head tool output pruned under pressure
-			a.out = append(a.out, newMsg(i, raw))
+		if chars, ok := p.pruned.at(i); ok { // a head tool output pruned under pressure
+			a.out = append(a.out, newMsg(i, f.pruned(&msgs[i], p.calls, chars)))
 			a.archived = append(a.archived, archivedMsg{index: i, reason: ArchivedPruned, raw: msgs[i].raw})
 			continue
 		}
@@ -142,8 +124,8 @@ func assemble(msgs []message, p plan, summary, closing string) assembly {
 	}
 	tail := make([]outMsg, 0, len(msgs)-p.tailStart)
 	for i := p.tailStart; i < len(msgs); i++ {
-		if raw, ok := p.pruned.at(i); ok {
-			tail = append(tail, newMsg(i, raw))
+		if chars, ok := p.pruned.at(i); ok {
+			tail = append(tail, newMsg(i, f.pruned(&msgs[i], p.calls, chars)))
 			a.archived = append(a.archived, archivedMsg{index: i, reason: ArchivedPruned, raw: msgs[i].raw})
 			continue
 		}
@@ -168,11 +150,10 @@ func assemble(msgs []message, p plan, summary, closing string) assembly {
 	if role == prev || role == next {
 		a.summaryRole, a.mergedInto = "merged", tail[0].src
 		a.archived = append(a.archived, archivedMsg{index: tail[0].src, reason: ArchivedMerged, raw: msgs[tail[0].src].raw})
-		tail[0] = newMsg(tail[0].src, mergeSummary(tail[0].raw, text, next))
+		tail[0] = newMsg(tail[0].src, f.mergeSummary(tail[0].raw, text, next))
 	} else {
 		a.summaryRole = role
-		raw, _ := marshal(map[string]string{"role": role, "content": text})
-		a.out = append(a.out, newMsg(-1, string(raw)))
+		a.out = append(a.out, newMsg(-1, f.summaryMessage(role, text)))
 	}
 	a.out = append(a.out, tail...)
 	return a

@@ -13,7 +13,8 @@ const prunedTokensEstimate = 48
 // are kept but pruned: they are protected by count, not by the token budget.
 type plan struct {
 	headEnd, tailStart, budgetStart int
-	// pruned holds the pruned JSON of the messages that are kept pruned.
+	// pruned holds which messages are kept pruned, and their outputs' sizes: planning
+	// decides, assembly writes the placeholders (through the format).
 	pruned prunedSet
 	// activeRequest is the index of the newest real user message when it could not
 	// stay in the tail and the summary carries it verbatim; -1 otherwise.
@@ -36,8 +37,8 @@ type plan struct {
 // the tail starts at an assistant, never at a tool result.
 //
 // fixed is the size of what is sent besides the messages (an Anthropic top-level
-// system prompt), counted with the head.
-func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig, fixed int) plan {
+// system prompt), counted with the head; f says which messages hold prunable output.
+func planCompaction(f messageFormat, msgs []message, thr ThresholdResult, cc CompressionConfig, fixed int) plan {
 	n := len(msgs)
 	p := plan{thr: thr, activeRequest: -1}
 
@@ -94,7 +95,7 @@ func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig, f
 	for i := n - 1; i >= p.headEnd; i-- {
 		t := msgs[i].tokens
 		if i < p.budgetStart {
-			if chars, ok := prunable(&msgs[i]); ok {
+			if chars, ok := f.prunable(&msgs[i]); ok {
 				pruneChars[i-p.headEnd], t = chars, prunedTokensEstimate
 			}
 		}
@@ -161,7 +162,7 @@ func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig, f
 	p.roomMargin = anchorBudget(thr, cc)
 	if p.estimate > thr.ThresholdTokens-p.roomMargin {
 		for i := 0; i < p.headEnd; i++ {
-			if _, ok := prunable(&msgs[i]); ok && msgs[i].tokens > prunedTokensEstimate {
+			if _, ok := f.prunable(&msgs[i]); ok && msgs[i].tokens > prunedTokensEstimate {
 				headPruned = append(headPruned, i)
 				head -= msgs[i].tokens - prunedTokensEstimate
 			}
@@ -187,48 +188,49 @@ func planCompaction(msgs []message, thr ThresholdResult, cc CompressionConfig, f
 	if len(headPruned) > 0 {
 		p.pruned.from = headPruned[0]
 		for _, i := range headPruned {
-			chars, _ := prunable(&msgs[i])
-			p.pruned.add(i, prunedMessage(&msgs[i], p.calls, chars))
+			chars, _ := f.prunable(&msgs[i])
+			p.pruned.add(i, chars)
 		}
 	}
 	for i := p.tailStart; i < p.budgetStart; i++ {
 		if chars := pruneChars[i-p.headEnd]; chars > 0 {
-			p.pruned.add(i, prunedMessage(&msgs[i], p.calls, chars))
+			p.pruned.add(i, chars)
 		}
 	}
 	return p
 }
 
-// prunedSet maps input indices, from a first one on, to the pruned JSON of those
-// messages: a slice, not a map (a few pruned messages in a run of the tail).
+// prunedSet maps input indices, from a first one on, to the sizes (in characters)
+// of the outputs pruned in those messages: a slice, not a map (a few pruned
+// messages in a run of the tail).
 type prunedSet struct {
-	from int
-	raw  []string // raw[k] is message from+k pruned; "" when it is not; ends with one that is
+	from  int
+	chars []int // chars[k] is the pruned size of message from+k; 0 when it is not pruned; ends with one that is
 }
 
-func (s *prunedSet) add(i int, raw string) {
-	for len(s.raw) <= i-s.from {
-		s.raw = append(s.raw, "")
+func (s *prunedSet) add(i, chars int) {
+	for len(s.chars) <= i-s.from {
+		s.chars = append(s.chars, 0)
 	}
-	s.raw[i-s.from] = raw
+	s.chars[i-s.from] = chars
 }
 
 // empty reports whether no message is pruned.
-func (s *prunedSet) empty() bool { return len(s.raw) == 0 }
+func (s *prunedSet) empty() bool { return len(s.chars) == 0 }
 
-// at returns the pruned JSON of message i, if it is pruned.
-func (s *prunedSet) at(i int) (string, bool) {
-	if k := i - s.from; k >= 0 && k < len(s.raw) && s.raw[k] != "" {
-		return s.raw[k], true
+// at returns the pruned size of message i, if it is pruned.
+func (s *prunedSet) at(i int) (int, bool) {
+	if k := i - s.from; k >= 0 && k < len(s.chars) && s.chars[k] > 0 {
+		return s.chars[k], true
 	}
-	return "", false
+	return 0, false
 }
 
 // indices returns the pruned messages' indices in order.
 func (s *prunedSet) indices() []int {
 	out := []int{}
-	for k, raw := range s.raw {
-		if raw != "" {
+	for k, n := range s.chars {
+		if n > 0 {
 			out = append(out, s.from+k)
 		}
 	}

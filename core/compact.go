@@ -113,9 +113,9 @@ type compactRequest struct {
 	promptTokens int
 	summarizer   string
 	refs         bool
-	// anthropic is the Anthropic Messages layout: tool_use / tool_result blocks, and
-	// the system prompt outside the list (system, "" when absent).
-	anthropic    bool
+	// format is the messages' shape; system is its top-level system prompt, when
+	// it has one and the request gives it.
+	format       messageFormat
 	system       gjson.Result
 	systemTokens int
 	// fallbackCode is compact.finish's reason code for a fallback (FallbackCodes).
@@ -125,16 +125,15 @@ type compactRequest struct {
 	archiveID string
 }
 
-// plan places the boundaries. In the Anthropic layout a top-level system prompt
-// counts as the first of protect_first_n head messages, as a system message does in
-// the OpenAI layout.
+// plan places the boundaries. A top-level system prompt counts as the first of
+// protect_first_n head messages, as a system message does in the list.
 func (r *compactRequest) plan() plan {
 	cc := r.cfg.Compression
-	if r.anthropic && r.system.Exists() && cc.ProtectFirstN > 0 {
+	if r.system.Exists() && cc.ProtectFirstN > 0 {
 		cc.ProtectFirstN--
 	}
 	cc.ProtectLastN = tailCount(cc, r.thr)
-	return planCompaction(r.msgs, r.thr, cc, r.systemTokens)
+	return planCompaction(r.format, r.msgs, r.thr, cc, r.systemTokens)
 }
 
 // params are a request's top-level fields, read in one pass: gjson's Get would
@@ -200,23 +199,18 @@ func parseCompactParams(req params, known *arrayParts) (*compactRequest, error) 
 	return r, r.readFormat(req)
 }
 
-// readFormat reads "format" ("openai" or "anthropic"; absent: anthropic when a
-// top-level system is given or a message has tool_use/tool_result blocks) and, for
-// Anthropic, the top-level system and the roles it allows.
+// readFormat reads "format" (a name or alias; absent: detected, see detectFormat)
+// and the top-level system prompt, which only a format that has one takes.
 func (r *compactRequest) readFormat(req params) error {
-	switch f := req.Get("format"); {
-	case f.Exists() && f.Str == "anthropic":
-		r.anthropic = true
-	case f.Exists() && f.Str != "openai":
-		return errorf(CodeInvalidRequest, "/format", "format must be \"openai\" or \"anthropic\"")
-	case !f.Exists():
-		r.anthropic = req.Get("system").Exists()
-		for i := range r.msgs {
-			r.anthropic = r.anthropic || r.msgs[i].blocks
-		}
+	sys := req.Get("system")
+	hasSystem := sys.Exists() && sys.Type != gjson.Null
+	f, err := formatForMessages(req.Get("format"), r.msgs, req.Get("system").Exists())
+	if err != nil {
+		return err
 	}
-	if sys := req.Get("system"); sys.Exists() && sys.Type != gjson.Null {
-		if !r.anthropic {
+	r.format = f
+	if hasSystem {
+		if !f.topLevelSystem() {
 			return errorf(CodeInvalidRequest, "/system", "a top-level system prompt is the Anthropic layout: set format to \"anthropic\" or put it in a system message")
 		}
 		if sys.Type != gjson.String && !sys.IsArray() {
@@ -225,14 +219,7 @@ func (r *compactRequest) readFormat(req params) error {
 		r.system = gjson.Parse(sys.Raw)
 		r.systemTokens = r.tc.content(r.system) + messageOverheadTokens
 	}
-	if r.anthropic {
-		for i := range r.msgs {
-			if role := r.msgs[i].role; role != "user" && role != "assistant" {
-				return errorf(CodeInvalidMessages, pointer("/messages", i, "role"), "the Anthropic layout has only user and assistant messages (got %q); the system prompt goes in system", role)
-			}
-		}
-	}
-	return nil
+	return f.checkMessages(r.msgs)
 }
 
 func boolParam(req params, key string) (bool, error) {
@@ -430,7 +417,7 @@ func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome
 		if r.archiveID != "" {
 			closing = recallClosing(r.msgs, p, summary, r.archiveID)
 		}
-		a = assemble(r.msgs, p, summary, closing)
+		a = assemble(r.format, r.msgs, p, summary, closing)
 		rep.Summarized = &IndexRange{From: p.headEnd, To: p.tailStart}
 		rep.SummaryRole, rep.SystemNoteAdded = a.summaryRole, a.noteAdded
 		if a.mergedInto >= 0 {
@@ -442,8 +429,8 @@ func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome
 		rep.Reason = "pruned_only"
 		a = assembly{mergedInto: -1}
 		for i := range r.msgs {
-			if raw, ok := p.pruned.at(i); ok {
-				a.out = append(a.out, newMsg(i, raw))
+			if chars, ok := p.pruned.at(i); ok {
+				a.out = append(a.out, newMsg(i, r.format.pruned(&r.msgs[i], p.calls, chars)))
 				a.archived = append(a.archived, archivedMsg{index: i, reason: ArchivedPruned, raw: r.msgs[i].raw})
 				continue
 			}
@@ -452,7 +439,7 @@ func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome
 	}
 	rep.Pruned = p.pruned.indices()
 
-	out, removed, repaired, san := sanitizeToolPairs(a.out)
+	out, removed, repaired, san := sanitizeToolPairs(r.format, a.out)
 	// archivedAlready reports whether the assembly archived message i; its index is
 	// built only when a message was removed or repaired (the middle can be most of
 	// the conversation).
@@ -504,7 +491,7 @@ func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome
 		system = r.system.Raw
 		rep.TokensAfter += r.systemTokens
 		if p.tailStart > p.headEnd {
-			if raw, ok := systemWithNote(r.system); ok {
+			if raw, ok := r.format.systemWithNote(r.system); ok {
 				system, rep.SystemNoteAdded = raw, true
 				rep.TokensAfter += r.tc.content(gjson.Parse(raw)) - r.tc.content(r.system)
 				if rep.FirstChangedIndex == nil || *rep.FirstChangedIndex > 0 {

@@ -3,10 +3,8 @@ package core
 import (
 	"encoding/json"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 
-	"github.com/tidwall/gjson"
 )
 
 const (
@@ -156,53 +154,6 @@ func truncateRunes(s string, n int) string {
 	return s[:i] + "…"
 }
 
-// prunable reports whether m is a tool output long enough to prune, and its length
-// in characters. A raw string of at most pruneMinChars bytes is too short whatever
-// it holds, so most short outputs are decided without counting.
-func prunable(m *message) (int, bool) {
-	if len(m.results) > 0 {
-		chars := 0
-		forEachLongResult(m, func(_, _ string, n int) { chars += n })
-		return chars, chars > 0
-	}
-	raw := m.contentRaw
-	if !m.isToolResult() || len(raw) <= pruneMinChars+2 || strings.HasPrefix(raw, `"`+PrunedPrefix) {
-		return 0, false
-	}
-	var chars int
-	if raw[0] == '"' {
-		chars = m.contentChars()
-	} else {
-		text := m.text()
-		if strings.HasPrefix(text, PrunedPrefix) {
-			return 0, false
-		}
-		chars = utf8.RuneCountInString(text)
-	}
-	return chars, chars > pruneMinChars
-}
-
-// prunedMessage returns m with its content replaced by a placeholder that says what
-// the output was (tool, key argument, size), so the agent knows what to re-run.
-// Every other byte is kept as it was: the content is spliced out of m.raw where
-// it was read, not found again.
-func prunedMessage(m *message, calls callIndex, chars int) string {
-	if len(m.results) == 0 {
-		return splice(m.raw, m.contentRaw, setString(placeholder(calls, m.resultFor, chars)))
-	}
-	// Anthropic: each long tool_result block's content gets a placeholder.
-	var content strings.Builder
-	done := 0 // m.contentRaw[:done] is written
-	forEachLongResult(m, func(c, id string, n int) {
-		off := offsetIn(m.contentRaw, c)
-		content.WriteString(m.contentRaw[done:off])
-		content.WriteString(setString(placeholder(calls, id, n)))
-		done = off + len(c)
-	})
-	content.WriteString(m.contentRaw[done:])
-	return splice(m.raw, m.contentRaw, content.String())
-}
-
 // splice returns s with part, a substring of s (the same memory), replaced by with.
 func splice(s, part, with string) string {
 	off := offsetIn(s, part)
@@ -230,31 +181,6 @@ func placeholder(calls callIndex, id string, chars int) string {
 	}
 	return PrunedPrefix + " " + what + " returned " + formatCount(chars) +
 		" characters here; call the tool again if you need the output."
-}
-
-// forEachLongResult calls fn with each tool_result block of an Anthropic message
-// whose content is longer than pruneMinChars characters and not yet pruned, with
-// that content's raw JSON (in the block, in m.contentRaw).
-func forEachLongResult(m *message, fn func(content, id string, chars int)) {
-	forEachElement(m.contentRaw, func(block string) bool {
-		if block[0] != '{' || decodeString(rawField(block, "type")) != "tool_result" {
-			return true
-		}
-		c := rawField(block, "content")
-		var n int
-		switch {
-		case len(c) <= pruneMinChars+2 || strings.HasPrefix(c, `"`+PrunedPrefix):
-			return true
-		case c[0] == '"':
-			n = jsonStringChars(c)
-		default:
-			n = utf8.RuneCountInString(contentText(gjson.Parse(c)))
-		}
-		if n > pruneMinChars {
-			fn(c, decodeString(rawField(block, "tool_use_id")), n)
-		}
-		return true
-	})
 }
 
 // formatCount writes n with thousands separators: 12,345.
@@ -285,8 +211,8 @@ func opPrune(req opRequest) ([]byte, error) {
 	o := &compactOutcome{}
 	res := PruneResult{Pruned: []int{}, TokensBefore: r.tokensBefore()}
 	for i := range r.msgs {
-		if chars, ok := prunable(&r.msgs[i]); ok && i >= p.headEnd && i < p.budgetStart {
-			o.out = append(o.out, newMsg(i, prunedMessage(&r.msgs[i], calls, chars)))
+		if chars, ok := r.format.prunable(&r.msgs[i]); ok && i >= p.headEnd && i < p.budgetStart {
+			o.out = append(o.out, newMsg(i, r.format.pruned(&r.msgs[i], calls, chars)))
 			o.archived = append(o.archived, archivedMsg{index: i, reason: ArchivedPruned, raw: r.msgs[i].raw})
 			res.Pruned = append(res.Pruned, i)
 			continue

@@ -1,10 +1,7 @@
 package core
 
 import (
-	"strings"
-
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 )
 
 // stubResultText is the content of a result added for a call whose result is gone.
@@ -46,18 +43,17 @@ type SanitizeResult struct {
 // result directly follows (within its group) the assistant message that made the
 // call, once; a result without such a call is removed; a call without a result gets
 // a stub result at the end of its group. Calls with an empty id are left to
-// validate to report.
+// validate to report. f writes the repairs in its own shape.
 //
-// In the Anthropic layout the results of an assistant message's tool_use blocks are
-// tool_result blocks of the one user message after it: orphan blocks are taken out
-// of that message (removed with it when nothing else is left) and stub blocks put
-// first in it, or in a new user message when the next message is not a user turn.
-// The messages changed that way are returned as repaired.
-func sanitizeToolPairs(in []outMsg) (out, removed, repaired []outMsg, res SanitizeResult) {
+// Where one result item answers a whole group (f.resultsCloseGroup: Anthropic's
+// tool_result blocks of the one user message after the call), orphan results are
+// taken out of that item (removed with it when nothing else is left) and stubs put
+// first in it, or in a new item when the next message is not a result turn. The
+// items changed that way are returned as repaired.
+func sanitizeToolPairs(f messageFormat, in []outMsg) (out, removed, repaired []outMsg, res SanitizeResult) {
 	out = make([]outMsg, 0, len(in)+4)
 	res = SanitizeResult{Removed: []int{}, Stubbed: []string{}, Repaired: []int{}}
 	var pending []string // ids of the open group's calls still without a result
-	blocks := false      // the open group is Anthropic's (tool_use blocks)
 	stubs := func() []string {
 		var ids []string
 		for _, id := range pending {
@@ -71,62 +67,49 @@ func sanitizeToolPairs(in []outMsg) (out, removed, repaired []outMsg, res Saniti
 	}
 	closeGroup := func(next *outMsg) {
 		ids := stubs()
-		switch {
-		case len(ids) == 0:
-		case !blocks:
-			for _, id := range ids {
-				raw, _ := marshal(map[string]string{"role": "tool", "tool_call_id": id, "content": stubResultText})
-				out = append(out, newMsg(-1, string(raw)))
-			}
-		case next != nil && next.view.role == "user":
-			*next = newMsg(next.src, withResultBlocks(next.raw, ids, nil))
+		if len(ids) == 0 {
+			return
+		}
+		added, into := f.stubResults(ids, next)
+		for _, raw := range added {
+			out = append(out, newMsg(-1, raw))
+		}
+		if into != "" {
+			*next = newMsg(next.src, into)
 			repaired = append(repaired, *next)
-		default:
-			out = append(out, newMsg(-1, withResultBlocks(`{"role":"user","content":[]}`, ids, nil)))
 		}
 	}
 	for _, m := range in {
-		if m.view.role == "tool" { // OpenAI: one result per tool row
-			k := indexOf(pending, m.view.resultFor)
-			if k < 0 || m.view.resultFor == "" {
-				removed = append(removed, m)
-				res.Removed = append(res.Removed, m.src)
-				continue
-			}
-			pending = append(pending[:k], pending[k+1:]...)
-			out = append(out, m)
-			continue
-		}
-		if len(m.view.results) > 0 { // Anthropic: the results of the open group
-			var orphans []string
-			for _, id := range m.view.results {
+		if m.view.isToolResult() {
+			var orphans, missing []string
+			for _, id := range m.view.answers() {
 				if k := indexOf(pending, id); k >= 0 && id != "" {
 					pending = append(pending[:k], pending[k+1:]...)
 				} else {
 					orphans = append(orphans, id)
 				}
 			}
-			missing := stubs()
-			switch {
-			case len(orphans) == 0 && len(missing) == 0:
-				out = append(out, m)
-			default:
-				raw := withResultBlocks(m.raw, missing, orphans)
-				if gjson.Get(raw, "content.#").Int() == 0 {
-					removed = append(removed, m)
-					res.Removed = append(res.Removed, m.src)
-					continue
-				}
-				fixed := newMsg(m.src, raw)
-				repaired = append(repaired, fixed)
-				out = append(out, fixed)
+			if f.resultsCloseGroup() {
+				missing = stubs()
 			}
+			if len(orphans) == 0 && len(missing) == 0 {
+				out = append(out, m)
+				continue
+			}
+			raw, keep := f.fixResults(m.raw, missing, orphans)
+			if !keep {
+				removed = append(removed, m)
+				res.Removed = append(res.Removed, m.src)
+				continue
+			}
+			fixed := newMsg(m.src, raw)
+			repaired = append(repaired, fixed)
+			out = append(out, fixed)
 			continue
 		}
 		closeGroup(&m)
 		out = append(out, m)
 		if m.view.role == "assistant" {
-			blocks = m.view.blocks
 			for _, c := range m.view.calls {
 				pending = append(pending, c.id)
 			}
@@ -134,37 +117,6 @@ func sanitizeToolPairs(in []outMsg) (out, removed, repaired []outMsg, res Saniti
 	}
 	closeGroup(nil)
 	return out, removed, repaired, res
-}
-
-// withResultBlocks returns the Anthropic message raw with stub tool_result blocks
-// for the ids in stub put first, and the tool_result blocks answering the ids in
-// drop taken out. A string content becomes a text block after the stubs.
-func withResultBlocks(raw string, stub, drop []string) string {
-	var blocks []string
-	for _, id := range stub {
-		b, _ := marshal(map[string]any{"type": "tool_result", "tool_use_id": id, "content": stubResultText, "is_error": true})
-		blocks = append(blocks, string(b))
-	}
-	c := gjson.Get(raw, "content")
-	switch {
-	case c.Type == gjson.String && c.Str != "":
-		b, _ := marshal(map[string]string{"type": "text", "text": c.Str})
-		blocks = append(blocks, string(b))
-	case c.IsArray():
-		forEachElement(c.Raw, func(block string) bool {
-			if block[0] == '{' && decodeString(rawField(block, "type")) == "tool_result" &&
-				contains(drop, decodeString(rawField(block, "tool_use_id"))) {
-				return true
-			}
-			blocks = append(blocks, block)
-			return true
-		})
-	}
-	out, err := sjson.SetRaw(raw, "content", "["+strings.Join(blocks, ",")+"]")
-	if err != nil {
-		return raw
-	}
-	return out
 }
 
 func indexOf(list []string, s string) int {
@@ -181,6 +133,10 @@ func opSanitize(req opRequest) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	f, err := formatForMessages(req.Get("format"), msgs, false)
+	if err != nil {
+		return nil, err
+	}
 	refs, err := outputParam(req.params)
 	if err != nil {
 		return nil, err
@@ -189,7 +145,7 @@ func opSanitize(req opRequest) ([]byte, error) {
 	for i := range msgs {
 		in[i] = keptMsg(msgs, i)
 	}
-	out, removed, repaired, res := sanitizeToolPairs(in)
+	out, removed, repaired, res := sanitizeToolPairs(f, in)
 	o := &compactOutcome{out: out}
 	for _, m := range removed {
 		o.archived = append(o.archived, archivedMsg{index: m.src, reason: ArchivedOrphanRemoved, raw: msgs[m.src].raw})

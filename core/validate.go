@@ -36,115 +36,117 @@ type ValidateResult struct {
 	Problems []Problem `json:"problems"`
 }
 
-// validateMessages lints msgs for what OpenAI-compatible providers reject: malformed
-// messages, broken or duplicate tool-call ids, tool results that do not answer a
-// call of the assistant message right before them, calls left without a result,
-// and assistant messages with neither content nor tool calls.
-func validateMessages(v gjson.Result) (ValidateResult, error) {
-	if !v.IsArray() {
+// validation collects the problems of a message list as it is linted, and the
+// calls of the open tool group still waiting for their results.
+type validation struct {
+	res     ValidateResult
+	seen    map[string]bool // call ids used so far
+	pending []pendingCall
+}
+
+type pendingCall struct{ id, path string }
+
+func (v *validation) add(code, path, msg string) {
+	v.res.Problems = append(v.res.Problems, Problem{Code: code, Path: path, Message: "ctxcompact: " + msg})
+}
+
+// answer takes the pending call id out of the open group, and reports whether
+// there was one (the last of duplicates).
+func (v *validation) answer(id string) bool {
+	k := -1
+	for j, c := range v.pending {
+		if c.id == id {
+			k = j
+		}
+	}
+	if k < 0 {
+		return false
+	}
+	v.pending = append(v.pending[:k], v.pending[k+1:]...)
+	return true
+}
+
+// closeGroup reports the open group's calls left without a result.
+func (v *validation) closeGroup() {
+	for _, c := range v.pending {
+		v.add(ProblemMissingToolResult, c.path, "tool call "+strconv.Quote(c.id)+" has no result right after its assistant message")
+	}
+	v.pending = v.pending[:0]
+}
+
+// validateMessages lints msgs for what providers reject: malformed messages, broken
+// or duplicate tool-call ids, tool results that do not answer a call of the
+// assistant message right before them, calls left without a result, and assistant
+// messages with neither content nor tool calls. formatV is the request's "format";
+// absent, the format is detected from the messages that are well formed.
+func validateMessages(msgsV, formatV gjson.Result) (ValidateResult, error) {
+	if !msgsV.IsArray() {
 		return ValidateResult{}, errorf(CodeInvalidMessages, "/messages", "messages must be an array of chat messages")
 	}
-	res := ValidateResult{Problems: []Problem{}}
-	add := func(code, path, msg string) {
-		res.Problems = append(res.Problems, Problem{Code: code, Path: path, Message: "ctxcompact: " + msg})
+	type item struct {
+		m    message
+		mv   gjson.Result
+		path string
+		err  *Error
 	}
-	seen := map[string]bool{}
-	type pendingCall struct{ id, path string }
-	var pending []pendingCall
-	closeGroup := func() {
-		for _, c := range pending {
-			add(ProblemMissingToolResult, c.path, "tool call "+strconv.Quote(c.id)+" has no result right after its assistant message")
-		}
-		pending = pending[:0]
-	}
-	i := -1
-	v.ForEach(func(_, mv gjson.Result) bool {
-		i++
-		path := pointer("/messages", i)
+	var items []item
+	var good []message
+	msgsV.ForEach(func(_, mv gjson.Result) bool {
+		path := pointer("/messages", len(items))
 		m, err := parseMessage(mv, path)
+		it := item{m: m, mv: mv, path: path}
 		if err != nil {
-			e := err.(*Error)
-			add(ProblemInvalidMessage, e.Path, e.Message[len("ctxcompact: "):])
-			return true
+			it.err = err.(*Error)
+		} else {
+			good = append(good, m)
 		}
-		if len(m.results) > 0 { // Anthropic: every result of the group, in this one message
-			for _, id := range m.results {
-				k := -1
-				for j, c := range pending {
-					if c.id == id {
-						k = j
-					}
-				}
-				if k < 0 {
-					add(ProblemOrphanToolResult, path+"/content", "tool_result "+strconv.Quote(id)+" does not answer a tool_use of the assistant message before it")
-					continue
-				}
-				pending = append(pending[:k], pending[k+1:]...)
-			}
-			closeGroup()
-			return true
-		}
-		if m.isToolResult() {
-			if !mv.Get("tool_call_id").Exists() || m.resultFor == "" {
-				add(ProblemMissingToolCallID, path+"/tool_call_id", "a tool message needs the tool_call_id of the call it answers")
-				return true
-			}
-			k := -1
-			for j, c := range pending {
-				if c.id == m.resultFor {
-					k = j
-				}
-			}
-			if k < 0 {
-				add(ProblemOrphanToolResult, path, "tool result "+strconv.Quote(m.resultFor)+" does not answer a pending call of the assistant message before it")
-				return true
-			}
-			pending = append(pending[:k], pending[k+1:]...)
-			return true
-		}
-		closeGroup()
-		if m.role != "assistant" {
-			return true
-		}
-		if len(m.calls) == 0 && m.text() == "" && !(m.content().IsArray() && len(m.content().Array()) > 0) {
-			add(ProblemEmptyAssistantMessage, path, "an assistant message needs content or tool calls")
-		}
-		for k, c := range m.calls {
-			cp := pointer(path+"/tool_calls", k)
-			if m.blocks {
-				cp = path + "/content" // a tool_use block
-			}
-			switch {
-			case c.id == "":
-				add(ProblemEmptyToolCallID, cp+"/id", "a tool call needs a non-empty id")
-			case seen[c.id]:
-				add(ProblemDuplicateToolCallID, cp+"/id", "tool call id "+strconv.Quote(c.id)+" is used more than once")
-			default:
-				seen[c.id] = true
-				pending = append(pending, pendingCall{c.id, cp})
-			}
-			switch {
-			case m.blocks && c.name == "":
-				add(ProblemMissingToolName, cp, "a tool_use block needs a name")
-			case m.blocks && !c.args.IsObject():
-				add(ProblemInvalidToolArguments, cp, "a tool_use block's input must be an object")
-			case m.blocks:
-			case c.name == "":
-				add(ProblemMissingToolName, cp+"/function/name", "a tool call needs a function name")
-			}
-			if !m.blocks && (c.args.Type != gjson.String || !gjson.Valid(c.argsText())) {
-				add(ProblemInvalidToolArguments, cp+"/function/arguments", "function.arguments must be a string holding JSON")
-			}
-		}
+		items = append(items, it)
 		return true
 	})
-	closeGroup()
-	res.OK = len(res.Problems) == 0
-	return res, nil
+	f, err := formatForMessages(formatV, good, false)
+	if err != nil {
+		return ValidateResult{}, err
+	}
+	v := &validation{res: ValidateResult{Problems: []Problem{}}, seen: map[string]bool{}}
+	for k := range items {
+		it := &items[k]
+		m, path := &it.m, it.path
+		if it.err != nil {
+			v.add(ProblemInvalidMessage, it.err.Path, it.err.Message[len("ctxcompact: "):])
+			continue
+		}
+		if f.validateResults(v, m, it.mv, path) {
+			continue
+		}
+		v.closeGroup()
+		if m.role != "assistant" {
+			continue
+		}
+		if len(m.calls) == 0 && m.text() == "" && !(m.content().IsArray() && len(m.content().Array()) > 0) {
+			v.add(ProblemEmptyAssistantMessage, path, "an assistant message needs content or tool calls")
+		}
+		for k := range m.calls {
+			c := &m.calls[k]
+			cp := f.callPath(m, path, k)
+			switch {
+			case c.id == "":
+				v.add(ProblemEmptyToolCallID, cp+"/id", "a tool call needs a non-empty id")
+			case v.seen[c.id]:
+				v.add(ProblemDuplicateToolCallID, cp+"/id", "tool call id "+strconv.Quote(c.id)+" is used more than once")
+			default:
+				v.seen[c.id] = true
+				v.pending = append(v.pending, pendingCall{c.id, cp})
+			}
+			f.validateCall(v, c, cp)
+		}
+	}
+	v.closeGroup()
+	v.res.OK = len(v.res.Problems) == 0
+	return v.res, nil
 }
 
 func opValidate(req opRequest) ([]byte, error) {
-	res, err := validateMessages(req.Get("messages"))
+	res, err := validateMessages(req.Get("messages"), req.Get("format"))
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +183,7 @@ func validateInvalidUTF8(op string, request string) ([]byte, bool) {
 	if op != "validate" || !req.IsObject() {
 		return nil, false
 	}
-	res, err := validateMessages(req.Get("messages"))
+	res, err := validateMessages(req.Get("messages"), req.Get("format"))
 	if err != nil {
 		return errorEnvelope(err), true
 	}

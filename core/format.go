@@ -1,0 +1,150 @@
+package core
+
+import (
+	"github.com/tidwall/gjson"
+)
+
+// Format names a message shape: how a conversation's items, its tool calls and their
+// results are laid out. Each has one messageFormat behind the seam below.
+type Format string
+
+// The formats. Aliases name the same format: "openai-chat" is FormatOpenAI,
+// "anthropic-messages" is FormatAnthropic.
+const (
+	// FormatOpenAI is OpenAI chat completions: {role, content, tool_calls}, tool
+	// results as role "tool" rows with a tool_call_id, the system prompt a system or
+	// developer message.
+	FormatOpenAI Format = "openai"
+	// FormatAnthropic is Anthropic Messages: user and assistant turns, tool calls as
+	// tool_use blocks, their results as tool_result blocks of the next user turn, the
+	// system prompt the request's top-level "system".
+	FormatAnthropic Format = "anthropic"
+)
+
+// formatAliases maps every accepted name to its format.
+var formatAliases = map[string]Format{
+	"openai": FormatOpenAI, "openai-chat": FormatOpenAI,
+	"anthropic": FormatAnthropic, "anthropic-messages": FormatAnthropic,
+}
+
+// Formats lists the formats by their canonical names.
+func Formats() []Format { return []Format{FormatOpenAI, FormatAnthropic} }
+
+// ParseFormat returns the format a name or an alias names, and false for any other.
+func ParseFormat(name string) (Format, bool) {
+	f, ok := formatAliases[name]
+	return f, ok
+}
+
+// messageFormat is the seam between the compaction phases and one message shape.
+// The phases (boundaries, prune, sanitize, assembly, validate, token counting) work
+// on the single view, message, and ask the format for everything that depends on the
+// shape: which items answer which calls, and the bytes of what they write back. None
+// of them branches on the shape; a new format is one implementation of this and its
+// entry in formatOf.
+//
+// OpenAI chat and Anthropic Messages share one reader (parseMessages): both are a list
+// of {role, content} objects, and the reader records what either shape's fields say
+// (tool_calls and tool_call_id; tool_use and tool_result blocks). What a field means
+// for pairing and writing is the format's.
+type messageFormat interface {
+	// name is the format's canonical name.
+	name() Format
+	// topLevelSystem reports whether the request's "system" field holds the format's
+	// system prompt (it lives outside the list).
+	topLevelSystem() bool
+	// checkMessages refuses views the format has no place for (a role it does not
+	// have), with the offending message's path.
+	checkMessages(msgs []message) error
+	// resultsCloseGroup reports whether one result item answers its whole group, so
+	// calls it leaves unanswered are missing there (Anthropic's one user turn of
+	// tool_result blocks), rather than one result item per call (OpenAI's tool rows).
+	resultsCloseGroup() bool
+
+	// prunable reports whether m holds tool output long enough to prune, and its
+	// length in characters.
+	prunable(m *message) (chars int, ok bool)
+	// pruned returns m with each long output replaced by a placeholder naming the
+	// call it answers (calls) and its size; every other byte is kept.
+	pruned(m *message, calls callIndex, chars int) string
+	// fixResults returns the result item raw with results for the ids in missing
+	// added and those answering the ids in orphans taken out; keep is false when
+	// nothing of it is left (it is removed).
+	fixResults(raw string, missing, orphans []string) (fixed string, keep bool)
+	// stubResults writes results for the calls ids of a group that have none. They
+	// go after the group (added) or, when the format can hold them there, into next,
+	// the message after the group (nil at the end): then into is its new JSON.
+	stubResults(ids []string, next *outMsg) (added []string, into string)
+
+	// summaryMessage writes the summary as a message of role ("user" or "assistant").
+	summaryMessage(role, text string) string
+	// mergeSummary puts the summary text (with the delimiter for role) before the
+	// content of the tail message raw.
+	mergeSummary(raw, text, role string) string
+	// withSystemNote returns the system message m with SystemNote appended, or false
+	// when the note is already there.
+	withSystemNote(m *message) (string, bool)
+	// systemWithNote returns the top-level system prompt sys with SystemNote
+	// appended, or false when the note is already there.
+	systemWithNote(sys gjson.Result) (string, bool)
+
+	// validateResults lints a result item m (at path) against the group's pending
+	// calls, removing those it answers; it reports whether m was one.
+	validateResults(v *validation, m *message, mv gjson.Result, path string) bool
+	// callPath is the JSON pointer of m's k-th call, for problems.
+	callPath(m *message, path string, k int) string
+	// validateCall lints the name and arguments of call c at cp.
+	validateCall(v *validation, c *toolCall, cp string)
+}
+
+// formatOf returns the messageFormat of f.
+func formatOf(f Format) messageFormat {
+	if f == FormatAnthropic {
+		return messagesFormat{}
+	}
+	return chatFormat{}
+}
+
+// readFormatParam reads a request's "format" (a name or alias); "" when absent.
+func readFormatParam(v gjson.Result) (Format, error) {
+	if !v.Exists() {
+		return "", nil
+	}
+	if f, ok := ParseFormat(v.Str); ok && v.Type == gjson.String {
+		return f, nil
+	}
+	return "", errorf(CodeInvalidRequest, "/format", "format must be one of %s", formatNames())
+}
+
+// formatNames lists the accepted format names, aliases included, for errors.
+func formatNames() string {
+	return `"openai" (alias "openai-chat") or "anthropic" (alias "anthropic-messages")`
+}
+
+// detectFormat is the format of msgs when the request names none: Anthropic when a
+// top-level system prompt is given or a message holds tool_use or tool_result
+// blocks, OpenAI chat otherwise.
+func detectFormat(msgs []message, hasSystem bool) Format {
+	if hasSystem {
+		return FormatAnthropic
+	}
+	for i := range msgs {
+		if msgs[i].blocks {
+			return FormatAnthropic
+		}
+	}
+	return FormatOpenAI
+}
+
+// formatForMessages resolves a request's format: the one it names, else the one
+// detected from its messages.
+func formatForMessages(v gjson.Result, msgs []message, hasSystem bool) (messageFormat, error) {
+	f, err := readFormatParam(v)
+	if err != nil {
+		return nil, err
+	}
+	if f == "" {
+		f = detectFormat(msgs, hasSystem)
+	}
+	return formatOf(f), nil
+}
