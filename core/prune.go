@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
-
 )
 
 const (
