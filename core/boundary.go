@@ -37,167 +37,229 @@ type plan struct {
 // the tail starts at an assistant, never at a tool result.
 //
 // fixed is the size of what is sent besides the messages (an Anthropic top-level
-// system prompt), counted with the head; f says which messages hold prunable output.
+// system prompt), counted with the head; f says which messages hold prunable output
+// and which items join the group before them.
 func planCompaction(f messageFormat, msgs []message, thr ThresholdResult, cc CompressionConfig, fixed int) plan {
+	pl := &planner{f: f, msgs: msgs, cc: cc, p: plan{thr: thr, activeRequest: -1}}
+	pl.placeHead()
+	pl.placeBudgetedTail()
+	pl.placeCountedTail()
+	pl.measureKept()
+	pl.keepAnchors()
+	pl.fit(fixed)
+	pl.recordPruned()
+	return pl.p
+}
+
+// planner holds a plan while planCompaction places its boundaries, one step per
+// method, each reading what the steps before it placed.
+type planner struct {
+	f    messageFormat
+	msgs []message
+	cc   CompressionConfig
+	p    plan
+	// newestUser is the index of the newest real user message after the head, -1
+	// if none; slack is the anchor budget times activeRequestSlack.
+	newestUser, slack int
+	// pruneChars[i-headEnd] is the length of message i's prunable output, 0 if it
+	// has none, for messages before budgetStart; kept[i] is the tokens of messages
+	// [i, n) as kept (the ones before budgetStart pruned).
+	pruneChars, kept []int
+	// headPruned are the head messages pruned under pressure (see fit).
+	headPruned []int
+}
+
+// placeHead ends the head after protect_first_n messages and the results of its
+// last group.
+func (pl *planner) placeHead() {
+	n := len(pl.msgs)
+	pl.p.headEnd = min(pl.cc.ProtectFirstN, n)
+	for pl.p.headEnd < n && pl.f.joinsPrevious(&pl.msgs[pl.p.headEnd]) {
+		pl.p.headEnd++
+	}
+}
+
+// alignBack moves a tail start at i back to the start of its group (never into the
+// head).
+func (pl *planner) alignBack(i int) int {
+	for i > pl.p.headEnd && i < len(pl.msgs) && pl.f.joinsPrevious(&pl.msgs[i]) {
+		i--
+	}
+	return i
+}
+
+// placeBudgetedTail walks back from the end while the tail budget lasts. The newest
+// tool group, when it answers the newest request, is the agent's current step: its
+// outputs stay whole when the group fits the anchor slack (a budget the
+// small-window rule shrank would otherwise prune the output the agent is reading).
+func (pl *planner) placeBudgetedTail() {
+	msgs, p := pl.msgs, &pl.p
 	n := len(msgs)
-	p := plan{thr: thr, activeRequest: -1}
-
-	p.headEnd = min(cc.ProtectFirstN, n)
-	for p.headEnd < n && msgs[p.headEnd].isToolResult() {
-		p.headEnd++
-	}
-	alignBack := func(i int) int {
-		for i > p.headEnd && i < n && msgs[i].isToolResult() {
-			i--
-		}
-		return i
-	}
-
-	// Token-budgeted tail: walk back from the end while the budget lasts.
 	p.budgetStart = n
 	for acc := 0; p.budgetStart > p.headEnd; p.budgetStart-- {
 		acc += msgs[p.budgetStart-1].tokens
-		if acc > thr.TailTokenBudget {
+		if acc > p.thr.TailTokenBudget {
 			break
 		}
 	}
-	p.budgetStart = alignBack(p.budgetStart)
-	// The newest tool group, when it answers the newest request, is the agent's
-	// current step: its outputs stay whole when
-	// the group fits the anchor slack (a budget the small-window rule shrank would
-	// otherwise prune the output the agent is reading).
-	newestUser := -1
+	p.budgetStart = pl.alignBack(p.budgetStart)
+	pl.newestUser = -1
 	for i := n - 1; i >= p.headEnd; i-- {
 		if msgs[i].isRealUser() {
-			newestUser = i
+			pl.newestUser = i
 			break
 		}
 	}
-	slack := int(float64(anchorBudget(thr, cc)) * activeRequestSlack)
-	if g := newestToolGroup(msgs, p.headEnd); g > newestUser && g < p.budgetStart {
+	pl.slack = int(float64(anchorBudget(p.thr, pl.cc)) * activeRequestSlack)
+	if g := newestToolGroup(msgs, p.headEnd); g > pl.newestUser && g < p.budgetStart {
 		size := 0
 		for i := g; i < n; i++ {
 			size += msgs[i].tokens
 		}
-		if size <= slack/3 {
+		if size <= pl.slack/3 {
 			p.budgetStart = g
 		}
 	}
-	countStart := alignBack(max(p.headEnd, n-cc.ProtectLastN))
-	p.tailStart = min(p.budgetStart, countStart)
+}
 
-	// Sizes as kept: messages in [tailStart, budgetStart) are kept pruned. Pruned
-	// sizes are estimated here and the placeholders written once the tail is final.
-	// pruneChars[i-headEnd] is the length of message i's prunable output, 0 if it
-	// has none, for messages before budgetStart.
-	pruneChars := make([]int, p.budgetStart-p.headEnd)
-	kept := make([]int, n+1) // kept[i] = tokens of messages [i, n) as kept
+// placeCountedTail starts the tail at the earlier of the budgeted tail and the last
+// protect_last_n messages.
+func (pl *planner) placeCountedTail() {
+	p := &pl.p
+	countStart := pl.alignBack(max(p.headEnd, len(pl.msgs)-pl.cc.ProtectLastN))
+	p.tailStart = min(p.budgetStart, countStart)
+}
+
+// measureKept sizes the messages as kept: those in [tailStart, budgetStart) are
+// kept pruned. Pruned sizes are estimated here; the placeholders are written at
+// assembly.
+func (pl *planner) measureKept() {
+	msgs, p := pl.msgs, &pl.p
+	n := len(msgs)
+	pl.pruneChars = make([]int, p.budgetStart-p.headEnd)
+	pl.kept = make([]int, n+1)
 	for i := n - 1; i >= p.headEnd; i-- {
 		t := msgs[i].tokens
 		if i < p.budgetStart {
-			if chars, ok := f.prunable(&msgs[i]); ok {
-				pruneChars[i-p.headEnd], t = chars, prunedTokensEstimate
+			if chars, ok := pl.f.prunable(&msgs[i]); ok {
+				pl.pruneChars[i-p.headEnd], t = chars, prunedTokensEstimate
 			}
 		}
-		kept[i] = kept[i+1] + t
+		pl.kept[i] = pl.kept[i+1] + t
 	}
+}
 
-	// The user anchor: real user messages the tail must keep (head ones count).
+// keepAnchors moves the tail start back over the real user messages the tail must
+// keep (min_tail_user_messages, head ones counting), within the slack. The newest
+// real user message is never lost, whatever the floors (protect_last_n 0,
+// min_tail_user_messages 0, or a head user that satisfied the count): it stays in
+// the tail when that keeps the tail within the slack, else the summary carries it
+// as the active request.
+func (pl *planner) keepAnchors() {
+	msgs, p := pl.msgs, &pl.p
 	users := 0
 	for i := range msgs {
 		if (i < p.headEnd || i >= p.tailStart) && msgs[i].isRealUser() {
 			users++
 		}
 	}
-	for i := p.tailStart - 1; i >= p.headEnd && users < cc.MinTailUserMessages; i-- {
+	for i := p.tailStart - 1; i >= p.headEnd && users < pl.cc.MinTailUserMessages; i-- {
 		if !msgs[i].isRealUser() {
 			continue
 		}
-		if kept[i] > slack {
+		if pl.kept[i] > pl.slack {
 			break
 		}
 		p.tailStart, users = i, users+1
 	}
-	// The newest real user message is never lost, whatever the floors (protect_last_n
-	// 0, min_tail_user_messages 0, or a head user that satisfied the count): it stays
-	// in the tail when that keeps the tail within the slack, else the summary carries
-	// it as the active request.
-	if newestUser >= 0 && newestUser < p.tailStart {
-		if kept[newestUser] <= slack {
-			p.tailStart = newestUser
+	if u := pl.newestUser; u >= 0 && u < p.tailStart {
+		if pl.kept[u] <= pl.slack {
+			p.tailStart = u
 		} else {
-			p.activeRequest = newestUser
+			p.activeRequest = u
 		}
 	}
-	// The tail never starts after the newest tool group when that group answers the
-	// newest request (it is the agent's current step): fitting shrinks the tail down
-	// to it, and its outputs are kept pruned when they are outside the budget.
+}
+
+// fit shrinks the tail toward the budgeted tail, one group at a time, while head +
+// summary + tail would exceed the threshold: fitting wins over counts. The tail
+// never starts after the newest tool group when that group answers the newest
+// request (it is the agent's current step); its outputs are kept pruned when they
+// are outside the budget.
+//
+// Under pressure (the result would leave less than the configured tail budget free
+// under the threshold) the head's tool outputs are pruned like the middle's, an
+// intended departure from docs/DESIGN.md §8, whose head is kept whole: a first tool
+// group of 20K tokens would otherwise leave every compaction at the threshold, and
+// the next turn would compact again.
+func (pl *planner) fit(fixed int) {
+	msgs, p := pl.msgs, &pl.p
+	n := len(msgs)
 	shrinkTo := p.budgetStart
-	if g := newestToolGroup(msgs, p.headEnd); g > newestUser && g < shrinkTo {
+	if g := newestToolGroup(msgs, p.headEnd); g > pl.newestUser && g < shrinkTo {
 		shrinkTo = g
 	}
-
-	// Fitting wins over counts: shrink the tail toward the budgeted tail, one group
-	// at a time, while head + summary + tail would exceed the threshold.
 	pre := make([]int, n+1) // pre[i] = tokens of messages [0, i) as given
 	for i := range msgs {
 		pre[i+1] = pre[i] + msgs[i].tokens
 	}
 	head := fixed + pre[p.headEnd]
-	estimate := func() int {
-		middle := pre[p.tailStart] - pre[p.headEnd]
-		p.summaryTarget = 0
-		if p.tailStart > p.headEnd {
-			p.summaryTarget = summaryTargetTokens(middle, thr.MaxSummaryTokens)
-		}
-		return head + p.summaryTarget + kept[p.tailStart] + systemNoteTokens
-	}
-	p.estimate = estimate()
-	// Under pressure (the result would leave less than the configured tail budget
-	// free under the threshold) the head's tool outputs are pruned like the
-	// middle's, an intended departure from docs/DESIGN.md §8, whose head is kept whole: a
-	// first tool group of 20K tokens would otherwise leave every compaction at the
-	// threshold, and the next turn would compact again.
-	var headPruned []int
-	p.roomMargin = anchorBudget(thr, cc)
-	if p.estimate > thr.ThresholdTokens-p.roomMargin {
+	p.summaryTarget, p.estimate = pl.estimate(pre, head)
+	p.roomMargin = anchorBudget(p.thr, pl.cc)
+	if p.estimate > p.thr.ThresholdTokens-p.roomMargin {
 		for i := 0; i < p.headEnd; i++ {
-			if _, ok := f.prunable(&msgs[i]); ok && msgs[i].tokens > prunedTokensEstimate {
-				headPruned = append(headPruned, i)
+			if _, ok := pl.f.prunable(&msgs[i]); ok && msgs[i].tokens > prunedTokensEstimate {
+				pl.headPruned = append(pl.headPruned, i)
 				head -= msgs[i].tokens - prunedTokensEstimate
 			}
 		}
-		p.estimate = estimate()
+		p.summaryTarget, p.estimate = pl.estimate(pre, head)
 	}
-	for p.estimate > thr.ThresholdTokens && p.tailStart < shrinkTo {
+	for p.estimate > p.thr.ThresholdTokens && p.tailStart < shrinkTo {
 		next := p.tailStart + 1
-		for next < shrinkTo && msgs[next].isToolResult() {
+		for next < shrinkTo && pl.f.joinsPrevious(&msgs[next]) {
 			next++
 		}
-		if p.tailStart <= newestUser && newestUser < next {
-			p.activeRequest = newestUser
+		if p.tailStart <= pl.newestUser && pl.newestUser < next {
+			p.activeRequest = pl.newestUser
 		}
 		p.tailStart = next
-		p.estimate = estimate()
+		p.summaryTarget, p.estimate = pl.estimate(pre, head)
 	}
 	if p.tailStart <= p.headEnd {
 		p.activeRequest = -1 // nothing is summarized: the message stays where it is
 	}
-	p.calls = indexCalls(msgs)
+}
+
+// estimate returns the summary's target for the current tail and the expected
+// size after compaction with it; pre are the prefix sums of the messages' tokens,
+// head the head's size as kept.
+func (pl *planner) estimate(pre []int, head int) (summaryTarget, total int) {
+	p := &pl.p
+	if p.tailStart > p.headEnd {
+		summaryTarget = summaryTargetTokens(pre[p.tailStart]-pre[p.headEnd], p.thr.MaxSummaryTokens)
+	}
+	return summaryTarget, head + summaryTarget + pl.kept[p.tailStart] + systemNoteTokens
+}
+
+// recordPruned records which messages are kept pruned: the head's pruned under
+// pressure, and the tool outputs in [tailStart, budgetStart).
+func (pl *planner) recordPruned() {
+	p := &pl.p
+	p.calls = indexCalls(pl.msgs)
 	p.pruned.from = p.tailStart
-	if len(headPruned) > 0 {
-		p.pruned.from = headPruned[0]
-		for _, i := range headPruned {
-			chars, _ := f.prunable(&msgs[i])
+	if len(pl.headPruned) > 0 {
+		p.pruned.from = pl.headPruned[0]
+		for _, i := range pl.headPruned {
+			chars, _ := pl.f.prunable(&pl.msgs[i])
 			p.pruned.add(i, chars)
 		}
 	}
 	for i := p.tailStart; i < p.budgetStart; i++ {
-		if chars := pruneChars[i-p.headEnd]; chars > 0 {
+		if chars := pl.pruneChars[i-p.headEnd]; chars > 0 {
 			p.pruned.add(i, chars)
 		}
 	}
-	return p
 }
 
 // prunedSet maps input indices, from a first one on, to the sizes (in characters)
@@ -251,7 +313,7 @@ func anchorBudget(thr ThresholdResult, cc CompressionConfig) int {
 // calls, at or after from, or -1.
 func newestToolGroup(msgs []message, from int) int {
 	for i := len(msgs) - 1; i >= from; i-- {
-		if msgs[i].role == "assistant" && len(msgs[i].calls) > 0 {
+		if msgs[i].kind() == kindCall {
 			return i
 		}
 	}

@@ -377,68 +377,106 @@ func (r *compactRequest) begin() (*compactOutcome, plan, bool) {
 // finish assembles the compaction of plan p with summary, or with the extractive
 // summary when summary is empty (failure says why, "" for the builtin summarizer).
 func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome {
-	rep := &Report{
+	rep := r.newReport(p)
+	var a assembly
+	if p.tailStart > p.headEnd {
+		a = r.assembleSummarized(p, r.chooseSummary(p, summary, failure, rep), rep)
+	} else {
+		a = r.assemblePrunedOnly(p, rep)
+	}
+	rep.Pruned = p.pruned.indices()
+	out := r.repair(&a, rep)
+	rep.MessagesAfter = len(out)
+	rep.FirstChangedIndex = firstChanged(out, len(r.msgs))
+	rep.TokensAfter = tokensOfOutput(r.msgs, out, r.tc)
+	system := r.systemAfter(p, rep)
+	rep.Fits = rep.TokensAfter < r.thr.ThresholdTokens
+	sortArchived(a.archived)
+	return &compactOutcome{out: out, archived: a.archived, report: rep, system: system}
+}
+
+// newReport is the report of a compaction of plan p before assembly.
+func (r *compactRequest) newReport(p plan) *Report {
+	return &Report{
 		Compacted: true, Reason: "compacted", TokensBefore: r.tokensBefore(), ThresholdTokens: r.thr.ThresholdTokens,
 		MessagesBefore: len(r.msgs), HeadEnd: p.headEnd, TailStart: p.tailStart, Pruned: []int{},
 		ActiveRequestInSummary: p.activeRequest >= 0, OrphansRemoved: []int{}, StubsAdded: []string{}, Repaired: []int{},
 		AnchorsAdded: []Anchor{},
 	}
-	var a assembly
-	if p.tailStart > p.headEnd {
-		rep.Summarizer = r.summarizer
-		summary = strings.TrimSpace(summary)
-		switch {
-		case summary == "" && r.summarizer == SummarizerBuiltin:
-			summary = extractiveSummary(r.msgs, p, "the builtin summarizer was chosen")
-		case summary == "":
-			if failure == "" {
-				failure = "the summarizer returned no summary"
-			}
-			rep.FallbackUsed, rep.FallbackReason, rep.FallbackCode = true, failure, r.fallbackCode
-			if rep.FallbackCode == "" {
-				rep.FallbackCode = FallbackEmpty
-			}
-			summary = extractiveSummary(r.msgs, p, "the summarizer failed: "+failure)
+}
+
+// chooseSummary returns the summary body the compaction writes: the host's (checked
+// against its budget and its anchors), or the extractive one when the builtin
+// summarizer was chosen or the host's failed (the report says why), with the active
+// request appended when the plan carries it.
+func (r *compactRequest) chooseSummary(p plan, summary, failure string, rep *Report) string {
+	rep.Summarizer = r.summarizer
+	summary = strings.TrimSpace(summary)
+	switch {
+	case summary == "" && r.summarizer == SummarizerBuiltin:
+		summary = extractiveSummary(r.msgs, p, "the builtin summarizer was chosen")
+	case summary == "":
+		if failure == "" {
+			failure = "the summarizer returned no summary"
 		}
-		if !rep.FallbackUsed && r.summarizer == SummarizerHost {
-			summary = r.checkHostSummary(p, summary, rep)
+		rep.FallbackUsed, rep.FallbackReason, rep.FallbackCode = true, failure, r.fallbackCode
+		if rep.FallbackCode == "" {
+			rep.FallbackCode = FallbackEmpty
 		}
-		if p.activeRequest >= 0 {
-			size := func(body string) int {
-				return r.tc.message(gjson.Parse(`{"content":` + string(mustMarshal(summaryText(body, IndexRange{p.headEnd, p.tailStart}))) + `}`))
-			}
-			if sec := activeRequestSection(r.msgs, p, summary, p.estimate-p.summaryTarget, size); sec != "" {
-				summary += "\n\n" + sec
-			}
+		summary = extractiveSummary(r.msgs, p, "the summarizer failed: "+failure)
+	}
+	if !rep.FallbackUsed && r.summarizer == SummarizerHost {
+		summary = r.checkHostSummary(p, summary, rep)
+	}
+	if p.activeRequest >= 0 {
+		size := func(body string) int {
+			return r.tc.message(gjson.Parse(`{"content":` + string(mustMarshal(summaryText(body, IndexRange{p.headEnd, p.tailStart}))) + `}`))
 		}
-		prev, _ := previousSummary(r.msgs, p.headEnd, p.tailStart)
-		rep.Iterative = prev != ""
-		closing := ""
-		if r.archiveID != "" {
-			closing = recallClosing(r.msgs, p, summary, r.archiveID)
-		}
-		a = assemble(r.format, r.msgs, p, summary, closing)
-		rep.Summarized = &IndexRange{From: p.headEnd, To: p.tailStart}
-		rep.SummaryRole, rep.SystemNoteAdded = a.summaryRole, a.noteAdded
-		if a.mergedInto >= 0 {
-			mi := a.mergedInto
-			rep.SummaryMergedInto = &mi
-		}
-		rep.SummaryTokens = r.tc.message(gjson.Parse(`{"content":` + string(mustMarshal(withClosing(summaryText(summary, *rep.Summarized), closing))) + `}`))
-	} else {
-		rep.Reason = "pruned_only"
-		a = assembly{mergedInto: -1}
-		for i := range r.msgs {
-			if chars, ok := p.pruned.at(i); ok {
-				a.out = append(a.out, newMsg(i, r.format.pruned(&r.msgs[i], p.calls, chars)))
-				a.archived = append(a.archived, archivedMsg{index: i, reason: ArchivedPruned, raw: r.msgs[i].raw})
-				continue
-			}
-			a.out = append(a.out, keptMsg(r.msgs, i))
+		if sec := activeRequestSection(r.msgs, p, summary, p.estimate-p.summaryTarget, size); sec != "" {
+			summary += "\n\n" + sec
 		}
 	}
-	rep.Pruned = p.pruned.indices()
+	return summary
+}
 
+// assembleSummarized assembles head, summary and tail, and reports the summary.
+func (r *compactRequest) assembleSummarized(p plan, summary string, rep *Report) assembly {
+	prev, _ := previousSummary(r.msgs, p.headEnd, p.tailStart)
+	rep.Iterative = prev != ""
+	closing := ""
+	if r.archiveID != "" {
+		closing = recallClosing(r.msgs, p, summary, r.archiveID)
+	}
+	a := assemble(r.format, r.msgs, p, summary, closing)
+	rep.Summarized = &IndexRange{From: p.headEnd, To: p.tailStart}
+	rep.SummaryRole, rep.SystemNoteAdded = a.summaryRole, a.noteAdded
+	if a.mergedInto >= 0 {
+		mi := a.mergedInto
+		rep.SummaryMergedInto = &mi
+	}
+	rep.SummaryTokens = r.tc.message(gjson.Parse(`{"content":` + string(mustMarshal(withClosing(summaryText(summary, *rep.Summarized), closing))) + `}`))
+	return a
+}
+
+// assemblePrunedOnly is a compaction with nothing to summarize: the pruned
+// messages replaced, every other one kept.
+func (r *compactRequest) assemblePrunedOnly(p plan, rep *Report) assembly {
+	rep.Reason = "pruned_only"
+	a := assembly{mergedInto: -1}
+	for i := range r.msgs {
+		if chars, ok := p.pruned.at(i); ok {
+			a.out = append(a.out, newMsg(i, r.format.pruned(&r.msgs[i], p.calls, chars)))
+			a.archived = append(a.archived, archivedMsg{index: i, reason: ArchivedPruned, raw: r.msgs[i].raw})
+			continue
+		}
+		a.out = append(a.out, keptMsg(r.msgs, i))
+	}
+	return a
+}
+
+// repair sanitizes the assembled messages' tool pairs and archives the input
+// messages it removed or repaired (once: the assembly may have archived them).
+func (r *compactRequest) repair(a *assembly, rep *Report) []outMsg {
 	out, removed, repaired, san := sanitizeToolPairs(r.format, a.out)
 	// archivedAlready reports whether the assembly archived message i; its index is
 	// built only when a message was removed or repaired (the middle can be most of
@@ -473,37 +511,43 @@ func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome
 	sort.Ints(rep.OrphansRemoved)
 	sort.Ints(rep.Repaired)
 	rep.StubsAdded = san.Stubbed
-	rep.MessagesAfter = len(out)
+	return out
+}
+
+// firstChanged is the index of the first output message that is not the input
+// message at the same index (nil when there is none): where a prompt cache breaks.
+func firstChanged(out []outMsg, inputs int) *int {
 	for k := range out {
 		if out[k].changed || out[k].src != k {
-			fc := k
-			rep.FirstChangedIndex = &fc
-			break
+			return &k
 		}
 	}
-	if rep.FirstChangedIndex == nil && len(out) != len(r.msgs) {
-		fc := len(out)
-		rep.FirstChangedIndex = &fc
+	if len(out) != inputs {
+		n := len(out)
+		return &n
 	}
-	rep.TokensAfter = tokensOfOutput(r.msgs, out, r.tc)
-	var system string
-	if r.system.Exists() {
-		system = r.system.Raw
-		rep.TokensAfter += r.systemTokens
-		if p.tailStart > p.headEnd {
-			if raw, ok := r.format.systemWithNote(r.system); ok {
-				system, rep.SystemNoteAdded = raw, true
-				rep.TokensAfter += r.tc.content(gjson.Parse(raw)) - r.tc.content(r.system)
-				if rep.FirstChangedIndex == nil || *rep.FirstChangedIndex > 0 {
-					zero := 0 // the system prompt comes before every message
-					rep.FirstChangedIndex = &zero
-				}
-			}
-		}
+	return nil
+}
+
+// systemAfter returns the top-level system prompt to send with the output ("" when
+// there is none), with the compaction note when a summary was written, and counts it
+// in the report's tokens after.
+func (r *compactRequest) systemAfter(p plan, rep *Report) string {
+	if !r.system.Exists() {
+		return ""
 	}
-	rep.Fits = rep.TokensAfter < r.thr.ThresholdTokens
-	sortArchived(a.archived)
-	return &compactOutcome{out: out, archived: a.archived, report: rep, system: system}
+	system := r.system.Raw
+	rep.TokensAfter += r.systemTokens
+	if p.tailStart <= p.headEnd {
+		return system
+	}
+	if raw, ok := r.format.systemWithNote(r.system); ok {
+		system, rep.SystemNoteAdded = raw, true
+		rep.TokensAfter += r.tc.content(gjson.Parse(raw)) - r.tc.content(r.system)
+		zero := 0 // the system prompt comes before every message
+		rep.FirstChangedIndex = &zero
+	}
+	return system
 }
 
 func tokensOfOutput(msgs []message, out []outMsg, tc tokenCounter) int {

@@ -56,6 +56,10 @@ type messageFormat interface {
 	// checkMessages refuses views the format has no place for (a role it does not
 	// have), with the offending message's path.
 	checkMessages(msgs []message) error
+	// joinsPrevious is the group rule: whether m belongs to the tool group of the item
+	// before it, so that no boundary falls between them (a result after its call; in
+	// formats whose calls are separate items, the calls after the first too).
+	joinsPrevious(m *message) bool
 	// resultsCloseGroup reports whether one result item answers its whole group, so
 	// calls it leaves unanswered are missing there (Anthropic's one user turn of
 	// tool_result blocks), rather than one result item per call (OpenAI's tool rows).

@@ -14,8 +14,12 @@ import (
 // and the system prompt is the request's top-level "system".
 type messagesFormat struct{}
 
-func (messagesFormat) name() Format            { return FormatAnthropic }
-func (messagesFormat) topLevelSystem() bool    { return true }
+func (messagesFormat) name() Format         { return FormatAnthropic }
+func (messagesFormat) topLevelSystem() bool { return true }
+
+// joinsPrevious: results join their call's group; calls are in the assistant turn.
+func (messagesFormat) joinsPrevious(m *message) bool { return m.kind() == kindResult }
+
 func (messagesFormat) resultsCloseGroup() bool { return true }
 
 // checkMessages: the format has only user and assistant turns.

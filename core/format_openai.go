@@ -16,7 +16,11 @@ type chatFormat struct{}
 func (chatFormat) name() Format                  { return FormatOpenAI }
 func (chatFormat) topLevelSystem() bool          { return false }
 func (chatFormat) checkMessages([]message) error { return nil }
-func (chatFormat) resultsCloseGroup() bool       { return false }
+
+// joinsPrevious: results join their call's group; calls are in the assistant turn.
+func (chatFormat) joinsPrevious(m *message) bool { return m.kind() == kindResult }
+
+func (chatFormat) resultsCloseGroup() bool { return false }
 
 // prunable: a tool row whose content is longer than pruneMinChars characters and not
 // already a placeholder. A raw string of at most pruneMinChars bytes is too short

@@ -177,6 +177,32 @@ func (m *message) text() string { return rawContentText(m.contentRaw) }
 // group of the assistant message that made the call.
 func (m *message) isToolResult() bool { return m.role == "tool" || len(m.results) > 0 }
 
+// itemKind is what an item of a conversation is to the phases, whatever its format.
+type itemKind uint8
+
+const (
+	// kindMessage is a turn of text and parts: a system, user or assistant message.
+	kindMessage itemKind = iota
+	// kindCall is an assistant turn that makes tool calls (calls).
+	kindCall
+	// kindResult is tool output answering calls of its group (answers).
+	kindResult
+	// kindOpaque is an item the core does not read (a format's server-side or
+	// unknown item): kept byte for byte, never split from its neighbours.
+	kindOpaque
+)
+
+// kind returns what m is. The chat formats have no opaque items.
+func (m *message) kind() itemKind {
+	switch {
+	case m.isToolResult():
+		return kindResult
+	case m.role == "assistant" && len(m.calls) > 0:
+		return kindCall
+	}
+	return kindMessage
+}
+
 // answers returns the ids of the calls m answers: its tool_call_id (OpenAI) or its
 // tool_result blocks' ids (Anthropic).
 func (m *message) answers() []string {
