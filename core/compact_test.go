@@ -238,7 +238,9 @@ func TestWorkedExample(t *testing.T) {
 	checkCompaction(t, input, r)
 }
 
-// TestScenarioMeanings asserts what each generated compact.begin scenario is for.
+// TestScenarioMeanings checks what each compact.begin vector means, beyond its bytes:
+// one subtest per vector, each with its own check (reports holds every vector's
+// result, for the checks that compare two).
 func TestScenarioMeanings(t *testing.T) {
 	reports := map[string]CompactResult{}
 	for _, c := range compactBeginCases() {
@@ -246,87 +248,131 @@ func TestScenarioMeanings(t *testing.T) {
 		require.Nil(t, e, c.name)
 		reports[c.name] = decodeResult(t, res)
 	}
-	rep := func(name string) *Report { return reports[name].Report }
-	require.Equal(t, ReasonBelowThreshold, rep("below-threshold-is-unchanged").Reason)
-	require.Equal(t, ReasonDisabled, rep("disabled-is-unchanged").Reason)
-	require.True(t, rep("reported-prompt-tokens-trigger").Compacted)
-	require.True(t, rep("estimate-triggers-without-force").Compacted)
-	for i, m := range reports["below-threshold-as-refs"].Messages {
-		require.Equal(t, fmt.Sprint(i), string(m), "unchanged messages come back as their index")
+	type check func(t *testing.T, r CompactResult)
+	cases := []struct {
+		vector string
+		check  check
+	}{
+		{"below-threshold-is-unchanged", func(t *testing.T, r CompactResult) {
+			require.Equal(t, ReasonBelowThreshold, r.Report.Reason)
+		}},
+		{"disabled-is-unchanged", func(t *testing.T, r CompactResult) {
+			require.Equal(t, ReasonDisabled, r.Report.Reason)
+		}},
+		{"reported-prompt-tokens-trigger", func(t *testing.T, r CompactResult) { require.True(t, r.Report.Compacted) }},
+		{"estimate-triggers-without-force", func(t *testing.T, r CompactResult) { require.True(t, r.Report.Compacted) }},
+		{"below-threshold-as-refs", func(t *testing.T, r CompactResult) {
+			for i, m := range r.Messages {
+				require.Equal(t, fmt.Sprint(i), string(m), "unchanged messages come back as their index")
+			}
+		}},
+		{"parallel-calls-at-head-boundary", func(t *testing.T, r CompactResult) {
+			require.Equal(t, 6, r.Report.HeadEnd, "the head runs to the end of the parallel group")
+		}},
+		{"parallel-calls-at-tail-boundary", func(t *testing.T, r CompactResult) {
+			require.Equal(t, 15, r.Report.TailStart, "the tail starts at the group's assistant")
+		}},
+		{"pre-existing-orphans-repaired", func(t *testing.T, r CompactResult) {
+			require.Equal(t, []int{17}, r.Report.OrphansRemoved)
+			require.Equal(t, []string{"lost"}, r.Report.StubsAdded)
+		}},
+		{"summary-merged-when-no-role-fits", func(t *testing.T, r CompactResult) {
+			require.Equal(t, "merged", r.Report.SummaryRole)
+		}},
+		{"summary-as-user-before-assistant-tail", func(t *testing.T, r CompactResult) {
+			require.Equal(t, "user", r.Report.SummaryRole)
+		}},
+		{"iterative-update-of-previous-summary", func(t *testing.T, r CompactResult) {
+			require.True(t, r.Report.Iterative)
+			summary := string(r.Messages[3])
+			require.Contains(t, summary, "splitting the lexer out of src/parser.py")
+			// The extractive summary merges a previous summary rather than nesting it.
+			require.NotContains(t, summary, "Earlier Summary")
+			require.Equal(t, 1, strings.Count(summary, "## Goal"))
+		}},
+		{"iterative-summary-request", func(t *testing.T, r CompactResult) {
+			require.True(t, r.SummaryRequest.Iterative)
+			require.Equal(t, 100, r.SummaryRequest.TargetTokens, "at a 2K window the summary asks for the window's cap, not the 2,000-token floor")
+		}},
+		{"anthropic-summary-request", func(t *testing.T, r CompactResult) {
+			require.Equal(t, 100, r.SummaryRequest.TargetTokens)
+		}},
+		{"worked-example-45-messages-summary-request", func(t *testing.T, r CompactResult) {
+			require.Equal(t, 10_000, r.SummaryRequest.TargetTokens, "at 200K the cap (10,000) is above the floor")
+		}},
+		{"newest-request-too-big-goes-into-summary", func(t *testing.T, r CompactResult) {
+			require.True(t, r.Report.ActiveRequestInSummary)
+			require.True(t, r.Report.Fits, "the active request is capped to the room left under the threshold")
+			summary := string(r.Messages[3])
+			require.Equal(t, 1, strings.Count(summary, "Please apply this spec"), "the active request is written once")
+			require.Contains(t, summary, "characters cut to fit the window; the whole message is archived as input message #12")
+			require.Contains(t, summary, "spec_handler_0(request, db)", "its head is kept")
+			require.True(t, slices.ContainsFunc(r.Archived, func(a ArchivedMessage) bool {
+				return a.Index == 12 && a.Reason == ArchivedSummarized
+			}), "the whole request is archived")
+		}},
+		{"newest-request-that-fits-stays-in-the-tail", func(t *testing.T, r CompactResult) {
+			require.False(t, r.Report.ActiveRequestInSummary)
+			require.Contains(t, string(r.Messages[len(r.Messages)-1]), "Please apply this spec", "the request stays the last message, whole")
+			require.NotContains(t, string(r.Messages[r.Report.HeadEnd]), "Please apply this spec", "and is not also in the summary")
+		}},
+		{"count-floor-kept-with-outputs-pruned-32k", func(t *testing.T, r CompactResult) {
+			require.Len(t, r.Report.Pruned, 8)
+		}},
+		{"small-window-tail-rule-32k", func(t *testing.T, r CompactResult) {
+			// Below 200K with protect_last_n and target_ratio unset, the tail is sized
+			// for the window: here the newest tool group (whole) and the newest request.
+			require.Empty(t, r.Report.Pruned, "the tail keeps the newest step whole and nothing else")
+			require.Equal(t, r.Report.MessagesBefore-2, r.Report.TailStart, "the tail is the last exchange")
+			floor := reports["count-floor-kept-with-outputs-pruned-32k"].Report
+			require.Less(t, r.Report.TokensAfter, floor.TokensAfter, "a small window compacts deeper than the explicit floor of 20")
+		}},
+		{"count-floor-yields-to-fit-32k", func(t *testing.T, r CompactResult) {
+			require.True(t, r.Report.Fits)
+			require.Less(t, r.Report.MessagesBefore-r.Report.TailStart, 20, "the protect_last_n floor yields to fit")
+		}},
+		{"anthropic-layout-with-system", func(t *testing.T, r CompactResult) {
+			require.True(t, r.Report.SystemNoteAdded, "the note goes on the top-level system")
+			require.Contains(t, string(r.System), "[Note: earlier turns")
+			require.Equal(t, 3, r.Report.HeadEnd, "system counts as the first head message; the head runs to the end of its tool group")
+		}},
+		{"anthropic-layout-detected-from-blocks", func(t *testing.T, r CompactResult) { require.Nil(t, r.System) }},
+		{"anthropic-long-results-pruned-in-place", func(t *testing.T, r CompactResult) {
+			require.Equal(t, []int{10, 12}, r.Report.Pruned)
+		}},
+		{"anthropic-orphan-and-missing-results-repaired", func(t *testing.T, r CompactResult) {
+			require.Equal(t, []int{16, 18}, r.Report.Repaired)
+			require.Equal(t, []string{"x2", "y1"}, r.Report.StubsAdded)
+			require.NotContains(t, string(r.Messages[len(r.Messages)-3]), "ghost", "the orphan tool_result block is taken out")
+			require.Contains(t, string(r.Messages[len(r.Messages)-1]), "Did it build?", "stubs go first in the next user turn")
+		}},
+		{"worked-example-45-messages-builtin", func(t *testing.T, r CompactResult) {
+			require.NotContains(t, string(r.Messages[4]), "(none", "no placeholder lines for empty sections")
+		}},
+		{"smaller-summarizer-window-bounds-the-request", func(t *testing.T, r CompactResult) {
+			small, full := r.SummaryRequest, reports["worked-example-45-messages-summary-request"].SummaryRequest
+			require.Less(t, len(small.Messages[1].Content), len(full.Messages[1].Content))
+			require.LessOrEqual(t, len(small.Messages[1].Content)/roughCharsPerToken, 8000-small.MaxTokens)
+		}},
 	}
-	// The head runs to the end of the parallel group; the tail starts at its assistant.
-	require.Equal(t, 6, rep("parallel-calls-at-head-boundary").HeadEnd)
-	pt := rep("parallel-calls-at-tail-boundary")
-	require.Equal(t, 15, pt.TailStart)
-	require.Equal(t, []int{17}, rep("pre-existing-orphans-repaired").OrphansRemoved)
-	require.Equal(t, []string{"lost"}, rep("pre-existing-orphans-repaired").StubsAdded)
-	require.Equal(t, "merged", rep("summary-merged-when-no-role-fits").SummaryRole)
-	require.Equal(t, "user", rep("summary-as-user-before-assistant-tail").SummaryRole)
-	require.True(t, rep("iterative-update-of-previous-summary").Iterative)
-	require.Contains(t, string(reports["iterative-update-of-previous-summary"].Messages[3]), "splitting the lexer out of src/parser.py")
-	require.True(t, reports["iterative-summary-request"].SummaryRequest.Iterative)
-	big := rep("newest-request-too-big-goes-into-summary")
-	require.True(t, big.ActiveRequestInSummary)
-	require.True(t, big.Fits, "the active request is capped to the room left under the threshold")
-	bigSummary := string(reports["newest-request-too-big-goes-into-summary"].Messages[3])
-	require.Equal(t, 1, strings.Count(bigSummary, "Please apply this spec"), "the active request is written once")
-	require.Contains(t, bigSummary, "characters cut to fit the window; the whole message is archived as input message #12")
-	require.Contains(t, bigSummary, "spec_handler_0(request, db)", "its head is kept")
-	require.True(t, slices.ContainsFunc(reports["newest-request-too-big-goes-into-summary"].Archived, func(a ArchivedMessage) bool {
-		return a.Index == 12 && a.Reason == ArchivedSummarized
-	}), "the whole request is archived")
-	fitsInTail := rep("newest-request-that-fits-stays-in-the-tail")
-	require.False(t, fitsInTail.ActiveRequestInSummary)
-	fitOut := reports["newest-request-that-fits-stays-in-the-tail"].Messages
-	require.Contains(t, string(fitOut[len(fitOut)-1]), "Please apply this spec", "the request stays the last message, whole")
-	require.NotContains(t, string(fitOut[fitsInTail.HeadEnd]), "Please apply this spec", "and is not also in the summary")
-	require.Len(t, rep("count-floor-kept-with-outputs-pruned-32k").Pruned, 8)
-	// Below 200K with protect_last_n and target_ratio unset, the tail is sized for
-	// the window: here the newest tool group (whole) and the newest request.
-	deep := rep("small-window-tail-rule-32k")
-	require.Empty(t, deep.Pruned, "the tail keeps the newest step whole and nothing else")
-	require.Equal(t, deep.MessagesBefore-2, deep.TailStart, "the tail is the last exchange")
-	require.Less(t, deep.TokensAfter, rep("count-floor-kept-with-outputs-pruned-32k").TokensAfter, "a small window compacts deeper than the explicit floor of 20")
-	yield := rep("count-floor-yields-to-fit-32k")
-	require.True(t, yield.Fits)
-	require.Less(t, yield.MessagesBefore-yield.TailStart, 20, "the protect_last_n floor yields to fit")
-	// The Anthropic layout: the note goes on the top-level system, long tool_result
-	// blocks are pruned in place, orphan blocks and missing results are repaired.
-	anth := reports["anthropic-layout-with-system"]
-	require.True(t, anth.Report.SystemNoteAdded)
-	require.Contains(t, string(anth.System), "[Note: earlier turns")
-	require.Equal(t, 3, anth.Report.HeadEnd, "system counts as the first head message; the head runs to the end of its tool group")
-	require.Nil(t, reports["anthropic-layout-detected-from-blocks"].System)
-	require.Equal(t, []int{10, 12}, rep("anthropic-long-results-pruned-in-place").Pruned)
-	repaired := rep("anthropic-orphan-and-missing-results-repaired")
-	require.Equal(t, []int{16, 18}, repaired.Repaired)
-	require.Equal(t, []string{"x2", "y1"}, repaired.StubsAdded)
-	out := reports["anthropic-orphan-and-missing-results-repaired"].Messages
-	require.NotContains(t, string(out[len(out)-3]), "ghost", "the orphan tool_result block is taken out")
-	require.Contains(t, string(out[len(out)-1]), "Did it build?", "stubs go first in the next user turn")
+	for _, c := range cases {
+		t.Run(c.vector, func(t *testing.T) {
+			r, ok := reports[c.vector]
+			require.True(t, ok, "no compact.begin vector named %q", c.vector)
+			c.check(t, r)
+		})
+	}
 	// Issue 14: every report says whether a host summary was cut and which anchors
-	// were added; builtin summaries are neither cut nor checked. At a 2K window the
-	// summary asks for the window's cap (100 tokens), not the 2,000-token floor.
-	for name, r := range reports {
-		if r.Report != nil {
-			require.False(t, r.Report.SummaryTruncated, name)
-			require.Empty(t, r.Report.AnchorsAdded, name)
-			require.NotNil(t, r.Report.AnchorsAdded, "%s: an empty list, not null", name)
+	// were added; builtin summaries are neither cut nor checked.
+	t.Run("every-report-lists-cuts-and-anchors", func(t *testing.T) {
+		for name, r := range reports {
+			if r.Report != nil {
+				require.False(t, r.Report.SummaryTruncated, name)
+				require.Empty(t, r.Report.AnchorsAdded, name)
+				require.NotNil(t, r.Report.AnchorsAdded, "%s: an empty list, not null", name)
+			}
 		}
-	}
-	require.Equal(t, 100, reports["iterative-summary-request"].SummaryRequest.TargetTokens)
-	require.Equal(t, 100, reports["anthropic-summary-request"].SummaryRequest.TargetTokens)
-	require.Equal(t, 10_000, reports["worked-example-45-messages-summary-request"].SummaryRequest.TargetTokens, "at 200K the cap (10,000) is above the floor")
-	// The extractive summary: requests as written, no placeholder lines for empty
-	// sections, a previous summary merged rather than nested.
-	iter := string(reports["iterative-update-of-previous-summary"].Messages[3])
-	require.NotContains(t, iter, "Earlier Summary")
-	require.Equal(t, 1, strings.Count(iter, "## Goal"))
-	require.NotContains(t, string(reports["worked-example-45-messages-builtin"].Messages[4]), "(none")
-	small := reports["smaller-summarizer-window-bounds-the-request"].SummaryRequest
-	full := reports["worked-example-45-messages-summary-request"].SummaryRequest
-	require.Less(t, len(small.Messages[1].Content), len(full.Messages[1].Content))
-	require.LessOrEqual(t, len(small.Messages[1].Content)/roughCharsPerToken, 8000-small.MaxTokens)
+	})
 }
 
 // TestFNV64a: the written-out hash behind compact.begin's state is hash/fnv's.
