@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ctxcompact/ctxcompact/core/internal/jsonraw"
 	"github.com/tidwall/gjson"
 )
 
@@ -136,7 +137,7 @@ func describeCall(c *toolCall) string {
 		}
 		b := make([]byte, 0, len(name)+2*keyArgMaxChars)
 		b = appendKeyArgument(append(append(b, name...), '('), *c)
-		c.described = bytesString(append(b, ')')) // b is not written again
+		c.described = jsonraw.ViewString(append(b, ')')) // b is not written again
 	}
 	return c.described
 }
@@ -194,7 +195,7 @@ func prunedMessage(m *message, calls callIndex, chars int) string {
 	var content strings.Builder
 	done := 0 // m.contentRaw[:done] is written
 	forEachLongResult(m, func(c, id string, n int) {
-		off := offsetIn(m.contentRaw, c)
+		off := jsonraw.OffsetOf(m.contentRaw, c)
 		content.WriteString(m.contentRaw[done:off])
 		content.WriteString(setString(placeholder(calls, id, n)))
 		done = off + len(c)
@@ -205,7 +206,7 @@ func prunedMessage(m *message, calls callIndex, chars int) string {
 
 // splice returns s with part, a substring of s (the same memory), replaced by with.
 func splice(s, part, with string) string {
-	off := offsetIn(s, part)
+	off := jsonraw.OffsetOf(s, part)
 	return s[:off] + with + s[off+len(part):]
 }
 
@@ -236,22 +237,22 @@ func placeholder(calls callIndex, id string, chars int) string {
 // whose content is longer than pruneMinChars characters and not yet pruned, with
 // that content's raw JSON (in the block, in m.contentRaw).
 func forEachLongResult(m *message, fn func(content, id string, chars int)) {
-	forEachElement(m.contentRaw, func(block string) bool {
-		if block[0] != '{' || decodeString(rawField(block, "type")) != "tool_result" {
+	jsonraw.ForEachElement(m.contentRaw, func(block string) bool {
+		if block[0] != '{' || jsonraw.DecodeString(jsonraw.FindField(block, "type")) != "tool_result" {
 			return true
 		}
-		c := rawField(block, "content")
+		c := jsonraw.FindField(block, "content")
 		var n int
 		switch {
 		case len(c) <= pruneMinChars+2 || strings.HasPrefix(c, `"`+PrunedPrefix):
 			return true
 		case c[0] == '"':
-			n = jsonStringChars(c)
+			n = jsonraw.CountChars(c)
 		default:
 			n = utf8.RuneCountInString(contentText(gjson.Parse(c)))
 		}
 		if n > pruneMinChars {
-			fn(c, decodeString(rawField(block, "tool_use_id")), n)
+			fn(c, jsonraw.DecodeString(jsonraw.FindField(block, "tool_use_id")), n)
 		}
 		return true
 	})

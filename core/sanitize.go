@@ -3,6 +3,7 @@ package core
 import (
 	"strings"
 
+	"github.com/ctxcompact/ctxcompact/core/internal/jsonraw"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -151,9 +152,9 @@ func withResultBlocks(raw string, stub, drop []string) string {
 		b, _ := marshal(map[string]string{"type": "text", "text": c.Str})
 		blocks = append(blocks, string(b))
 	case c.IsArray():
-		forEachElement(c.Raw, func(block string) bool {
-			if block[0] == '{' && decodeString(rawField(block, "type")) == "tool_result" &&
-				contains(drop, decodeString(rawField(block, "tool_use_id"))) {
+		jsonraw.ForEachElement(c.Raw, func(block string) bool {
+			if block[0] == '{' && jsonraw.DecodeString(jsonraw.FindField(block, "type")) == "tool_result" &&
+				contains(drop, jsonraw.DecodeString(jsonraw.FindField(block, "tool_use_id"))) {
 				return true
 			}
 			blocks = append(blocks, block)
