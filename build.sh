@@ -77,16 +77,19 @@ cmd_test_go() {
 }
 
 # Explore every Fuzz target (not part of test: what it finds depends on luck and
-# time). A failing input is saved under core/testdata/fuzz/<target>/: fix the bug
+# time). A failing input is saved under <package>/testdata/fuzz/<target>/ (core, or
+# core/internal/jsonraw for the raw JSON layer's targets): fix the bug
 # and commit the input, which every later test run then replays. The budget is a
 # count of runs, not a duration: with a duration, Go 1.26's fuzzing coordinator can
 # fail a target with "context deadline exceeded" as time runs out
 # (go.dev/issue/75804, fixed in Go 1.27).
 cmd_fuzz() {
-	local t
-	for t in $(go test -list '^Fuzz' ./core | grep '^Fuzz' || true); do
-		go test -run '^$' -fuzz "^$t\$" -fuzztime "${FUZZTIME:-2000000x}" \
-			-fuzzminimizetime "${FUZZMINIMIZETIME:-5000x}" ./core
+	local t pkg
+	for pkg in ./core ./core/internal/jsonraw; do
+		for t in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
+			go test -run '^$' -fuzz "^$t\$" -fuzztime "${FUZZTIME:-2000000x}" \
+				-fuzzminimizetime "${FUZZMINIMIZETIME:-5000x}" "$pkg"
+		done
 	done
 }
 

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ctxcompact/ctxcompact/core/internal/jsonraw"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -47,11 +48,11 @@ func withSystemNote(m *message) (string, bool) {
 	case content.Type == gjson.String:
 		// The note goes in before the closing quote: the content keeps the caller's
 		// bytes, and a long system prompt is not decoded and escaped again.
-		if at, ok := partOf(m.raw, m.contentRaw); ok {
+		if at, ok := jsonraw.LocatePart(m.raw, m.contentRaw); ok {
 			end := at + len(m.contentRaw) - 1
 			b := make([]byte, 0, len(m.raw)+len(SystemNote)+8)
-			b = appendTextBody(append(b, m.raw[:end]...), SystemNote)
-			return bytesString(append(b, m.raw[end:]...)), true
+			b = jsonraw.AppendStringBody(append(b, m.raw[:end]...), SystemNote)
+			return jsonraw.ViewString(append(b, m.raw[end:]...)), true
 		}
 		out, err = sjson.Set(m.raw, "content", content.Str+SystemNote)
 	case content.IsArray():

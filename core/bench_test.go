@@ -5,6 +5,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/ctxcompact/ctxcompact/core/internal/jsonraw"
 	"github.com/tidwall/gjson"
 )
 
@@ -86,7 +87,7 @@ func BenchmarkCompactPhases(b *testing.B) {
 		})
 	}
 	phase("validate", func(k int) { checkJSON(reqs[k], nil) })
-	phase("parse", func(k int) { parseCompactRequest(gjson.Parse(bytesString(reqs[k]))) })
+	phase("parse", func(k int) { parseCompactRequest(gjson.Parse(jsonraw.ViewString(reqs[k]))) })
 	phase("plan", func(k int) { parsed[k].plan() })
 	phase("summary", func(k int) { extractiveSummary(parsed[k].msgs, plans[k], "benchmark") })
 	phase("finish", func(k int) { parsed[k].finish(plans[k], "a summary", "").appendTo(nil, false) })

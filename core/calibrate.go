@@ -128,7 +128,7 @@ func calibrate(c tokenCounter, msgs []gjson.Result, opts CalibrateOptions, p cal
 // opTokensCalibrate: {messages, prompt_tokens, encoding?, config?, fixed_overhead?,
 // baseline?: {message_count, prompt_tokens}} -> CalibrateResult.
 func opTokensCalibrate(req opRequest) ([]byte, error) {
-	msgs, err := tokenMessages(req.params.Get("messages"), req.arrays["messages"].elementList(), "/messages")
+	msgs, err := tokenMessages(req.params.Get("messages"), req.arrays["messages"].ElementList(), "/messages")
 	if err != nil {
 		return nil, err
 	}

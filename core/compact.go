@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ctxcompact/ctxcompact/core/internal/jsonraw"
 	"github.com/tidwall/gjson"
 )
 
@@ -142,7 +143,7 @@ type params map[string]gjson.Result
 
 func paramsOf(req gjson.Result) params {
 	p := params{}
-	forEachField(req.Raw, func(k, raw string) bool {
+	jsonraw.ForEachField(req.Raw, func(k, raw string) bool {
 		p[k] = rawValue(raw)
 		return true
 	})
@@ -153,7 +154,7 @@ func paramsOf(req gjson.Result) params {
 func (p params) Get(key string) gjson.Result {
 	v := p[key]
 	if v.Type == gjson.String && v.Str == "" {
-		v.Str = decodeString(v.Raw)
+		v.Str = jsonraw.DecodeString(v.Raw)
 	}
 	return v
 }
@@ -163,7 +164,7 @@ func parseCompactRequest(q gjson.Result) (*compactRequest, error) {
 }
 
 // parseCompactParams is parseCompactRequest of a request's fields.
-func parseCompactParams(req params, known *arrayParts) (*compactRequest, error) {
+func parseCompactParams(req params, known *jsonraw.ArrayParts) (*compactRequest, error) {
 	r := &compactRequest{summarizer: SummarizerHost}
 	var err error
 	if r.cfg, err = parseConfig(req.Get("config"), "/config"); err != nil {
@@ -307,7 +308,7 @@ func (h fnv64a) string(s string) fnv64a {
 	return h
 }
 
-func (h fnv64a) bytes(b []byte) fnv64a { return h.string(bytesString(b)) }
+func (h fnv64a) bytes(b []byte) fnv64a { return h.string(jsonraw.ViewString(b)) }
 
 func boolByte(b bool) byte {
 	if b {

@@ -1,6 +1,10 @@
 package core
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/ctxcompact/ctxcompact/core/internal/jsonraw"
+)
 
 // A compaction that compact.begin left waiting for the host's summary is kept for
 // compact.finish, so finishing the same request on the same instance does not read,
@@ -110,7 +114,7 @@ func sameParams(kept map[string]string, req params) bool {
 		if finishOnlyParams[k] || defaultSummarizer(k, v.Raw) {
 			continue
 		}
-		if raw, ok := kept[k]; !ok || !sameText(raw, v.Raw) {
+		if raw, ok := kept[k]; !ok || !jsonraw.Equal(raw, v.Raw) {
 			return false
 		}
 		n++
@@ -135,7 +139,7 @@ func finishRequest(op string, request []byte) (q opRequest, ok bool) {
 		raw := pending.entries[k].params["messages"]
 		start := len(request) - 1 - len(raw)
 		if raw != "" && start >= len(key)+1 && request[len(request)-1] == '}' &&
-			string(request[start-len(key):start]) == key && sameText(bytesString(request[start:len(request)-1]), raw) {
+			string(request[start-len(key):start]) == key && jsonraw.Equal(jsonraw.ViewString(request[start:len(request)-1]), raw) {
 			msgs = raw
 		}
 	}
@@ -150,8 +154,8 @@ func finishRequest(op string, request []byte) (q opRequest, ok bool) {
 		return q, false
 	}
 	for k := len(members) - 1; k >= 0; k-- {
-		if members[k].key == `"messages"` {
-			members[k].value = msgs // the kept copy: takePending finds it the same at once
+		if members[k].Key == `"messages"` {
+			members[k].Value = msgs // the kept copy: takePending finds it the same at once
 			break
 		}
 	}
@@ -168,11 +172,11 @@ func dropPending() {
 
 // builtinSummarizer reports whether a request's members ask for the builtin
 // summarizer, so compact.begin finishes at once and keeps nothing.
-func builtinSummarizer(members []member) bool {
+func builtinSummarizer(members []jsonraw.Member) bool {
 	builtin := false
 	for _, m := range members {
-		if m.key == `"summarizer"` {
-			builtin = m.value == `"`+SummarizerBuiltin+`"`
+		if m.Key == `"summarizer"` {
+			builtin = m.Value == `"`+SummarizerBuiltin+`"`
 		}
 	}
 	return builtin
@@ -184,20 +188,20 @@ func rebase(s, from, to string) string {
 	if len(s) == 0 {
 		return ""
 	}
-	off := offsetIn(from, s)
+	off := jsonraw.OffsetOf(from, s)
 	return to[off : off+len(s)]
 }
 
 // ownMembers copies envelope and points members at the copy, so what is parsed from
 // them may outlive the call (the caller may reuse its buffer).
-func ownMembers(envelope []byte, members []member) string {
-	from := bytesString(envelope)
+func ownMembers(envelope []byte, members []jsonraw.Member) string {
+	from := jsonraw.ViewString(envelope)
 	to := string(envelope)
 	for k := range members {
 		m := &members[k]
-		m.key, m.value = rebase(m.key, from, to), rebase(m.value, from, to)
-		for j := range m.elements {
-			m.elements[j] = rebase(m.elements[j], from, to)
+		m.Key, m.Value = rebase(m.Key, from, to), rebase(m.Value, from, to)
+		for j := range m.Elements {
+			m.Elements[j] = rebase(m.Elements[j], from, to)
 		}
 	}
 	return to

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ctxcompact/ctxcompact/core/internal/jsonraw"
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 )
@@ -170,21 +171,6 @@ func TestPendingConcurrent(t *testing.T) {
 	}
 }
 
-// TestSameText: sameText is string equality, whatever the length and wherever the
-// first difference.
-func TestSameText(t *testing.T) {
-	for n := 0; n <= 40; n++ {
-		a := strings.Repeat("abcdefghij", 4)[:n]
-		require.True(t, sameText(a, strings.Clone(a)))
-		require.False(t, sameText(a, a+"x"))
-		for i := 0; i < n; i++ {
-			b := []byte(a)
-			b[i] ^= 0x80
-			require.False(t, sameText(a, string(b)), "differs at %d of %d", i, n)
-		}
-	}
-}
-
 // TestFinishSkipsKeptMessages: a request that ends with a kept compaction's
 // messages is read without validating them again, and is answered as the whole
 // request read from scratch is: when the rest is not valid JSON, when the op is
@@ -324,7 +310,7 @@ func TestCallTakingKeepsTheEnvelope(t *testing.T) {
 		require.Equal(t, 2, pendingCount())
 		e := pending.entries[1]
 		raw := e.params["messages"]
-		require.Equal(t, offsetIn(bytesString(begin), raw), strings.Index(string(begin), `"messages":`)+len(`"messages":`), "kept in place")
+		require.Equal(t, jsonraw.OffsetOf(jsonraw.ViewString(begin), raw), strings.Index(string(begin), `"messages":`)+len(`"messages":`), "kept in place")
 		require.Equal(t, want, string(Call(finishes[name])))
 		require.Equal(t, want, string(Call(finishes[name])))
 		require.Equal(t, 0, pendingCount())
@@ -337,7 +323,7 @@ func TestValidationCountsArguments(t *testing.T) {
 	req := []byte(`{"op":"prune","messages":[{"role":"assistant","content":null,"tool_calls":[` +
 		`{"id":"a","type":"function","function":{"name":"write","arguments":"{\"path\":\"x.py\",\"text\":\"caf\\u00e9 \\\"q\\\"\"}"}},` +
 		`{"id":"b","function":{"arguments":"{}","name":"ls"}}]}]}`)
-	var members []member
+	var members []jsonraw.Member
 	valid, _ := checkJSON(req, &members)
 	require.True(t, valid)
 	q := newOpRequest(gjson.ParseBytes(req), members)

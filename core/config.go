@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ctxcompact/ctxcompact/core/internal/jsonraw"
 	"github.com/tidwall/gjson"
 )
 
@@ -374,12 +375,12 @@ func mergeConfig(base, over gjson.Result) ([]byte, error) {
 		if len(out) > 1 {
 			out = append(out, ',')
 		}
-		out = append(appendJSONText(out, section), ':', '{')
+		out = append(jsonraw.AppendString(out, section), ':', '{')
 		for k, key := range keys {
 			if k > 0 {
 				out = append(out, ',')
 			}
-			out = append(append(appendJSONText(out, key), ':'), values[k]...)
+			out = append(append(jsonraw.AppendString(out, key), ':'), values[k]...)
 		}
 		out = append(out, '}')
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/ctxcompact/ctxcompact/core/internal/jsonraw"
 	"github.com/tidwall/gjson"
 )
 
@@ -39,7 +40,7 @@ type opRequest struct {
 	gjson.Result
 	params params
 	// arrays holds what validation found in the fields that are arrays (messages).
-	arrays map[string]*arrayParts
+	arrays map[string]*jsonraw.ArrayParts
 	// owned is true when the request lies in memory the core owns, so what is
 	// parsed from it may be kept after the call.
 	owned bool
@@ -47,17 +48,17 @@ type opRequest struct {
 
 // newOpRequest makes the opRequest of a validated request and the members
 // checkJSON recorded. As in paramsOf, the last of duplicate keys wins.
-func newOpRequest(req gjson.Result, members []member) opRequest {
-	r := opRequest{Result: req, params: make(params, len(members)), arrays: map[string]*arrayParts{}}
+func newOpRequest(req gjson.Result, members []jsonraw.Member) opRequest {
+	r := opRequest{Result: req, params: make(params, len(members)), arrays: map[string]*jsonraw.ArrayParts{}}
 	for i := range members {
 		m := &members[i]
-		k := m.key[1 : len(m.key)-1]
-		if hasByte(k, '\\') {
-			k = decodeString(m.key)
+		k := m.Key[1 : len(m.Key)-1]
+		if jsonraw.HasByte(k, '\\') {
+			k = jsonraw.DecodeString(m.Key)
 		}
-		r.params[k] = rawValue(m.value)
-		if m.value[0] == '[' {
-			r.arrays[k] = &m.arrayParts
+		r.params[k] = rawValue(m.Value)
+		if m.Value[0] == '[' {
+			r.arrays[k] = &m.ArrayParts
 		} else {
 			delete(r.arrays, k) // a later duplicate that is not an array
 		}
@@ -145,7 +146,7 @@ func serve(op string, request []byte, taken bool) []byte {
 	req, members, op, err := readEnvelope(op, request)
 	if err != nil {
 		if e, ok := err.(*Error); ok && e.Code == CodeInvalidJSON && (given == "" || given == "validate") {
-			if out, ok := validateInvalidUTF8(given, bytesString(request)); ok {
+			if out, ok := validateInvalidUTF8(given, jsonraw.ViewString(request)); ok {
 				return out
 			}
 		}
@@ -168,13 +169,13 @@ func serve(op string, request []byte, taken bool) []byte {
 // readEnvelope validates request, a JSON object, and returns it with its top-level
 // members and its op: the one given, or else its "op" field. The request is read in
 // place: nothing returned is a copy.
-func readEnvelope(op string, request []byte) (req gjson.Result, members []member, name string, err error) {
+func readEnvelope(op string, request []byte) (req gjson.Result, members []jsonraw.Member, name string, err error) {
 	if valid, depth := checkJSON(request, &members); !valid {
-		return req, nil, "", invalidJSON(bytesString(request))
+		return req, nil, "", invalidJSON(jsonraw.ViewString(request))
 	} else if depth > MaxNestingDepth {
 		return req, nil, "", errorf(CodeInputTooLarge, "", "request nests arrays and objects more than %d levels deep", MaxNestingDepth)
 	}
-	req = gjson.Parse(bytesString(request))
+	req = gjson.Parse(jsonraw.ViewString(request))
 	switch {
 	case !req.IsObject() && op != "":
 		return req, nil, "", errorf(CodeInvalidRequest, "", "request must be a JSON object")
@@ -193,7 +194,7 @@ func readEnvelope(op string, request []byte) (req gjson.Result, members []member
 // invalidJSON is the error for a request checkJSON refused: where it stops being
 // valid JSON (the path of the value, and the byte) and why.
 func invalidJSON(request string) error {
-	path, at, what := locateInvalidJSON(request)
+	path, at, what := jsonraw.LocateInvalid(request, MaxNestingDepth)
 	if at < 0 { // the locator and the validator disagree: say so rather than guess
 		return errorf(CodeInvalidJSON, "", "request is not valid JSON")
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/ctxcompact/ctxcompact/core/internal/jsonraw"
 	"github.com/tidwall/gjson"
 )
 
@@ -182,7 +183,7 @@ func (s *EngineState) UpdateModel(m ModelUpdate) error {
 			if len(kept) > 1 {
 				kept = append(kept, ',')
 			}
-			kept = append(append(appendJSONText(kept, section), ':'), v.Raw...)
+			kept = append(append(jsonraw.AppendString(kept, section), ':'), v.Raw...)
 		}
 	}
 	kept = append(kept, '}')

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/ctxcompact/ctxcompact/core/internal/jsonraw"
 )
 
 // Bounds of the extractive summary's sections.
@@ -721,7 +723,7 @@ func indexErrorMarker(s string) int {
 			continue
 		}
 		for _, mk := range markersByFirstByte[s[i]] {
-			if hasPrefixAt(s, i, mk) {
+			if jsonraw.HasPrefixAt(s, i, mk) {
 				return i
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ctxcompact/ctxcompact/core/internal/jsonraw"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -48,7 +49,7 @@ func (messagesFormat) pruned(m *message, calls callIndex, _ int) string {
 	var content strings.Builder
 	done := 0 // m.contentRaw[:done] is written
 	forEachLongResult(m, func(c, id string, n int) {
-		off := offsetIn(m.contentRaw, c)
+		off := jsonraw.OffsetOf(m.contentRaw, c)
 		content.WriteString(m.contentRaw[done:off])
 		content.WriteString(setString(placeholder(calls, id, n)))
 		done = off + len(c)
@@ -61,22 +62,22 @@ func (messagesFormat) pruned(m *message, calls callIndex, _ int) string {
 // whose content is longer than pruneMinChars characters and not yet pruned, with
 // that content's raw JSON (in the block, in m.contentRaw).
 func forEachLongResult(m *message, fn func(content, id string, chars int)) {
-	forEachElement(m.contentRaw, func(block string) bool {
-		if block[0] != '{' || decodeString(rawField(block, "type")) != "tool_result" {
+	jsonraw.ForEachElement(m.contentRaw, func(block string) bool {
+		if block[0] != '{' || jsonraw.DecodeString(jsonraw.FindField(block, "type")) != "tool_result" {
 			return true
 		}
-		c := rawField(block, "content")
+		c := jsonraw.FindField(block, "content")
 		var n int
 		switch {
 		case len(c) <= pruneMinChars+2 || strings.HasPrefix(c, `"`+PrunedPrefix):
 			return true
 		case c[0] == '"':
-			n = jsonStringChars(c)
+			n = jsonraw.CountChars(c)
 		default:
 			n = utf8.RuneCountInString(contentText(gjson.Parse(c)))
 		}
 		if n > pruneMinChars {
-			fn(c, decodeString(rawField(block, "tool_use_id")), n)
+			fn(c, jsonraw.DecodeString(jsonraw.FindField(block, "tool_use_id")), n)
 		}
 		return true
 	})
@@ -113,9 +114,9 @@ func withResultBlocks(raw string, stub, drop []string) string {
 		b, _ := marshal(map[string]string{"type": "text", "text": c.Str})
 		blocks = append(blocks, string(b))
 	case c.IsArray():
-		forEachElement(c.Raw, func(block string) bool {
-			if block[0] == '{' && decodeString(rawField(block, "type")) == "tool_result" &&
-				contains(drop, decodeString(rawField(block, "tool_use_id"))) {
+		jsonraw.ForEachElement(c.Raw, func(block string) bool {
+			if block[0] == '{' && jsonraw.DecodeString(jsonraw.FindField(block, "type")) == "tool_result" &&
+				contains(drop, jsonraw.DecodeString(jsonraw.FindField(block, "tool_use_id"))) {
 				return true
 			}
 			blocks = append(blocks, block)

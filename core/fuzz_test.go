@@ -1,15 +1,14 @@
 package core
 
 import (
-	"github.com/ctxcompact/ctxcompact/internal/vectors"
-	"regexp"
-
 	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/ctxcompact/ctxcompact/core/internal/jsonraw"
+	"github.com/ctxcompact/ctxcompact/internal/vectors"
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 )
@@ -114,40 +113,6 @@ func FuzzCompact(f *testing.F) {
 	})
 }
 
-// FuzzRawJSON: the raw walkers never panic, whatever the text, and on valid JSON
-// objects they see the same keys as gjson.
-func FuzzRawJSON(f *testing.F) {
-	for _, s := range []string{`{"a":1,"b":"x\"y","c":[1,{"d":2}]}`, `{n}`, `{"a"`, `[1,2`, `{"a":}`, `{"k\u00e9":"v"}`, `[{"x":"\\"}]`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		var keys []string
-		forEachField(s, func(k, raw string) bool {
-			keys = append(keys, k)
-			_ = jsonStringChars(raw)
-			return true
-		})
-		forEachElement(s, func(raw string) bool { return true })
-		_ = rawField(s, "a")
-		if !gjson.Valid(s) || !gjson.Parse(s).IsObject() {
-			return
-		}
-		var want []string
-		gjson.Parse(s).ForEach(func(k, _ gjson.Result) bool {
-			want = append(want, k.Str)
-			return true
-		})
-		if len(keys) != len(want) {
-			t.Fatalf("keys %q, gjson sees %q", keys, want)
-		}
-		for i := range keys {
-			if keys[i] != want[i] {
-				t.Fatalf("keys %q, gjson sees %q", keys, want)
-			}
-		}
-	})
-}
-
 // FuzzExcerpt: cutting a raw JSON string without decoding it writes what decoding
 // it, cutting the text and escaping the excerpt writes.
 func FuzzExcerpt(f *testing.F) {
@@ -162,31 +127,11 @@ func FuzzExcerpt(f *testing.F) {
 				return // Go's \x escapes for bytes that are not UTF-8
 			}
 		}
-		want := string(appendTextBody(nil, truncateMiddle(gjson.ParseBytes(raw).Str, headC, tailC)))
+		want := string(jsonraw.AppendStringBody(nil, truncateMiddle(gjson.ParseBytes(raw).Str, headC, tailC)))
 		var e escapedText
-		excerptJSONTo(&e, string(raw), jsonStringChars(string(raw)), headC, tailC)
+		excerptJSONTo(&e, string(raw), jsonraw.CountChars(string(raw)), headC, tailC)
 		if got := string(e.b); got != want {
 			t.Fatalf("excerpt of %s (%d,%d):\n got %q\nwant %q", raw, headC, tailC, got, want)
-		}
-	})
-}
-
-// FuzzEscapedArgs: finding a string argument in the raw, doubly escaped arguments
-// text gives the value that decoding the arguments gives.
-func FuzzEscapedArgs(f *testing.F) {
-	f.Add("src/app.py", `x "path": "fake" \" \\`, "ls -la")
-	f.Fuzz(func(t *testing.T, path, content, command string) {
-		args, _ := json.Marshal(map[string]string{"content": content, "path": path, "command": command})
-		raw, _ := json.Marshal(string(args))
-		for key, want := range map[string]string{"path": path, "command": command, "content": content} {
-			want = gjson.Get(string(args), gjson.Escape(key)).Str // json.Marshal replaced invalid UTF-8
-			got, ok := escapedArgString(string(raw), key)
-			if !ok || got != want {
-				t.Fatalf("%s in %s: got %q (%v), want %q", key, raw, got, ok, want)
-			}
-		}
-		if _, ok := escapedArgString(string(raw), "missing"); ok {
-			t.Fatalf("found a key that is not there in %s", raw)
 		}
 	})
 }
@@ -215,157 +160,6 @@ func TestDeepNestingIsRejected(t *testing.T) {
 	require.Equal(t, CodeInputTooLarge, errorOf(env(2_000_000)).Code)
 	// Brackets inside strings do not count.
 	require.Nil(t, errorOf([]byte(`{"op":"validate","messages":[{"role":"user","content":"`+nest(5000)+`"}]}`)))
-}
-
-// FuzzCheckJSON: the one-pass validator agrees with gjson.ValidBytes on every input;
-// on valid JSON its depth is the deepest nesting of arrays and objects, and the
-// members it records of an object are the fields walkObject finds, with the
-// elements forEachElement finds in those that are arrays.
-func FuzzCheckJSON(f *testing.F) {
-	for _, s := range []string{`{"messages":[{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":"{\"path\":\"\u00e9\"}"}},{"arguments":"x","\u0061rguments":"y"}],"arguments":"top"}]}`, `{"messages":[{"role":"user","content":"h\u00e9llo \ud83d\ude00 中文"},{"content":null,"c\u006fntent":"x"},[],3]}`, `{"a":[1,2.5e-3,{"b":null}],"c":"x\"\u00e9\\"}`, `[]`, `{}`, ` [ ] `, `[1,]`, `{"a":1,}`, `{"a" 1}`,
-		`-0.1E+5`, `01`, `1.`, `-`, `"\u12"`, "\"a\tb\"", `"\x"`, `[[[]]`, `[}`, `{]`, `tru`, `nulll`, `"é\ud83d"`, ``, `   `, `{"a":{"b":[{}]}} x`,
-		"{\"messages\":[{\"role\":\"user\",\"content\":\"ok \xff\xfe\"}]}", "[\"\xc3\"]", "{\"k\xe9\":1}", "\"\xed\xa0\x80\"", "\"\xef\xbf\xbd\""} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		var members []member
-		valid, depth := checkJSON(data, &members)
-		if want := gjson.ValidBytes(data) && utf8.Valid(data); valid != want {
-			t.Fatalf("checkJSON(%q) = %v, gjson and utf8.Valid say %v", data, valid, want)
-		}
-		if !valid {
-			// The locator finds a problem wherever the validator refuses.
-			if _, at, what := locateInvalidJSON(string(data)); at < 0 || what == "" {
-				t.Fatalf("locateInvalidJSON(%q) found nothing", data)
-			}
-		}
-		if !valid {
-			return
-		}
-		var fields []member
-		if gjson.ParseBytes(data).IsObject() {
-			walkObject(string(data), skipSpace(string(data), 0), func(k, raw string) bool {
-				fields = append(fields, member{key: k, value: raw})
-				return true
-			})
-		}
-		for k := range members {
-			m := &members[k]
-			m.key = decodeString(m.key)
-			var elements []string
-			if m.value[0] == '[' {
-				forEachElement(m.value, func(raw string) bool {
-					elements = append(elements, raw)
-					return true
-				})
-			}
-			require.Equal(t, elements, m.elements, "the elements of %s in %s", m.value, data)
-			if m.value[0] == '[' {
-				require.Len(t, m.firstField, len(elements)+1, "where the fields of each element of %s start", m.value)
-				require.Equal(t, len(m.value), m.size, "the length of the array the fields are offsets in")
-				// Counted, in order: the string value of each object element's key
-				// written "content", and of every key written "arguments" deeper in it.
-				var want []stringCount
-				keyedValue := func(v, key string) bool {
-					before := strings.TrimRight(m.value[:offsetIn(m.value, v)], " \t\r\n")
-					before, colon := strings.CutSuffix(before, ":")
-					before = strings.TrimRight(before, " \t\r\n")
-					return colon && strings.HasSuffix(before, `"`+key+`"`) && !strings.HasSuffix(before, `\"`+key+`"`)
-				}
-				var walk func(v string, deep bool)
-				walk = func(v string, deep bool) {
-					switch {
-					case v[0] == '"' && (!deep && keyedValue(v, "content") || deep && keyedValue(v, "arguments")):
-						tokens, chars := roughString(v)
-						want = append(want, stringCount{int32(offsetIn(m.value, v)), int32(len(v)), int32(tokens + 1), int32(chars + 1)})
-					case v[0] == '{':
-						walkObject(v, 0, func(_, fv string) bool { walk(fv, true); return true })
-					case v[0] == '[':
-						forEachElement(v, func(ev string) bool { walk(ev, true); return true })
-					}
-				}
-				for _, raw := range elements {
-					if raw[0] == '{' {
-						walkObject(raw, 0, func(_, fv string) bool { walk(fv, false); return true })
-					}
-				}
-				require.Equal(t, want, m.counted, "the counted strings of %s", m.value)
-				for e, raw := range elements {
-					var want, got []member
-					if raw[0] == '{' {
-						walkObject(raw, 0, func(k, v string) bool {
-							want = append(want, member{key: k, value: v})
-							return true
-						})
-					}
-					recorded, ok := m.fieldsOf(e)
-					require.True(t, ok)
-					for j := range recorded {
-						f := &recorded[j]
-						got = append(got, member{key: decodeString(f.key(m.value)), value: f.value(m.value)})
-					}
-					require.Equal(t, want, got, "the fields of %s", raw)
-				}
-			}
-			m.arrayParts = arrayParts{}
-		}
-		require.Equal(t, fields, members, "the fields of %s", data)
-		deepest, level, text := 0, 0, string(data)
-		for i := 0; i < len(data); i++ {
-			switch data[i] {
-			case '"':
-				i = skipString(text, i) - 1
-			case '[', '{':
-				level++
-				deepest = max(deepest, level)
-			case ']', '}':
-				level--
-			}
-		}
-		if depth != deepest {
-			t.Fatalf("checkJSON(%q) depth %d, want %d", data, depth, deepest)
-		}
-	})
-}
-
-// highSurrogateEscape matches a \u escape of a high surrogate (or its look-alike
-// after an escaped backslash).
-var highSurrogateEscape = regexp.MustCompile(`(?i)\\ud[89ab]`)
-
-// FuzzDecodeString: decoding a raw JSON string gives gjson's text for it, and the
-// inline rune decoder agrees with utf8.DecodeRuneInString at every offset.
-func FuzzDecodeString(f *testing.F) {
-	for _, s := range []string{`"plain"`, `"a\nb\t\"c\"\\d\/"`, `"\u00e9\ud83d\ude00"`, `"\ud83d"`, `"\ude00x"`, `"\ud83d\u0041"`, `"\u0000"`, `"\ud83d\ud83d\ude00x\u00e9"`, `"a\\u00e9\\\u00e9 \ud83d"`, `"\u2500\u2500 \u2713 done \u2026"`,
-		`"é中文😀"`, "\"\xe0\x80\x80\xed\xa0\x80\xc1\xbf\xe2\x82\"", "\xef\xbf\xbd"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, raw string) {
-		for i := 0; i < len(raw); i++ {
-			r, n := decodeRune(raw, i)
-			if wr, wn := utf8.DecodeRuneInString(raw[i:]); r != wr || n != wn {
-				t.Fatalf("decodeRune(%q, %d) = %U,%d; utf8 says %U,%d", raw, i, r, n, wr, wn)
-			}
-		}
-		raw = strings.TrimSpace(raw) // a literal, as the walkers cut them
-		if !gjson.Valid(raw) || raw[0] != '"' {
-			return
-		}
-		n := jsonStringChars(raw)
-		for k := 0; k <= n; k += max(1, n/50) { // linear in the input, not quadratic
-			got, ok := jsonTailOffset(raw, k)
-			if !ok && utf8.ValidString(raw) && !highSurrogateEscape.MatchString(raw) {
-				t.Fatalf("jsonTailOffset(%s, %d) gave up on valid UTF-8 without high-surrogate escapes", raw, k)
-			}
-			if ok {
-				if _, want := jsonCharOffset(raw, n-k); got != want {
-					t.Fatalf("jsonTailOffset(%s, %d) = %d; counting forward gives %d", raw, k, got, want)
-				}
-			}
-		}
-		if got, want := decodeString(raw), gjson.Parse(raw).Str; got != want {
-			t.Fatalf("decodeString(%s) = %q, gjson says %q", raw, got, want)
-		}
-	})
 }
 
 // FuzzStringArgs: reading tool-call arguments in their escaped form gives the string
@@ -402,9 +196,9 @@ func FuzzStringArgs(f *testing.F) {
 				continue
 			}
 			var want []string
-			forEachField(call.argsText(), func(k, v string) bool {
+			jsonraw.ForEachField(call.argsText(), func(k, v string) bool {
 				if v[0] == '"' {
-					want = append(want, k+"="+decodeString(v))
+					want = append(want, k+"="+jsonraw.DecodeString(v))
 				}
 				return true
 			})
@@ -474,7 +268,7 @@ func FuzzSummaryText(f *testing.F) {
 		}
 		text, _ := marshal(s) // bytes that are not UTF-8 become U+FFFD
 		var lines []string
-		for _, line := range strings.Split(decodeString(string(text)), "\n") {
+		for _, line := range strings.Split(jsonraw.DecodeString(string(text)), "\n") {
 			if line = strings.TrimSpace(line); hasErrorMarker(line) {
 				lines = append(lines, truncateRunes(line, fallbackErrorChars))
 			}
@@ -489,7 +283,7 @@ func FuzzSummaryText(f *testing.F) {
 		}
 		prompt := "\u2028" + s + "\xff"
 		sr := SummaryRequest{Messages: []ChatMessage{{Role: "system", Content: summarizerSystemPrompt}, {Role: "user", Content: prompt}}, TargetTokens: len(s), MaxTokens: -1, Iterative: len(s)%2 == 0, Middle: IndexRange{From: 1, To: len(s)}}
-		ask := summaryAsk{targetTokens: len(s), maxTokens: -1, iterative: len(s)%2 == 0, middle: IndexRange{From: 1, To: len(s)}, prompt: appendTextBody(nil, prompt)}
+		ask := summaryAsk{targetTokens: len(s), maxTokens: -1, iterative: len(s)%2 == 0, middle: IndexRange{From: 1, To: len(s)}, prompt: jsonraw.AppendStringBody(nil, prompt)}
 		wantJSON, _ := marshal(CompactResult{State: s, SummaryRequest: &sr})
 		require.Equal(t, string(wantJSON), string(appendPending(nil, s, &ask)), "the pending result for %q", s)
 	})
@@ -572,23 +366,6 @@ func firstText(content gjson.Result) string {
 	return ""
 }
 
-// FuzzRawText: appendRawText writes what escaping the decoded string writes.
-func FuzzRawText(f *testing.F) {
-	for _, s := range []string{
-		`plain text`, `tab\there \"q\" \\ \/ \u00e9 \u00E9 \ud83d\ude00 \ud83d x \udc00 \u2028 \u001b`,
-		"raw \xe2\x80\xa8 \xff \xe2\x80 é 😀", `cut \u12`, `bad \x escape`, `end\`, "ctl \x01 \" quote",
-		`\u0000\u0008\u000a\u0022\u005c\u002f`,
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, body string) {
-		want := string(appendTextBody(nil, decodeString(`"`+body+`"`)))
-		if got := string(appendRawText(nil, body)); got != want {
-			t.Fatalf("appendRawText(%q) = %q, escaping the decoded text gives %q", body, got, want)
-		}
-	})
-}
-
 // gjsonCanonical is canonicalJSON as it was written over gjson's parse, the
 // definition the raw walk is held to.
 func gjsonCanonical(dst []byte, v gjson.Result) []byte {
@@ -648,28 +425,43 @@ func FuzzCanonicalJSON(f *testing.F) {
 	})
 }
 
-// FuzzValidRoughString: validating and counting a JSON string in one pass agrees
-// with validString, and on valid strings with roughString.
-func FuzzValidRoughString(f *testing.F) {
+// FuzzRoughCounted: what the validating pass counts of a message's content gives
+// roughString's estimate of it, so a counted content is estimated as one read
+// again would be.
+func FuzzRoughCounted(f *testing.F) {
 	for _, s := range []string{`"plain ascii text that is longer than eight bytes"`, `"a\nb\t\"c\"\\d\/"`, `"\u00e9\ud83d\ude00"`,
-		`"\ud83d\u0041"`, `"\ud83d\u00"`, `"\ud83d"`, `"中文かな한국어 mixed"`, "\"\xe2\x82\"", "\"tab\there\"", `"\x"`, `"unterminated`, `""`} {
+		`"\ud83d\u0041"`, `"\ud83d"`, `"中文かな한국어 mixed"`, `"\u4e2d\uac00 ｆｕｌｌ"`, `""`} {
 		f.Add(s)
 	}
-	f.Fuzz(func(t *testing.T, s string) {
-		if s == "" || s[0] != '"' {
-			s = `"` + s
-		}
-		end, ok := validString(s, 0)
-		fEnd, fOK, tokens, chars := validRoughString(s, 0)
-		if fOK != ok {
-			t.Fatalf("validRoughString(%q) ok = %v, validString says %v", s, fOK, ok)
-		}
-		if !ok {
+	f.Fuzz(func(t *testing.T, lit string) {
+		var members []jsonraw.Member
+		if valid, _ := checkJSON([]byte(`{"messages":[{"content":`+lit+`}]}`), &members); !valid {
 			return
 		}
-		wantTokens, wantChars := roughString(s[:end])
-		if fEnd != end || tokens != wantTokens || chars != wantChars {
-			t.Fatalf("validRoughString(%q) = %d, %d tokens, %d chars; want %d, %d, %d", s, fEnd, tokens, chars, end, wantTokens, wantChars)
+		require.Len(t, members, 1)
+		require.Len(t, members[0].Counted, 1, "the content %s is counted", lit)
+		n := members[0].Counted[0]
+		tokens1, chars1 := roughCounted(n)
+		tokens, chars := roughString(lit)
+		if int(n.Size) != len(lit) || tokens1 != tokens+1 || chars1 != chars+1 {
+			t.Fatalf("counted %s as %d bytes, %d tokens, %d chars; roughString says %d, %d, %d", lit, n.Size, tokens1-1, chars1-1, len(lit), tokens, chars)
 		}
 	})
+}
+
+// TestCJKDenseRanges: the ranges the validating pass classes characters by are
+// isCJKDense's, ascending as jsonraw.ScanOptions asks.
+func TestCJKDenseRanges(t *testing.T) {
+	for k := 1; k < len(cjkDense); k++ {
+		require.Less(t, cjkDense[k-1].Hi, cjkDense[k].Lo, "ranges ascend")
+	}
+	for r := rune(0); r <= utf8.MaxRune+1; r++ {
+		in := false
+		for _, rg := range cjkDense {
+			in = in || rg.Lo <= r && r <= rg.Hi
+		}
+		if in != isCJKDense(r) {
+			t.Fatalf("U+%04X: in cjkDense %v, isCJKDense %v", r, in, isCJKDense(r))
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctxcompact/ctxcompact/core/internal/jsonraw"
 	"github.com/stretchr/testify/require"
 )
 
@@ -104,7 +105,7 @@ func TestInvalidJSONDeepNesting(t *testing.T) {
 		require.Contains(t, []ErrorCode{CodeInvalidJSON, CodeInputTooLarge}, e.Code)
 		require.LessOrEqual(t, len(e.Path), 2*MaxNestingDepth+len("/messages"))
 	}
-	path, at, what := locateInvalidJSON(strings.Repeat("[", 100_000))
+	path, at, what := jsonraw.LocateInvalid(strings.Repeat("[", 100_000), MaxNestingDepth)
 	require.Equal(t, MaxNestingDepth, at)
 	require.Equal(t, strings.Repeat("/0", MaxNestingDepth), path)
 	require.Contains(t, what, "nested more than")

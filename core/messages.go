@@ -3,6 +3,7 @@ package core
 import (
 	"strings"
 
+	"github.com/ctxcompact/ctxcompact/core/internal/jsonraw"
 	"github.com/tidwall/gjson"
 )
 
@@ -52,7 +53,7 @@ type toolCall struct {
 // contentChars returns the number of characters of m's string content.
 func (m *message) contentChars() int {
 	if m.chars1 == 0 {
-		m.chars1 = jsonStringChars(m.contentRaw) + 1
+		m.chars1 = jsonraw.CountChars(m.contentRaw) + 1
 	}
 	return m.chars1 - 1
 }
@@ -60,7 +61,7 @@ func (m *message) contentChars() int {
 // argsChars returns the number of characters of the call's string arguments.
 func (c *toolCall) argsChars() int {
 	if c.argsChars1 == 0 {
-		c.argsChars1 = jsonStringChars(c.args.Raw) + 1
+		c.argsChars1 = jsonraw.CountChars(c.args.Raw) + 1
 	}
 	return c.argsChars1 - 1
 }
@@ -68,27 +69,27 @@ func (c *toolCall) argsChars() int {
 // rawToolCalls reads a raw tool_calls array. Elements that are not objects are
 // returned with only raw set; parseMessage rejects them.
 func rawToolCalls(arr string) []toolCall {
-	calls, _ := readToolCalls(arr, skipSpace(arr, 0), nil)
+	calls, _ := readToolCalls(arr, jsonraw.SkipSpace(arr, 0), nil)
 	return calls
 }
 
 // countedArguments are the "arguments" strings that checkJSON counted in array.
 type countedArguments struct {
-	parts *arrayParts
+	parts *jsonraw.ArrayParts
 	array string
 }
 
 // at returns the counts of the string value at s[v], when s lies in the array and
 // it was counted.
-func (c *countedArguments) at(s string, v int) (stringCount, bool) {
+func (c *countedArguments) at(s string, v int) (jsonraw.Count, bool) {
 	if c == nil {
-		return stringCount{}, false
+		return jsonraw.Count{}, false
 	}
-	off, ok := partOf(c.array, s)
+	off, ok := jsonraw.LocatePart(c.array, s)
 	if !ok {
-		return stringCount{}, false
+		return jsonraw.Count{}, false
 	}
-	return c.parts.countAt(off + v)
+	return c.parts.CountAt(off + v)
 }
 
 // readToolCalls reads the tool_calls array that starts at s[i] in one walk (each
@@ -101,7 +102,7 @@ func readToolCalls(s string, i int, counted *countedArguments) ([]toolCall, int)
 	}
 	var calls []toolCall
 	for i++; ; {
-		i = skipSpace(s, i)
+		i = jsonraw.SkipSpace(s, i)
 		if i >= len(s) {
 			return calls, -1
 		}
@@ -115,10 +116,10 @@ func readToolCalls(s string, i int, counted *countedArguments) ([]toolCall, int)
 		var tc toolCall
 		end := -1
 		if s[i] == '{' {
-			end = walkFields(s, i, func(k string, v int) int { return tc.readField(s, k, v, counted) })
+			end = jsonraw.WalkFields(s, i, func(k string, v int) int { return tc.readField(s, k, v, counted) })
 		}
 		if end < 0 { // not an object: kept raw, for the caller to refuse
-			end = skipValue(s, i)
+			end = jsonraw.SkipValue(s, i)
 		}
 		if end <= i {
 			return calls, -1
@@ -135,37 +136,37 @@ func readToolCalls(s string, i int, counted *countedArguments) ([]toolCall, int)
 func (tc *toolCall) readField(s, k string, v int, counted *countedArguments) int {
 	switch {
 	case k == "id":
-		end := skipValue(s, v)
-		tc.id = decodeString(s[v:end])
+		end := jsonraw.SkipValue(s, v)
+		tc.id = jsonraw.DecodeString(s[v:end])
 		return end
 	case k == "function" && s[v] == '{':
-		return walkFields(s, v, func(fk string, fv int) int {
+		return jsonraw.WalkFields(s, v, func(fk string, fv int) int {
 			if fk == "arguments" && s[fv] == '"' {
 				if n, ok := counted.at(s, fv); ok {
-					end := fv + int(n.size)
+					end := fv + int(n.Size)
 					tc.args = rawValue(s[fv:end])
-					tc.argsTokens1, tc.argsChars1 = int(n.roughTokens1), int(n.roughChars1)
+					tc.argsTokens1, tc.argsChars1 = roughCounted(n)
 					return end
 				}
 			}
-			end := skipValue(s, fv)
+			end := jsonraw.SkipValue(s, fv)
 			switch fk {
 			case "name":
-				tc.nameRaw, tc.name = s[fv:end], decodeString(s[fv:end])
+				tc.nameRaw, tc.name = s[fv:end], jsonraw.DecodeString(s[fv:end])
 			case "arguments":
 				tc.args, tc.argsTokens1, tc.argsChars1 = rawValue(s[fv:end]), 0, 0
 			}
 			return end
 		})
 	}
-	return skipValue(s, v)
+	return jsonraw.SkipValue(s, v)
 }
 
 // content returns the decoded content value. It decodes on every call: hot paths
 // read contentRaw instead.
 func (m *message) content() gjson.Result {
 	if len(m.contentRaw) > 0 && m.contentRaw[0] == '"' {
-		return gjson.Result{Type: gjson.String, Raw: m.contentRaw, Str: decodeString(m.contentRaw)}
+		return gjson.Result{Type: gjson.String, Raw: m.contentRaw, Str: jsonraw.DecodeString(m.contentRaw)}
 	}
 	return gjson.Parse(m.contentRaw)
 }
@@ -241,13 +242,13 @@ func firstTextPart(arr string) (text string) {
 	if len(arr) == 0 || arr[0] != '[' {
 		return ""
 	}
-	forEachElement(arr, func(part string) bool {
+	jsonraw.ForEachElement(arr, func(part string) bool {
 		if part[0] != '{' {
 			return true
 		}
 		var typ, txt string
 		var haveType, haveText bool
-		forEachField(part, func(k, raw string) bool {
+		jsonraw.ForEachField(part, func(k, raw string) bool {
 			switch {
 			case k == "type" && !haveType:
 				typ, haveType = raw, true
@@ -256,8 +257,8 @@ func firstTextPart(arr string) (text string) {
 			}
 			return true
 		})
-		if typ == `"text"` || haveType && typ[0] == '"' && decodeString(typ) == "text" {
-			text = decodeString(txt)
+		if typ == `"text"` || haveType && typ[0] == '"' && jsonraw.DecodeString(typ) == "text" {
+			text = jsonraw.DecodeString(txt)
 			return false
 		}
 		return true
@@ -292,19 +293,19 @@ func rawContentText(raw string) string {
 	}
 	switch raw[0] {
 	case '"':
-		return decodeString(raw)
+		return jsonraw.DecodeString(raw)
 	case '[':
 	default:
 		return ""
 	}
 	var b []byte
 	first, parts := "", 0
-	forEachElement(raw, func(part string) bool {
+	jsonraw.ForEachElement(raw, func(part string) bool {
 		if part[0] != '{' {
 			return true
 		}
 		var typ, text, content string
-		forEachField(part, func(k, v string) bool {
+		jsonraw.ForEachField(part, func(k, v string) bool {
 			switch {
 			case k == "type" && typ == "":
 				typ = v
@@ -316,9 +317,9 @@ func rawContentText(raw string) string {
 			return true
 		})
 		var t string
-		switch decodeString(typ) {
+		switch jsonraw.DecodeString(typ) {
 		case "text", "input_text", "output_text":
-			t = decodeString(text)
+			t = jsonraw.DecodeString(text)
 		case "image_url", "image", "input_image":
 			t = "[image]"
 		case "tool_result":
@@ -350,7 +351,7 @@ var knownRoles = []string{"system", "developer", "user", "assistant", "tool"}
 // is not an object, an unknown role, a content of the wrong type, malformed
 // tool_calls) are invalid_messages errors with a JSON-pointer path; broken tool
 // pairing is not an error here: compaction repairs it and validate reports it.
-func parseMessages(v gjson.Result, tc tokenCounter, known *arrayParts) ([]message, error) {
+func parseMessages(v gjson.Result, tc tokenCounter, known *jsonraw.ArrayParts) ([]message, error) {
 	if !v.Exists() {
 		return nil, errorf(CodeInvalidMessages, "/messages", "messages is required: an array of chat messages")
 	}
@@ -359,7 +360,7 @@ func parseMessages(v gjson.Result, tc tokenCounter, known *arrayParts) ([]messag
 	}
 	count := 0
 	if known != nil {
-		count = len(known.elements)
+		count = len(known.Elements)
 	}
 	msgs := make([]message, 0, max(count, 16)) // count: the messages checkJSON found, if known
 	// next reads the next message into its place in msgs and estimates it.
@@ -376,9 +377,9 @@ func parseMessages(v gjson.Result, tc tokenCounter, known *arrayParts) ([]messag
 		}
 		return nil
 	}
-	if known.hasFields(v.Raw) { // the validating pass found every message and its fields
-		for k, raw := range known.elements {
-			fields, _ := known.fieldsOf(k)
+	if known.HasFields(v.Raw) { // the validating pass found every message and its fields
+		for k, raw := range known.Elements {
+			fields, _ := known.FieldsOf(k)
 			if err := next(func(m *message, path messagePath) error { return readMessageFields(m, known, v.Raw, raw, fields, path) }); err != nil {
 				return nil, err
 			}
@@ -386,8 +387,8 @@ func parseMessages(v gjson.Result, tc tokenCounter, known *arrayParts) ([]messag
 		return msgs, nil
 	}
 	arr := v.Raw
-	for i := skipSpace(arr, 0) + 1; ; { // past the '['
-		i = skipSpace(arr, i)
+	for i := jsonraw.SkipSpace(arr, 0) + 1; ; { // past the '['
+		i = jsonraw.SkipSpace(arr, i)
 		if i >= len(arr) || arr[i] == ']' {
 			return msgs, nil
 		}
@@ -421,7 +422,7 @@ func (p messagePath) String() string {
 
 // parseMessage reads one message object; path is its JSON pointer, for errors.
 func parseMessage(mv gjson.Result, path string) (m message, err error) {
-	_, err = readMessage(&m, mv.Raw, skipSpace(mv.Raw, 0), messagePath{path, -1})
+	_, err = readMessage(&m, mv.Raw, jsonraw.SkipSpace(mv.Raw, 0), messagePath{path, -1})
 	m.raw = mv.Raw // the value as the caller holds it
 	return m, err
 }
@@ -430,11 +431,11 @@ func parseMessage(mv gjson.Result, path string) (m message, err error) {
 // over its fields, and returns where it ends.
 func readMessage(m *message, s string, i int, path messagePath) (end int, err error) {
 	if i >= len(s) || s[i] != '{' {
-		m.raw = s[i:skipValue(s, i)]
+		m.raw = s[i:jsonraw.SkipValue(s, i)]
 		return 0, errorf(CodeInvalidMessages, path.String(), "a message must be a JSON object")
 	}
 	r := messageReader{m: m, path: path}
-	end = walkFields(s, i, func(k string, v int) int {
+	end = jsonraw.WalkFields(s, i, func(k string, v int) int {
 		if k == "tool_calls" && s[v] == '[' { // read in place: the walk needs its end
 			var vEnd int
 			r.parsed, vEnd = readToolCalls(s, v, nil)
@@ -443,7 +444,7 @@ func readMessage(m *message, s string, i int, path messagePath) (end int, err er
 			}
 			return vEnd
 		}
-		vEnd := skipValue(s, v)
+		vEnd := jsonraw.SkipValue(s, v)
 		if vEnd <= v || !r.field(k, s[v:vEnd]) {
 			return -1
 		}
@@ -462,7 +463,7 @@ func readMessage(m *message, s string, i int, path messagePath) (end int, err er
 // readMessageFields is readMessage of a message whose fields checkJSON recorded in
 // parts of array, the text of the messages: nothing is walked or skipped again, and
 // a string content and string tool-call arguments come counted.
-func readMessageFields(m *message, parts *arrayParts, array, raw string, fields []elementField, path messagePath) error {
+func readMessageFields(m *message, parts *jsonraw.ArrayParts, array, raw string, fields []jsonraw.ElementField, path messagePath) error {
 	m.raw = raw
 	if raw[0] != '{' {
 		return errorf(CodeInvalidMessages, path.String(), "a message must be a JSON object")
@@ -470,10 +471,10 @@ func readMessageFields(m *message, parts *arrayParts, array, raw string, fields 
 	r := messageReader{m: m, path: path}
 	for i := range fields {
 		f := &fields[i]
-		key, value := f.key(array), f.value(array)
+		key, value := f.Key(array), f.Value(array)
 		k := key[1 : len(key)-1]
-		if hasByte(k, '\\') {
-			k = decodeString(key)
+		if jsonraw.HasByte(k, '\\') {
+			k = jsonraw.DecodeString(key)
 		}
 		if k == "tool_calls" && value[0] == '[' {
 			r.parsed, _ = readToolCalls(value, 0, &countedArguments{parts, array})
@@ -483,8 +484,8 @@ func readMessageFields(m *message, parts *arrayParts, array, raw string, fields 
 		if !r.field(k, value) {
 			return r.err
 		}
-		if n, ok := parts.countAt(int(f.valueStart)); ok && k == "content" {
-			m.contentTokens1, m.chars1 = int(n.roughTokens1), int(n.roughChars1)
+		if n, ok := parts.CountAt(int(f.ValueStart)); ok && k == "content" {
+			m.contentTokens1, m.chars1 = roughCounted(n)
 		}
 	}
 	return r.finish()
@@ -507,7 +508,7 @@ func (r *messageReader) field(k, raw string) bool {
 		if raw[0] != '"' {
 			r.err = errorf(CodeInvalidMessages, r.path.String()+"/role", "role must be a string")
 		}
-		m.role = decodeString(raw)
+		m.role = jsonraw.DecodeString(raw)
 	case "content":
 		if raw[0] != '"' && raw[0] != 'n' && raw[0] != '[' {
 			r.err = errorf(CodeInvalidMessages, r.path.String()+"/content", "content must be a string, null or an array of parts")
@@ -517,7 +518,7 @@ func (r *messageReader) field(k, raw string) bool {
 		r.calls, r.parsed = raw, nil
 	case "tool_call_id":
 		if raw[0] == '"' {
-			m.resultFor = decodeString(raw)
+			m.resultFor = jsonraw.DecodeString(raw)
 		}
 	}
 	return r.err == nil
@@ -553,20 +554,20 @@ func (r *messageReader) finish() error {
 // readBlocks reads the Anthropic tool_use blocks of m's content as its calls and
 // its tool_result blocks as the ids it answers.
 func readBlocks(m *message) {
-	forEachElement(m.contentRaw, func(block string) bool {
+	jsonraw.ForEachElement(m.contentRaw, func(block string) bool {
 		if block[0] != '{' {
 			return true
 		}
 		var typ, id, idKey string
 		var tc toolCall
-		forEachField(block, func(k, raw string) bool {
+		jsonraw.ForEachField(block, func(k, raw string) bool {
 			switch k {
 			case "type":
-				typ = decodeString(raw)
+				typ = jsonraw.DecodeString(raw)
 			case "id", "tool_use_id":
-				id, idKey = decodeString(raw), k
+				id, idKey = jsonraw.DecodeString(raw), k
 			case "name":
-				tc.nameRaw, tc.name = raw, decodeString(raw)
+				tc.nameRaw, tc.name = raw, jsonraw.DecodeString(raw)
 			case "input":
 				tc.args = rawValue(raw)
 			}

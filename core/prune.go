@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/ctxcompact/ctxcompact/core/internal/jsonraw"
 )
 
 const (
@@ -133,7 +135,7 @@ func describeCall(c *toolCall) string {
 		}
 		b := make([]byte, 0, len(name)+2*keyArgMaxChars)
 		b = appendKeyArgument(append(append(b, name...), '('), *c)
-		c.described = bytesString(append(b, ')')) // b is not written again
+		c.described = jsonraw.ViewString(append(b, ')')) // b is not written again
 	}
 	return c.described
 }
@@ -155,7 +157,7 @@ func truncateRunes(s string, n int) string {
 
 // splice returns s with part, a substring of s (the same memory), replaced by with.
 func splice(s, part, with string) string {
-	off := offsetIn(s, part)
+	off := jsonraw.OffsetOf(s, part)
 	return s[:off] + with + s[off+len(part):]
 }
 

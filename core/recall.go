@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ctxcompact/ctxcompact/core/internal/jsonraw"
 	"github.com/tidwall/gjson"
 )
 
@@ -64,21 +65,21 @@ func opRecallTools(req opRequest) ([]byte, error) {
 		switch format {
 		case "openai":
 			b = append(b, `{"type":"function","function":{"name":`...)
-			b = appendJSONText(b, t.name)
+			b = jsonraw.AppendString(b, t.name)
 			b = append(b, `,"description":`...)
-			b = appendJSONText(b, t.description)
+			b = jsonraw.AppendString(b, t.description)
 			b = append(append(append(b, `,"parameters":`...), t.parameters...), "}}"...)
 		case "responses":
 			b = append(b, `{"type":"function","name":`...)
-			b = appendJSONText(b, t.name)
+			b = jsonraw.AppendString(b, t.name)
 			b = append(b, `,"description":`...)
-			b = appendJSONText(b, t.description)
+			b = jsonraw.AppendString(b, t.description)
 			b = append(append(append(b, `,"parameters":`...), t.parameters...), '}')
 		case "anthropic":
 			b = append(b, `{"name":`...)
-			b = appendJSONText(b, t.name)
+			b = jsonraw.AppendString(b, t.name)
 			b = append(b, `,"description":`...)
-			b = appendJSONText(b, t.description)
+			b = jsonraw.AppendString(b, t.description)
 			b = append(append(append(b, `,"input_schema":`...), t.parameters...), '}')
 		default:
 			return nil, errorf(CodeInvalidRequest, "/format", "format must be openai, responses or anthropic, got %q", format)
@@ -582,7 +583,7 @@ func ExpandResult(id string, messages []string, maxTokens int) string {
 		return string(b)
 	}
 	b := []byte(`{"id":`)
-	b = appendJSONText(b, id)
+	b = jsonraw.AppendString(b, id)
 	b = append(b, `,"messages":[`...)
 	budget := maxTokens
 	whole, cut := 0, false
@@ -616,7 +617,7 @@ func ExpandResult(id string, messages []string, maxTokens int) string {
 	}
 	note += "; call context_expand again with a larger max_tokens, or without it for everything, or with a message id for one message"
 	b = append(b, `true,"note":`...)
-	b = appendJSONText(b, note)
+	b = jsonraw.AppendString(b, note)
 	return string(append(b, '}'))
 }
 
@@ -636,7 +637,7 @@ func cutMessage(m string, budget int) (string, bool) {
 	var newContent []byte
 	switch {
 	case content.Type == gjson.String:
-		newContent = appendJSONText(nil, cutString(content.Str, keepBytes)+" [...]")
+		newContent = jsonraw.AppendString(nil, cutString(content.Str, keepBytes)+" [...]")
 	case content.IsArray():
 		newContent = append(newContent, '[')
 		n := 0
@@ -657,7 +658,7 @@ func cutMessage(m string, budget int) (string, bool) {
 						if n > 0 {
 							newContent = append(newContent, ',')
 						}
-						newContent = append(newContent, replaceRaw(part.Raw, f, string(appendJSONText(nil, cutString(f.Str, rest)+" [...]")))...)
+						newContent = append(newContent, replaceRaw(part.Raw, f, string(jsonraw.AppendString(nil, cutString(f.Str, rest)+" [...]")))...)
 						n++
 					}
 					break

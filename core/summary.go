@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ctxcompact/ctxcompact/core/internal/jsonraw"
 	"github.com/tidwall/gjson"
 )
 
@@ -80,7 +81,7 @@ func previousSummary(msgs []message, from, to int) (string, int) {
 }
 
 // summaryAsk is the summary request compact.begin answers with, its user prompt
-// in the escaped form of the JSON string it goes in (appendTextBody's form, no
+// in the escaped form of the JSON string it goes in (jsonraw.AppendStringBody's form, no
 // quotes): the prompt is mostly excerpts of the request's own strings, copied in
 // their escaped form rather than decoded and escaped again.
 type summaryAsk struct {
@@ -94,14 +95,14 @@ type summaryAsk struct {
 	prompt      []byte
 }
 
-// escapedText is text being written in appendTextBody's form.
+// escapedText is text being written in jsonraw.AppendStringBody's form.
 type escapedText struct{ b []byte }
 
 // text appends s.
-func (e *escapedText) text(s string) { e.b = appendTextBody(e.b, s) }
+func (e *escapedText) text(s string) { e.b = jsonraw.AppendStringBody(e.b, s) }
 
 // raw appends what body, the inside of a raw JSON string, decodes to.
-func (e *escapedText) raw(body string) { e.b = appendRawText(e.b, body) }
+func (e *escapedText) raw(body string) { e.b = jsonraw.AppendRawBody(e.b, body) }
 
 // buildSummaryRequest writes the summarizer's prompt for the middle of p: the
 // template, the previous summary to update if there is one, and the serialized
@@ -282,7 +283,7 @@ func renderTurns(e *escapedText, msgs []message, calls callIndex, texts []string
 				excerptJSONTo(e, c.args.Raw, c.argsChars(), headC/2, tailC/2)
 			} else { // an Anthropic input object, in the same bytes whatever encoder sent it
 				text := canonicalJSON(make([]byte, 0, len(c.args.Raw)), c.args)
-				e.text(truncateMiddle(bytesString(text), headC/2, tailC/2)) // text is not written again
+				e.text(truncateMiddle(jsonraw.ViewString(text), headC/2, tailC/2)) // text is not written again
 			}
 			e.text("\n")
 		}
@@ -298,10 +299,10 @@ func excerptJSONTo(e *escapedText, raw string, n, headC, tailC int) {
 		e.raw(raw[1 : len(raw)-1])
 		return
 	}
-	_, head := jsonCharOffset(raw, headC)
-	tail, ok := jsonTailOffset(raw, tailC)
+	_, head := jsonraw.LocateChar(raw, headC)
+	tail, ok := jsonraw.LocateTail(raw, tailC)
 	if !ok {
-		_, tail = jsonCharOffset(raw, n-tailC)
+		_, tail = jsonraw.LocateChar(raw, n-tailC)
 	}
 	e.raw(raw[1:head])
 	e.text("\n…[")
@@ -341,10 +342,10 @@ func appendPending(dst []byte, state string, ask *summaryAsk) []byte {
 	dst = append(dst, `{"done":false`...)
 	if state != "" { // omitempty
 		dst = append(dst, `,"state":`...)
-		dst = appendJSONText(dst, state)
+		dst = jsonraw.AppendString(dst, state)
 	}
 	dst = append(dst, `,"summary_request":{"messages":[{"role":"system","content":`...)
-	dst = appendJSONText(dst, summarizerSystemPrompt)
+	dst = jsonraw.AppendString(dst, summarizerSystemPrompt)
 	dst = append(dst, `},{"role":"user","content":"`...)
 	if ask.writePrompt != nil {
 		dst = ask.writePrompt(dst)

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ctxcompact/ctxcompact/core/internal/jsonraw"
 	"github.com/tidwall/gjson"
 )
 
@@ -90,7 +91,7 @@ func (c tokenCounter) replyPriming() int {
 func (c tokenCounter) roughMessage(m gjson.Result) int {
 	var content string
 	var calls []toolCall
-	forEachField(m.Raw, func(key, raw string) bool {
+	jsonraw.ForEachField(m.Raw, func(key, raw string) bool {
 		switch key {
 		case "content":
 			content = raw
@@ -161,7 +162,7 @@ func (c tokenCounter) content(v gjson.Result) int {
 		return c.text(v)
 	case v.IsArray():
 		n := 0
-		forEachElement(v.Raw, func(raw string) bool {
+		jsonraw.ForEachElement(v.Raw, func(raw string) bool {
 			n += c.part(c.wrap(raw))
 			return true
 		})
@@ -187,7 +188,7 @@ func (c tokenCounter) part(p gjson.Result) int {
 		return c.value(p)
 	}
 	var typ, text, thinking, data, name, input, content string
-	forEachField(p.Raw, func(k, raw string) bool {
+	jsonraw.ForEachField(p.Raw, func(k, raw string) bool {
 		var dst *string
 		switch k {
 		case "type":
@@ -210,7 +211,7 @@ func (c tokenCounter) part(p gjson.Result) int {
 		}
 		return true
 	})
-	typ = decodeString(typ)
+	typ = jsonraw.DecodeString(typ)
 	switch typ {
 	case "text", "input_text", "output_text":
 		return c.text(c.wrap(text))
@@ -265,20 +266,20 @@ func rawTokens(v gjson.Result) int {
 func canonicalLen(raw string) int {
 	switch raw[0] {
 	case '"':
-		if !hasByte(raw[1:len(raw)-1], '\\') {
+		if !jsonraw.HasByte(raw[1:len(raw)-1], '\\') {
 			return len(raw)
 		}
-		return jsonStringLen(decodeString(raw))
+		return jsonStringLen(jsonraw.DecodeString(raw))
 	case '{':
 		n := 1 // the braces and the commas: one each per member, and one more
-		forEachField(raw, func(key, value string) bool {
+		jsonraw.ForEachField(raw, func(key, value string) bool {
 			n += jsonStringLen(key) + 1 + canonicalLen(value) + 1 // the colon, and a comma or the brace
 			return true
 		})
 		return max(n, 2)
 	case '[':
 		n := 1
-		forEachElement(raw, func(e string) bool {
+		jsonraw.ForEachElement(raw, func(e string) bool {
 			n += canonicalLen(e) + 1
 			return true
 		})
@@ -309,14 +310,14 @@ func canonicalJSON(dst []byte, v gjson.Result) []byte {
 func appendCanonical(dst []byte, raw string) []byte {
 	switch raw[0] {
 	case '"':
-		if !hasByte(raw[1:len(raw)-1], '\\') { // valid JSON: no quote or control byte inside
+		if !jsonraw.HasByte(raw[1:len(raw)-1], '\\') { // valid JSON: no quote or control byte inside
 			return append(dst, raw...)
 		}
-		return appendJSONString(dst, decodeString(raw))
+		return appendJSONString(dst, jsonraw.DecodeString(raw))
 	case '{':
 		dst = append(dst, '{')
 		first := true
-		forEachField(raw, func(key, value string) bool {
+		jsonraw.ForEachField(raw, func(key, value string) bool {
 			if !first {
 				dst = append(dst, ',')
 			}
@@ -330,7 +331,7 @@ func appendCanonical(dst []byte, raw string) []byte {
 	case '[':
 		dst = append(dst, '[')
 		first := true
-		forEachElement(raw, func(e string) bool {
+		jsonraw.ForEachElement(raw, func(e string) bool {
 			if !first {
 				dst = append(dst, ',')
 			}
@@ -347,7 +348,7 @@ func appendCanonical(dst []byte, raw string) []byte {
 // quotes, and what each byte to escape adds.
 func jsonStringLen(s string) int {
 	n := len(s) + 2
-	for i := stringRun(s, 0); i < len(s); i = stringRun(s, i+1) {
+	for i := jsonraw.IndexSpecial(s, 0); i < len(s); i = jsonraw.IndexSpecial(s, i+1) {
 		switch b := s[i]; {
 		case b == '"' || b == '\\' || b == '\n' || b == '\r' || b == '\t' || b == '\b' || b == '\f':
 			n++
@@ -393,7 +394,7 @@ func roughJSONString(v gjson.Result) int {
 }
 
 // roughString is roughJSONString of a raw literal, with the number of characters
-// it holds (as jsonStringChars counts them): one pass gives both.
+// it holds (as jsonraw.CountChars counts them): one pass gives both.
 func roughString(raw string) (tokens, chars int) {
 	if len(raw) < 2 {
 		return 0, 0
@@ -401,11 +402,11 @@ func roughString(raw string) (tokens, chars int) {
 	other, dense := 0, 0
 	for i, end := 1, len(raw)-1; i < end; {
 		if i+8 <= end { // plain ASCII eight bytes at a time, inline (calls are dear in wasm)
-			if m := notPlain(word(raw, i)); m == 0 {
+			if m := jsonraw.NotPlain(jsonraw.Word(raw, i)); m == 0 {
 				other += 8
 				i += 8
 				continue
-			} else if k := firstFlagged(m); k > 0 {
+			} else if k := jsonraw.FirstFlagged(m); k > 0 {
 				other += k
 				i += k
 			}
@@ -414,10 +415,10 @@ func roughString(raw string) (tokens, chars int) {
 		switch {
 		case b == '\\':
 			if i+1 < len(raw)-1 && raw[i+1] == 'u' && i+5 < len(raw) {
-				r := rune(hexValue(raw[i+2 : i+6]))
+				r := rune(jsonraw.DecodeHex(raw[i+2 : i+6]))
 				i += 6
 				if r >= 0xD800 && r < 0xDC00 && i+5 < len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
-					lo := rune(hexValue(raw[i+2 : i+6]))
+					lo := rune(jsonraw.DecodeHex(raw[i+2 : i+6]))
 					r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
 					i += 6
 				}
@@ -430,7 +431,7 @@ func roughString(raw string) (tokens, chars int) {
 			other++
 			i++
 		default:
-			r, size := decodeRune(raw, i)
+			r, size := jsonraw.DecodeRune(raw, i)
 			dense, other = tally(r, dense, other)
 			i += size
 		}
@@ -446,20 +447,17 @@ func tally(r rune, dense, other int) (int, int) {
 	return dense, other + 1
 }
 
-func hexValue(s string) int {
-	n := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= '0' && c <= '9':
-			n = n<<4 | int(c-'0')
-		case c >= 'a' && c <= 'f':
-			n = n<<4 | int(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			n = n<<4 | int(c-'A'+10)
-		}
-	}
-	return n
+// cjkDense is isCJKDense as ranges, for the validating pass, which counts content
+// as it checks it (TestCJKDenseRanges holds the two to each other).
+var cjkDense = []jsonraw.RuneRange{
+	{Lo: 0x1100, Hi: 0x11FF},   // Hangul Jamo
+	{Lo: 0x2E80, Hi: 0x2FDF},   // CJK radicals
+	{Lo: 0x3000, Hi: 0x9FFF},   // CJK symbols, kana, Bopomofo, Hangul compat, Ext A, unified
+	{Lo: 0xA960, Hi: 0xA97F},   // Hangul Jamo Ext A
+	{Lo: 0xAC00, Hi: 0xD7AF},   // Hangul syllables
+	{Lo: 0xF900, Hi: 0xFAFF},   // compatibility ideographs
+	{Lo: 0xFF00, Hi: 0xFFEF},   // half- and full-width forms
+	{Lo: 0x20000, Hi: 0x3134F}, // Ext B and later
 }
 
 // isCJKDense reports whether r is a character that tokenizers typically spend about

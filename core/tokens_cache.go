@@ -3,6 +3,8 @@ package core
 import (
 	"math/bits"
 	"sync"
+
+	"github.com/ctxcompact/ctxcompact/core/internal/jsonraw"
 )
 
 // The count cache: exact token counts of messages, per instance (per process
@@ -130,4 +132,4 @@ func mum(a, b uint64) uint64 {
 	return hi ^ lo
 }
 
-func le64(s string) uint64 { return word(s, 0) }
+func le64(s string) uint64 { return jsonraw.Word(s, 0) }

@@ -3,6 +3,7 @@ package core
 import (
 	"math"
 
+	"github.com/ctxcompact/ctxcompact/core/internal/jsonraw"
 	"github.com/tidwall/gjson"
 )
 
@@ -101,7 +102,7 @@ func tokenMessages(v gjson.Result, elements []string, path string) ([]gjson.Resu
 	// message's bytes.
 	var msgs []gjson.Result
 	var err error
-	forEachElement(v.Raw, func(raw string) bool {
+	jsonraw.ForEachElement(v.Raw, func(raw string) bool {
 		m := rawValue(raw)
 		if !m.IsObject() {
 			err = errorf(CodeInvalidMessages, pointer(path, len(msgs)), "each message must be a JSON object")
@@ -150,7 +151,7 @@ type tokensCountResult struct {
 // {encoding, calibration, total, per_message[], cache_hits (when asked)}.
 func opTokensCount(q opRequest) ([]byte, error) {
 	req := q.params // one pass over the request, not one per field
-	msgs, err := tokenMessages(req.Get("messages"), q.arrays["messages"].elementList(), "/messages")
+	msgs, err := tokenMessages(req.Get("messages"), q.arrays["messages"].ElementList(), "/messages")
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ctxcompact/ctxcompact/core/internal/jsonraw"
 	"github.com/tidwall/gjson"
 )
 
@@ -163,7 +164,7 @@ const maxUTF8Problems = 100
 // invalid for another reason too, and the caller answers invalid_json.
 func validateInvalidUTF8(op string, request string) ([]byte, bool) {
 	var problems []Problem
-	_, at, _ := walkInvalidJSON(request, func(path string, at int) {
+	_, at, _ := jsonraw.WalkInvalid(request, MaxNestingDepth, func(path string, at int) {
 		if len(problems) < maxUTF8Problems {
 			problems = append(problems, Problem{Code: ProblemInvalidUTF8, Path: path,
 				Message: "ctxcompact: invalid UTF-8 in a string at byte " + strconv.Itoa(at) + ": providers reject text that is not UTF-8"})
