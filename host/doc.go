@@ -23,6 +23,12 @@
 // report's fallback_code "timeout". When Compact's own context is done first,
 // Compact returns its error and sends no compact.finish.
 //
+// OpenAISummarizer (chat completions or the Responses API) and AnthropicSummarizer
+// are ready summarizers over plain HTTP: the template in the system slot, the size
+// in each API's own parameter, the summarizer's context on the request, and every
+// failure (an HTTP error status, 429 and 5xx included, never retried) an error
+// the compaction falls back from.
+//
 // ContextEngine keeps an agent session between compactions (usage, the trigger
 // and its breaker, model switches), the method set of the JS and Python
 // ContextEngine, over the core's engine.* ops; its state is a JSON object a host

@@ -19,21 +19,22 @@ import (
 
 func init() {
 	commands["compact"] = command{
-		summary: "compact a conversation file (always, unless --if-needed): compact FILE [--if-needed] [--context-length N] [--model NAME] [--config FILE] [--wasm] [--summarizer-url URL]",
+		summary: "compact a conversation file (always, unless --if-needed): compact FILE [--if-needed] [--context-length N] [--model NAME] [--config FILE] [--wasm] [--summarizer-url URL [--summarizer-api openai|openai-responses|anthropic]]",
 		run:     runCompact,
 	}
 }
 
 // runCompact compacts FILE, by default even when it is under the threshold (with
 // --if-needed only when its estimate reaches it), with the built-in deterministic
-// summarizer (no network) or, with --summarizer-url, an OpenAI-compatible endpoint,
-// and prints one JSON object {"messages": [...], "system"?: ..., "report": {...},
+// summarizer (no network) or, with --summarizer-url, an LLM API (--summarizer-api:
+// OpenAI chat completions, the default, OpenAI Responses or Anthropic Messages,
+// through the host package's ready summarizers), and prints one JSON object {"messages": [...], "system"?: ..., "report": {...},
 // "archived": [...]} to stdout and a short human report to stderr. "system" is the
 // Anthropic top-level system prompt of FILE, with the compaction note when one was
 // added. This output is a stable interface.
 func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := commandFlags("compact", stderr,
-		"usage: ctxcompact compact FILE [--if-needed] [--context-length N] [--model NAME] [--config FILE] [--wasm [--no-cache]] [--summarizer-url URL [--summarizer-model NAME]]",
+		"usage: ctxcompact compact FILE [--if-needed] [--context-length N] [--model NAME] [--config FILE] [--wasm [--no-cache]] [--summarizer-url URL [--summarizer-api API] [--summarizer-model NAME] [--summarizer-timeout D]]",
 		"FILE holds {\"messages\": [...], \"system\"?: ..., \"config\"?: {...}} or a bare array; - reads stdin.",
 		"compact always compacts (force), even under the threshold; --if-needed compacts only when the",
 		"estimate reaches the threshold, as the op's trigger does, and otherwise prints FILE's messages unchanged.")
@@ -43,8 +44,9 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	configFile := fs.String("config", "", "a JSON file with the config object (compression, model, tokens, prompt_caching); - reads stdin")
 	useWasm := fs.Bool("wasm", false, "run the embedded WebAssembly module on wazero instead of the native core (same output)")
 	noCache := fs.Bool("no-cache", false, "with --wasm, compile the module without the on-disk compilation cache")
-	endpoint := fs.String("summarizer-url", "", "an OpenAI-compatible API base URL (e.g. https://api.openai.com/v1) to write the summary; key from CTXCOMPACT_API_KEY or OPENAI_API_KEY (default: the built-in summarizer, no network)")
-	endpointModel := fs.String("summarizer-model", "gpt-4.1-mini", "the model to ask at --summarizer-url")
+	endpoint := fs.String("summarizer-url", "", "the base URL of an LLM API to write the summary (https://api.openai.com/v1, any OpenAI-compatible server, https://api.anthropic.com); key from CTXCOMPACT_API_KEY, else OPENAI_API_KEY or ANTHROPIC_API_KEY (default: the built-in summarizer, no network)")
+	endpointAPI := fs.String("summarizer-api", apiOpenAI, "the API at --summarizer-url: openai (POST URL/chat/completions), openai-responses (POST URL/responses) or anthropic (POST URL/v1/messages)")
+	endpointModel := fs.String("summarizer-model", "", "the model to ask at --summarizer-url (default gpt-4.1-mini, or claude-haiku-4-5 with --summarizer-api anthropic)")
 	timeout := fs.Duration("summarizer-timeout", 120*time.Second, "how long to wait for --summarizer-url, > 0; then the extractive summary is used")
 	file, err := fileArg(fs, args)
 	if err != nil {
@@ -55,6 +57,13 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	}
 	if *timeout <= 0 {
 		return fmt.Errorf("ctxcompact compact: --summarizer-timeout must be positive, got %v", *timeout)
+	}
+	if *endpointModel == "" {
+		*endpointModel = defaultSummarizerModel(*endpointAPI)
+	}
+	summarize, err := endpointSummarizer(*endpointAPI, *endpoint, *endpointModel)
+	if err != nil {
+		return err
 	}
 	conv, err := readConversation(file, stdin)
 	if err != nil {
@@ -80,11 +89,18 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		if err := json.Unmarshal([]byte(res.Get("summary_request").Raw), &req); err != nil {
 			return fmt.Errorf("ctxcompact compact: %w", err)
 		}
-		fmt.Fprintf(stderr, "ctxcompact: asking %s (%s) to summarize messages %d–%d\n", *endpoint, *endpointModel, req.Middle.From, req.Middle.To-1)
+		fmt.Fprintf(stderr, "ctxcompact: asking %s (%s, %s) to summarize messages %d–%d\n", *endpoint, *endpointAPI, *endpointModel, req.Middle.From, req.Middle.To-1)
 		outcome := map[string]any{"state": res.Get("state").Str}
-		summary, serr := newEndpointSummarizer(*endpoint, *endpointModel, *timeout).summarize(context.Background(), req)
+		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+		summary, serr := summarize(ctx, req)
+		timedOut := ctx.Err() != nil
+		cancel()
 		if serr != nil {
-			outcome["error"] = map[string]string{"code": failureCode(serr), "message": serr.Error()}
+			msg := serr.Error()
+			if timedOut {
+				msg = fmt.Sprintf("ctxcompact: %s did not answer within --summarizer-timeout %v (%v)", *endpoint, *timeout, serr)
+			}
+			outcome["error"] = map[string]string{"code": failureCode(serr), "message": msg}
 		} else {
 			outcome["summary"] = summary // empty: the core falls back and says so
 		}

@@ -1,71 +1,56 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"strings"
-	"time"
 
-	"github.com/ctxcompact/ctxcompact/core"
+	"github.com/ctxcompact/ctxcompact/host"
 )
 
-// endpointSummarizer asks an OpenAI-compatible chat-completions endpoint for the
-// summary: POST {url}/chat/completions with the summary request's messages and
-// max_tokens. The API key comes from CTXCOMPACT_API_KEY, else OPENAI_API_KEY.
-type endpointSummarizer struct {
-	url, model string
-	client     *http.Client
+// The values of compact's --summarizer-api: the HTTP API --summarizer-url speaks.
+const (
+	apiOpenAI          = "openai"           // POST {url}/chat/completions (and every compatible server)
+	apiOpenAIResponses = "openai-responses" // POST {url}/responses
+	apiAnthropic       = "anthropic"        // POST {url}/v1/messages
+)
+
+var summarizerAPIs = []string{apiOpenAI, apiOpenAIResponses, apiAnthropic}
+
+// defaultSummarizerModel is the model compact asks when --summarizer-model is not
+// given.
+func defaultSummarizerModel(api string) string {
+	if api == apiAnthropic {
+		return "claude-haiku-4-5"
+	}
+	return "gpt-4.1-mini"
 }
 
-func newEndpointSummarizer(url, model string, timeout time.Duration) *endpointSummarizer {
-	return &endpointSummarizer{url: strings.TrimSuffix(url, "/"), model: model, client: &http.Client{Timeout: timeout}}
+// summarizerKey is the API key for api: CTXCOMPACT_API_KEY, else OPENAI_API_KEY
+// or ANTHROPIC_API_KEY.
+func summarizerKey(api string) string {
+	if k := os.Getenv("CTXCOMPACT_API_KEY"); k != "" {
+		return k
+	}
+	if api == apiAnthropic {
+		return os.Getenv("ANTHROPIC_API_KEY")
+	}
+	return os.Getenv("OPENAI_API_KEY")
 }
 
-// summarize returns the summary text, or an error the core turns into its
-// extractive fallback (the report then says fallback_used and why).
-func (e *endpointSummarizer) summarize(ctx context.Context, req core.SummaryRequest) (string, error) {
-	body, err := json.Marshal(map[string]any{"model": e.model, "messages": req.Messages, "max_tokens": req.MaxTokens})
-	if err != nil {
-		return "", err
+// endpointSummarizer is the host's ready summarizer for --summarizer-url: an
+// error from it (HTTP, connection, the context's deadline) is the summarizer
+// failure compact.finish falls back from.
+func endpointSummarizer(api, url, model string) (host.Summarize, error) {
+	switch api {
+	case apiOpenAI, apiOpenAIResponses:
+		o := host.OpenAISummarizerOptions{BaseURL: url, APIKey: summarizerKey(api), Model: model, API: host.OpenAIChat}
+		if api == apiOpenAIResponses {
+			o.API = host.OpenAIResponses
+		}
+		return host.OpenAISummarizer(o)
+	case apiAnthropic:
+		return host.AnthropicSummarizer(host.AnthropicSummarizerOptions{BaseURL: url, APIKey: summarizerKey(api), Model: model})
 	}
-	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url+"/chat/completions", bytes.NewReader(body))
-	if err != nil {
-		return "", fmt.Errorf("summarizer endpoint: %w", err)
-	}
-	httpReq.Header.Set("Content-Type", "application/json")
-	key := os.Getenv("CTXCOMPACT_API_KEY")
-	if key == "" {
-		key = os.Getenv("OPENAI_API_KEY")
-	}
-	if key != "" {
-		httpReq.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := e.client.Do(httpReq)
-	if err != nil {
-		return "", fmt.Errorf("summarizer endpoint: %w", err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return "", fmt.Errorf("summarizer endpoint: reading the answer: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("summarizer endpoint: HTTP %d: %.300s", resp.StatusCode, data)
-	}
-	var out struct {
-		Choices []struct {
-			Message struct {
-				Content string `json:"content"`
-			} `json:"message"`
-		} `json:"choices"`
-	}
-	if err := json.Unmarshal(data, &out); err != nil || len(out.Choices) == 0 {
-		return "", fmt.Errorf("summarizer endpoint: not a chat completion: %.300s", data)
-	}
-	return out.Choices[0].Message.Content, nil
+	return nil, fmt.Errorf("ctxcompact compact: --summarizer-api is one of %s, not %q", strings.Join(summarizerAPIs, ", "), api)
 }
