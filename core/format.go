@@ -152,3 +152,15 @@ func formatForMessages(v gjson.Result, msgs []message, hasSystem bool) (messageF
 	}
 	return formatOf(f), nil
 }
+
+// joinNames joins the names of a typed string enum for an error message.
+func joinNames[S ~string](names []S) string {
+	out := ""
+	for i, n := range names {
+		if i > 0 {
+			out += ", "
+		}
+		out += string(n)
+	}
+	return out
+}
