@@ -99,10 +99,12 @@ func minCacheableTokens(model string) int {
 	return 1024
 }
 
-// SimulateOptions configures SimulateCache. Zero values mean: layout detected from
-// the messages, TTL "5m", every strategy, the minimum cacheable length of Model.
+// SimulateOptions configures SimulateCache. Zero values mean: layout and format
+// detected from the messages, TTL "5m", every strategy, the minimum cacheable length
+// of Model.
 type SimulateOptions struct {
 	Layout     string
+	Format     Format
 	TTL        string
 	Strategies []Strategy
 	Model      string
@@ -245,8 +247,12 @@ func (b *simBuilder) contentBlocks(content gjson.Result) (after []int) {
 }
 
 // buildSimConversation reads messages (validated like every op) into blocks.
-func buildSimConversation(msgsV, sys gjson.Result, layout string, tc tokenCounter, stamps []int64) (*simConversation, error) {
-	cm, err := readCacheMessages(msgsV, layout)
+func buildSimConversation(msgsV, sys gjson.Result, layout string, format Format, tc tokenCounter, stamps []int64) (*simConversation, error) {
+	marks, err := cacheMarksFor(msgsV, sys, format)
+	if err != nil {
+		return nil, err
+	}
+	cm, err := readCacheMessages(msgsV, layout, marks)
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +262,7 @@ func buildSimConversation(msgsV, sys gjson.Result, layout string, tc tokenCounte
 	if conv.native {
 		b.startMessage("system")
 		after := b.contentBlocks(sys)
-		if c := contentCarrier(sys, layout); c.kind == carryString || c.kind == carryPart {
+		if c := marks.contentCarrier(sys, layout); c.kind == carryString || c.kind == carryPart {
 			conv.sysEnd = after[c.part]
 		}
 	}
@@ -267,7 +273,7 @@ func buildSimConversation(msgsV, sys gjson.Result, layout string, tc tokenCounte
 		content := m.v.Get("content")
 		if m.role == "tool" {
 			// One tool_result block, whatever its content's shape.
-			b.block("tool_result\x00"+m.v.Get("tool_call_id").Raw+"\x00"+stripContent(content), tc.content(content))
+			b.block("tool_result\x00"+m.v.Get("tool_call_id").Raw+"\x00"+marks.stripContent(content), tc.content(content))
 			if m.carrier.kind != carryNone {
 				sm.carrierEnd = b.pos()
 			}
@@ -555,7 +561,7 @@ func simulateCache(msgsV, sys gjson.Result, opts SimulateOptions, tc tokenCounte
 	if opts.Timestamps != nil && msgsV.IsArray() && len(opts.Timestamps) != len(msgsV.Array()) {
 		return SimulateResult{}, errorf(CodeInvalidRequest, "/timestamps", "timestamps must have one entry per message (%d), got %d", len(msgsV.Array()), len(opts.Timestamps))
 	}
-	conv, err := buildSimConversation(msgsV, sys, layout, tc, opts.Timestamps)
+	conv, err := buildSimConversation(msgsV, sys, layout, opts.Format, tc, opts.Timestamps)
 	if err != nil {
 		return SimulateResult{}, err
 	}
@@ -639,6 +645,9 @@ func opCacheSimulate(req opRequest) ([]byte, error) {
 		return nil, err
 	} else if ok {
 		opts.Model = s
+	}
+	if opts.Format, err = readFormatParam(req.Get("format")); err != nil {
+		return nil, err
 	}
 	if v := req.Get("strategies"); v.Exists() && v.Type != gjson.Null {
 		if !v.IsArray() {
