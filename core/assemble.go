@@ -75,22 +75,25 @@ type assembly struct {
 // archivedMsg is an input message not returned unchanged, with why.
 type archivedMsg struct {
 	index  int
-	reason string
+	reason ArchiveReason
 	raw    string
 }
 
+// ArchiveReason says why an input message was not returned unchanged.
+type ArchiveReason string
+
 // Archive reasons.
 const (
-	ArchivedSummarized    = "summarized"
-	ArchivedPruned        = "pruned"
-	ArchivedMerged        = "merged"
-	ArchivedOrphanRemoved = "orphan_removed"
+	ArchivedSummarized    ArchiveReason = "summarized"
+	ArchivedPruned        ArchiveReason = "pruned"
+	ArchivedMerged        ArchiveReason = "merged"
+	ArchivedOrphanRemoved ArchiveReason = "orphan_removed"
 	// ArchivedSystemNote: the system prompt as it was before the compaction note
 	// was appended to it.
-	ArchivedSystemNote = "system_note"
+	ArchivedSystemNote ArchiveReason = "system_note"
 	// ArchivedRepaired: an Anthropic message whose tool_result blocks sanitizing
 	// fixed.
-	ArchivedRepaired = "repaired"
+	ArchivedRepaired ArchiveReason = "repaired"
 )
 
 // assemble builds head (with the system note once), one summary message, and the

@@ -29,11 +29,14 @@ const (
 // MaxCacheBreakpoints is Anthropic's limit of cache_control markers per request.
 const MaxCacheBreakpoints = 4
 
-// CacheOptions chooses the layout ("openai" when empty) and the TTL ("5m" when
-// empty) of ApplyCache.
+// CacheOptions chooses the layout ("openai" when empty: where the request is sent),
+// the TTL ("5m" when empty) and the messages' format ("" detected: Anthropic when a
+// top-level system is given or a message holds tool_use/tool_result blocks) of
+// ApplyCache.
 type CacheOptions struct {
 	Layout string
 	TTL    string
+	Format Format
 }
 
 // CacheResult is what ApplyCache did. Messages (and System when one was given) are
@@ -75,6 +78,44 @@ func parseConversation(messages, system []byte) (msgs, sys gjson.Result, err err
 		sys = gjson.ParseBytes(system)
 	}
 	return gjson.ParseBytes(messages), sys, nil
+}
+
+// cacheMarks is the part of a message format that places and removes prompt-cache
+// breakpoints; the placement policy (placeSystemAnd3, the simulator's strategies)
+// is the same for every format. layout says where the request is sent (native
+// Anthropic or an OpenAI-style envelope), which changes what may carry a marker.
+type cacheMarks interface {
+	// carrier decides where a message with this role and content can carry one.
+	carrier(role string, content gjson.Result, layout string) carrier
+	// contentCarrier is carrier for a content value alone (a top-level system).
+	contentCarrier(content gjson.Result, layout string) carrier
+	// strip returns the message with every marker removed (its own bytes when it
+	// has none); stripContent is strip for a content value.
+	strip(m gjson.Result) string
+	stripContent(content gjson.Result) string
+	// mark returns the message with the marker on its carrier c; markContent is
+	// mark for a content value.
+	mark(m gjson.Result, c carrier, marker string) string
+	markContent(content gjson.Result, c carrier, marker string) string
+}
+
+// blockMarks is cacheMarks for the chat formats: Anthropic's cache_control on
+// content parts and blocks (on a tool row itself in the native layout).
+type blockMarks struct{}
+
+func (blockMarks) carrier(role string, content gjson.Result, layout string) carrier {
+	return findCarrier(role, content, layout)
+}
+func (blockMarks) contentCarrier(content gjson.Result, layout string) carrier {
+	return contentCarrier(content, layout)
+}
+func (blockMarks) strip(m gjson.Result) string              { return stripMessage(m) }
+func (blockMarks) stripContent(content gjson.Result) string { return stripContent(content) }
+func (blockMarks) mark(m gjson.Result, c carrier, marker string) string {
+	return markMessage(m, c, marker)
+}
+func (blockMarks) markContent(content gjson.Result, c carrier, marker string) string {
+	return markContent(content, c, marker)
 }
 
 // carrierKind says where a message can take a cache_control marker.
@@ -162,7 +203,7 @@ func cacheMarker(ttl string) string {
 // readCacheMessages validates the messages array and reads each message's role and
 // carrier. System prompt = message 0 with role system or developer, unless hasSystem
 // (a native top-level system) takes that slot.
-func readCacheMessages(v gjson.Result, layout string) ([]cacheMsg, error) {
+func readCacheMessages(v gjson.Result, layout string, cm cacheMarks) ([]cacheMsg, error) {
 	if !v.Exists() {
 		return nil, errorf(CodeInvalidMessages, "/messages", "messages is required: an array of chat messages")
 	}
@@ -180,7 +221,7 @@ func readCacheMessages(v gjson.Result, layout string) ([]cacheMsg, error) {
 		msgs = append(msgs, cacheMsg{
 			v:        mv,
 			role:     m.role,
-			carrier:  findCarrier(m.role, mv.Get("content"), layout),
+			carrier:  cm.carrier(m.role, mv.Get("content"), layout),
 			isSystem: m.isSystem(),
 		})
 		return true
@@ -244,13 +285,17 @@ func applyCache(msgsV, sys gjson.Result, opts CacheOptions) (CacheResult, error)
 			return CacheResult{}, errorf(CodeInvalidRequest, "/system", "system must be a string or a list of content blocks")
 		}
 	}
-	msgs, err := readCacheMessages(msgsV, layout)
+	cm, err := cacheMarksFor(msgsV, sys, opts.Format)
+	if err != nil {
+		return CacheResult{}, err
+	}
+	msgs, err := readCacheMessages(msgsV, layout, cm)
 	if err != nil {
 		return CacheResult{}, err
 	}
 
 	marker := cacheMarker(ttl)
-	sysCarries := native && contentCarrier(sys, layout).kind != carryNone
+	sysCarries := native && cm.contentCarrier(sys, layout).kind != carryNone
 	sysMarked, marked := placeSystemAnd3(msgs, len(msgs), native, sysCarries)
 
 	res := CacheResult{Marked: marked, SystemMarked: sysMarked, Markers: len(marked)}
@@ -258,9 +303,9 @@ func applyCache(msgsV, sys gjson.Result, opts CacheOptions) (CacheResult, error)
 		res.Markers++
 	}
 	if native {
-		s := stripContent(sys)
+		s := cm.stripContent(sys)
 		if sysMarked {
-			s = markContent(gjson.Parse(s), contentCarrier(gjson.Parse(s), layout), marker)
+			s = cm.markContent(gjson.Parse(s), cm.contentCarrier(gjson.Parse(s), layout), marker)
 		}
 		res.System = []byte(s)
 	}
@@ -273,10 +318,10 @@ func applyCache(msgsV, sys gjson.Result, opts CacheOptions) (CacheResult, error)
 		if i > 0 {
 			out = append(out, ',')
 		}
-		raw := stripMessage(m.v)
+		raw := cm.strip(m.v)
 		if next < len(marked) && marked[next] == i {
 			next++
-			raw = markMessage(gjson.Parse(raw), m.carrier, marker)
+			raw = cm.mark(gjson.Parse(raw), m.carrier, marker)
 		}
 		out = append(out, raw...)
 	}
@@ -470,7 +515,11 @@ func opCacheApply(req opRequest) ([]byte, error) {
 	if sys.Type == gjson.Null {
 		sys = gjson.Result{}
 	}
-	res, err := applyCache(req.Get("messages"), sys, CacheOptions{Layout: layout, TTL: ttl})
+	format, err := readFormatParam(req.Get("format"))
+	if err != nil {
+		return nil, err
+	}
+	res, err := applyCache(req.Get("messages"), sys, CacheOptions{Layout: layout, TTL: ttl, Format: format})
 	if err != nil {
 		return nil, err
 	}
@@ -559,4 +608,22 @@ func opCachePolicy(req opRequest) ([]byte, error) {
 		provider = s
 	}
 	return marshal(ResolveCachePolicy(model, provider, ttl))
+}
+
+// cacheMarksFor returns the cache markers of the messages' format: f, or detected
+// from msgsV and sys when f is "". A format without breakpoints is refused.
+func cacheMarksFor(msgsV, sys gjson.Result, f Format) (cacheMarks, error) {
+	if f == "" {
+		f = FormatOpenAI
+		if detectLayout(msgsV, sys) == LayoutAnthropic {
+			f = FormatAnthropic
+		}
+	} else if _, ok := ParseFormat(string(f)); !ok {
+		return nil, errorf(CodeInvalidRequest, "/format", "format must be one of %s", formatNames())
+	}
+	cm := formatOf(f).cacheMarks()
+	if cm == nil {
+		return nil, errorf(CodeInvalidRequest, "/format", "format %q has no prompt-cache breakpoints", f)
+	}
+	return cm, nil
 }

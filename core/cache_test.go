@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/ctxcompact/ctxcompact/internal/testtraces"
+	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
 )
 
 // cacheVectorFiles are the hand-written vectors of the cache ops (the wants were
@@ -157,4 +157,21 @@ func TestResolveCachePolicy(t *testing.T) {
 func sharedTraceFiles(t *testing.T) []string {
 	t.Helper()
 	return testtraces.Glob(t, "*.json", "anthropic-format/*.json")
+}
+
+// TestCacheFormat: cache.apply and cache.simulate take the messages' format (an
+// alias included) beside the layout, and refuse an unknown one at /format.
+func TestCacheFormat(t *testing.T) {
+	msgs := []map[string]any{{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}}
+	detected, e := callOp(t, "cache.apply", map[string]any{"messages": msgs})
+	require.Nil(t, e)
+	named, e := callOp(t, "cache.apply", map[string]any{"messages": msgs, "format": "openai-chat"})
+	require.Nil(t, e)
+	require.JSONEq(t, string(detected), string(named))
+	for _, op := range []string{"cache.apply", "cache.simulate"} {
+		_, e = callOp(t, op, map[string]any{"messages": msgs, "format": "gemini-x"})
+		require.NotNil(t, e, op)
+		require.Equal(t, CodeInvalidRequest, e.Code)
+		require.Equal(t, "/format", e.Path)
+	}
 }

@@ -15,7 +15,7 @@ import (
 type Report struct {
 	Compacted bool `json:"compacted"`
 	// Reason: compacted, pruned_only, below_threshold, disabled or nothing_to_compact.
-	Reason          string `json:"reason"`
+	Reason          Reason `json:"reason"`
 	TokensBefore    int    `json:"tokens_before"`
 	TokensAfter     int    `json:"tokens_after"`
 	ThresholdTokens int    `json:"threshold_tokens"`
@@ -33,13 +33,13 @@ type Report struct {
 	SummaryMergedInto *int   `json:"summary_merged_into"`
 	SummaryTokens     int    `json:"summary_tokens"`
 	// Summarizer is host (the host's LLM) or builtin (the extractive summary).
-	Summarizer     string `json:"summarizer"`
-	FallbackUsed   bool   `json:"fallback_used"`
-	FallbackReason string `json:"fallback_reason"`
+	Summarizer     Summarizer `json:"summarizer"`
+	FallbackUsed   bool       `json:"fallback_used"`
+	FallbackReason string     `json:"fallback_reason"`
 	// FallbackCode says why the fallback was used, as a code: timeout, error, empty,
 	// too_long or cancelled ("" when it was not).
-	FallbackCode string `json:"fallback_code"`
-	Iterative    bool   `json:"iterative"`
+	FallbackCode FallbackCode `json:"fallback_code"`
+	Iterative    bool         `json:"iterative"`
 	// ActiveRequestInSummary is true when the newest user message did not fit in
 	// the tail and the summary carries it verbatim.
 	ActiveRequestInSummary bool `json:"active_request_in_summary"`
@@ -65,7 +65,7 @@ type Report struct {
 type ArchivedMessage struct {
 	Index int `json:"index"`
 	// Reason: summarized, pruned, merged, orphan_removed, repaired or system_note.
-	Reason  string          `json:"reason"`
+	Reason  ArchiveReason   `json:"reason"`
 	Message json.RawMessage `json:"message,omitempty"`
 }
 
@@ -83,23 +83,31 @@ type CompactResult struct {
 	SummaryRequest *SummaryRequest   `json:"summary_request,omitempty"`
 }
 
-// Fallback codes: why a compaction used the extractive summary instead of the
+// FallbackCode says why a compaction used the extractive summary instead of the
 // host's (Report.FallbackCode; compact.finish's error.code).
+type FallbackCode string
+
+// The fallback codes.
 const (
-	FallbackTimeout   = "timeout"   // the summarizer did not answer in time
-	FallbackError     = "error"     // the summarizer failed
-	FallbackEmpty     = "empty"     // it answered with no summary
-	FallbackTooLong   = "too_long"  // its input was too long for it
-	FallbackCancelled = "cancelled" // it was cancelled, the compaction was not
+	FallbackTimeout   FallbackCode = "timeout"   // the summarizer did not answer in time
+	FallbackError     FallbackCode = "error"     // the summarizer failed
+	FallbackEmpty     FallbackCode = "empty"     // it answered with no summary
+	FallbackTooLong   FallbackCode = "too_long"  // its input was too long for it
+	FallbackCancelled FallbackCode = "cancelled" // it was cancelled, the compaction was not
 )
 
 // FallbackCodes lists every fallback code.
-var FallbackCodes = []string{FallbackTimeout, FallbackError, FallbackEmpty, FallbackTooLong, FallbackCancelled}
+var FallbackCodes = []FallbackCode{FallbackTimeout, FallbackError, FallbackEmpty, FallbackTooLong, FallbackCancelled}
+
+// Summarizer names who writes a compaction's summary.
+type Summarizer string
 
 // Summarizer choices for compact.begin.
 const (
-	SummarizerHost    = "host"
-	SummarizerBuiltin = "builtin"
+	// SummarizerHost: the host's LLM, through a summary request.
+	SummarizerHost Summarizer = "host"
+	// SummarizerBuiltin: the core's extractive summary, with no LLM.
+	SummarizerBuiltin Summarizer = "builtin"
 )
 
 // compactRequest is a parsed compact.begin / compact.finish / prune request.
@@ -112,7 +120,7 @@ type compactRequest struct {
 	tc           tokenCounter
 	force        bool
 	promptTokens int
-	summarizer   string
+	summarizer   Summarizer
 	refs         bool
 	// format is the messages' shape; system is its top-level system prompt, when
 	// it has one and the request gives it.
@@ -120,7 +128,7 @@ type compactRequest struct {
 	system       gjson.Result
 	systemTokens int
 	// fallbackCode is compact.finish's reason code for a fallback (FallbackCodes).
-	fallbackCode string
+	fallbackCode FallbackCode
 	// archiveID is the optional archive_id (r<k>): the range a lossless engine
 	// archives this compaction as, named at the end of the summary.
 	archiveID string
@@ -186,10 +194,10 @@ func parseCompactParams(req params, known *jsonraw.ArrayParts) (*compactRequest,
 		return nil, err
 	}
 	if v := req.Get("summarizer"); v.Exists() {
-		if v.Str != SummarizerHost && v.Str != SummarizerBuiltin {
+		if s := Summarizer(v.Str); s != SummarizerHost && s != SummarizerBuiltin {
 			return nil, errorf(CodeInvalidRequest, "/summarizer", "summarizer must be %q or %q", SummarizerHost, SummarizerBuiltin)
 		}
-		r.summarizer = v.Str
+		r.summarizer = Summarizer(v.Str)
 	}
 	if r.refs, err = outputParam(req); err != nil {
 		return nil, err
@@ -318,7 +326,7 @@ func boolByte(b bool) byte {
 }
 
 // unchanged is the result of a compaction that did nothing.
-func (r *compactRequest) unchanged(reason string) *compactOutcome {
+func (r *compactRequest) unchanged(reason Reason) *compactOutcome {
 	out := make([]outMsg, len(r.msgs))
 	for i := range r.msgs {
 		out[i] = keptMsg(r.msgs, i)
@@ -365,7 +373,7 @@ func (r *compactRequest) begin() (*compactOutcome, plan, bool) {
 	p := r.plan()
 	if p.tailStart <= p.headEnd {
 		if p.pruned.empty() {
-			return r.unchanged("nothing_to_compact"), p, true
+			return r.unchanged(ReasonNothingToCompact), p, true
 		}
 		return r.finish(p, "", ""), p, true
 	}
@@ -399,7 +407,7 @@ func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome
 // newReport is the report of a compaction of plan p before assembly.
 func (r *compactRequest) newReport(p plan) *Report {
 	return &Report{
-		Compacted: true, Reason: "compacted", TokensBefore: r.tokensBefore(), ThresholdTokens: r.thr.ThresholdTokens,
+		Compacted: true, Reason: ReasonCompacted, TokensBefore: r.tokensBefore(), ThresholdTokens: r.thr.ThresholdTokens,
 		MessagesBefore: len(r.msgs), HeadEnd: p.headEnd, TailStart: p.tailStart, Pruned: []int{},
 		ActiveRequestInSummary: p.activeRequest >= 0, OrphansRemoved: []int{}, StubsAdded: []string{}, Repaired: []int{},
 		AnchorsAdded: []Anchor{},
@@ -462,7 +470,7 @@ func (r *compactRequest) assembleSummarized(p plan, summary string, rep *Report)
 // assemblePrunedOnly is a compaction with nothing to summarize: the pruned
 // messages replaced, every other one kept.
 func (r *compactRequest) assemblePrunedOnly(p plan, rep *Report) assembly {
-	rep.Reason = "pruned_only"
+	rep.Reason = ReasonPrunedOnly
 	a := assembly{mergedInto: -1}
 	for i := range r.msgs {
 		if chars, ok := p.pruned.at(i); ok {
@@ -721,17 +729,17 @@ func opCompactFinish(q opRequest, dst []byte) ([]byte, error) {
 			failure = v.Str
 		case v.IsObject():
 			if c := v.Get("code"); c.Exists() && c.Type != gjson.Null {
-				if c.Type != gjson.String || !slices.Contains(FallbackCodes, c.Str) {
-					return nil, errorf(CodeInvalidRequest, "/error/code", "error code must be one of %s, got %s", strings.Join(FallbackCodes, ", "), c.Raw)
+				if c.Type != gjson.String || !slices.Contains(FallbackCodes, FallbackCode(c.Str)) {
+					return nil, errorf(CodeInvalidRequest, "/error/code", "error code must be one of %s, got %s", joinNames(FallbackCodes), c.Raw)
 				}
-				r.fallbackCode = c.Str
+				r.fallbackCode = FallbackCode(c.Str)
 			}
 			if m := v.Get("message"); m.Exists() && m.Type != gjson.String && m.Type != gjson.Null {
 				return nil, errorf(CodeInvalidRequest, "/error/message", "error message must be a string")
 			}
 			failure = strings.TrimSpace(v.Get("message").Str)
 			if failure == "" {
-				failure = r.fallbackCode
+				failure = string(r.fallbackCode)
 			}
 		default:
 			return nil, errorf(CodeInvalidRequest, "/error", "error must be a string or an object {code, message}")

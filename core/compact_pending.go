@@ -97,7 +97,7 @@ func takePending(req params, state string) (*compactRequest, plan, bool) {
 // defaultSummarizer reports whether the field k: raw is "summarizer": "host", the
 // default: the bindings name the summarizer in begin only.
 func defaultSummarizer(k, raw string) bool {
-	return k == "summarizer" && raw == `"`+SummarizerHost+`"`
+	return k == "summarizer" && raw == `"`+string(SummarizerHost)+`"`
 }
 
 // sameParams reports whether req has exactly the fields kept, byte for byte,
@@ -176,7 +176,7 @@ func builtinSummarizer(members []jsonraw.Member) bool {
 	builtin := false
 	for _, m := range members {
 		if m.Key == `"summarizer"` {
-			builtin = m.Value == `"`+SummarizerBuiltin+`"`
+			builtin = m.Value == `"`+string(SummarizerBuiltin)+`"`
 		}
 	}
 	return builtin

@@ -41,12 +41,12 @@ type EngineState struct {
 
 // EngineCompaction is what the engine keeps of a compaction's report.
 type EngineCompaction struct {
-	Compacted    bool   `json:"compacted"`
-	Reason       string `json:"reason"`
-	Fits         bool   `json:"fits"`
-	TokensAfter  int    `json:"tokens_after"`
-	FallbackUsed bool   `json:"fallback_used"`
-	FallbackCode string `json:"fallback_code"`
+	Compacted    bool         `json:"compacted"`
+	Reason       Reason       `json:"reason"`
+	Fits         bool         `json:"fits"`
+	TokensAfter  int          `json:"tokens_after"`
+	FallbackUsed bool         `json:"fallback_used"`
+	FallbackCode FallbackCode `json:"fallback_code"`
 }
 
 // EngineStatus is what a context engine's get_status returns, and where the
@@ -59,16 +59,16 @@ type EngineStatus struct {
 	ThresholdTokens  int     `json:"threshold_tokens"`
 	ThresholdPercent float64 `json:"threshold_percent"`
 	// ThresholdRule is what decided the threshold (ThresholdResult.Rule).
-	ThresholdRule        string  `json:"threshold_rule"`
-	LastPromptTokens     int     `json:"last_prompt_tokens"`
-	LastCompletionTokens int     `json:"last_completion_tokens"`
-	LastTotalTokens      int     `json:"last_total_tokens"`
-	UsagePercent         float64 `json:"usage_percent"`
-	CompressionCount     int     `json:"compression_count"`
-	BreakerTokens        *int    `json:"breaker_tokens"`
-	LastCompactionFits   *bool   `json:"last_compaction_fits"`
-	LastFallbackUsed     *bool   `json:"last_fallback_used"`
-	LastFallbackCode     *string `json:"last_fallback_code"`
+	ThresholdRule        string        `json:"threshold_rule"`
+	LastPromptTokens     int           `json:"last_prompt_tokens"`
+	LastCompletionTokens int           `json:"last_completion_tokens"`
+	LastTotalTokens      int           `json:"last_total_tokens"`
+	UsagePercent         float64       `json:"usage_percent"`
+	CompressionCount     int           `json:"compression_count"`
+	BreakerTokens        *int          `json:"breaker_tokens"`
+	LastCompactionFits   *bool         `json:"last_compaction_fits"`
+	LastFallbackUsed     *bool         `json:"last_fallback_used"`
+	LastFallbackCode     *FallbackCode `json:"last_fallback_code"`
 }
 
 // Usage is the API-reported usage of one LLM call, normalised.

@@ -82,9 +82,10 @@ func TestFallbackCodes(t *testing.T) {
 	var begun CompactResult
 	require.NoError(t, json.Unmarshal(res, &begun))
 	for _, c := range []struct {
-		finish       map[string]any
-		used         bool
-		code, reason string
+		finish map[string]any
+		used   bool
+		code   FallbackCode
+		reason string
 	}{
 		{map[string]any{"summary": "## Goal\nShip it."}, false, "", ""},
 		{map[string]any{"summary": " \n"}, true, FallbackEmpty, "the summarizer returned no summary"},

@@ -92,6 +92,10 @@ type messageFormat interface {
 	// appended, or false when the note is already there.
 	systemWithNote(sys gjson.Result) (string, bool)
 
+	// cacheMarks is how the format's messages carry prompt-cache breakpoints, nil
+	// when the format has none (cache.apply then refuses it at /format).
+	cacheMarks() cacheMarks
+
 	// validateResults lints a result item m (at path) against the group's pending
 	// calls, removing those it answers; it reports whether m was one.
 	validateResults(v *validation, m *message, mv gjson.Result, path string) bool
@@ -151,4 +155,16 @@ func formatForMessages(v gjson.Result, msgs []message, hasSystem bool) (messageF
 		f = detectFormat(msgs, hasSystem)
 	}
 	return formatOf(f), nil
+}
+
+// joinNames joins the names of a typed string enum for an error message.
+func joinNames[S ~string](names []S) string {
+	out := ""
+	for i, n := range names {
+		if i > 0 {
+			out += ", "
+		}
+		out += string(n)
+	}
+	return out
 }

@@ -130,6 +130,9 @@ func withResultBlocks(raw string, stub, drop []string) string {
 	return out
 }
 
+// cacheMarks: cache_control markers on content parts (docs/DESIGN.md §9).
+func (messagesFormat) cacheMarks() cacheMarks { return blockMarks{} }
+
 func (messagesFormat) summaryMessage(role, text string) string { return roleTextMessage(role, text) }
 func (messagesFormat) mergeSummary(raw, text, role string) string {
 	return mergeSummary(raw, text, role)

@@ -62,6 +62,9 @@ func (chatFormat) stubResults(ids []string, _ *outMsg) (added []string, into str
 	return added, ""
 }
 
+// cacheMarks: cache_control markers on content parts (docs/DESIGN.md §9).
+func (chatFormat) cacheMarks() cacheMarks { return blockMarks{} }
+
 func (chatFormat) summaryMessage(role, text string) string    { return roleTextMessage(role, text) }
 func (chatFormat) mergeSummary(raw, text, role string) string { return mergeSummary(raw, text, role) }
 func (chatFormat) withSystemNote(m *message) (string, bool)   { return withSystemNote(m) }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -49,13 +50,16 @@ const (
 // checks for an earlier entry ("approximately 20" in Anthropic's documentation).
 const cacheLookbackBlocks = 20
 
+// Strategy names a placement of prompt-cache breakpoints the simulator prices.
+type Strategy string
+
 // Simulation strategies, in output order.
 const (
 	// StrategyNone places no markers: every input token is paid in full.
-	StrategyNone = "none"
+	StrategyNone Strategy = "none"
 	// StrategySystemAnd3 is cache.apply's placement: the system prompt and the last
 	// three (four without a system prompt) messages that can carry a marker.
-	StrategySystemAnd3 = "system_and_3"
+	StrategySystemAnd3 Strategy = "system_and_3"
 	// StrategyAnchored marks the system prompt, the end of the previous request's
 	// prompt (the last marker-carrying message before the newest assistant message),
 	// the end of this prompt, and the end of the head the compactor keeps verbatim
@@ -65,11 +69,11 @@ const (
 	// is exact however many blocks the newest turn added, where system_and_3's
 	// rolling window relies on the ~20-block lookback once a turn adds more blocks
 	// than that (many parallel tool calls).
-	StrategyAnchored = "anchored"
+	StrategyAnchored Strategy = "anchored"
 )
 
 // Strategies lists the simulator's strategies in output order.
-func Strategies() []string { return []string{StrategyNone, StrategySystemAnd3, StrategyAnchored} }
+func Strategies() []Strategy { return []Strategy{StrategyNone, StrategySystemAnd3, StrategyAnchored} }
 
 // minCacheableTokens returns the minimum cacheable prompt length for a model name,
 // per Anthropic's prompt-caching documentation ("Cache limitations"): 1024 tokens
@@ -95,12 +99,14 @@ func minCacheableTokens(model string) int {
 	return 1024
 }
 
-// SimulateOptions configures SimulateCache. Zero values mean: layout detected from
-// the messages, TTL "5m", every strategy, the minimum cacheable length of Model.
+// SimulateOptions configures SimulateCache. Zero values mean: layout and format
+// detected from the messages, TTL "5m", every strategy, the minimum cacheable length
+// of Model.
 type SimulateOptions struct {
 	Layout     string
+	Format     Format
 	TTL        string
-	Strategies []string
+	Strategies []Strategy
 	Model      string
 	// MinCacheableTokens overrides the model's minimum when HasMinCacheable is set.
 	MinCacheableTokens int
@@ -131,7 +137,7 @@ type SimulateResult struct {
 // StrategyResult totals one strategy over all requests. Cost is in base
 // input-token units; Savings is the fraction of the no-caching cost saved.
 type StrategyResult struct {
-	Name             string          `json:"-"`
+	Name             Strategy        `json:"-"`
 	Cost             float64         `json:"cost"`
 	Savings          float64         `json:"savings"`
 	CacheReadTokens  int             `json:"cache_read_tokens"`
@@ -241,8 +247,12 @@ func (b *simBuilder) contentBlocks(content gjson.Result) (after []int) {
 }
 
 // buildSimConversation reads messages (validated like every op) into blocks.
-func buildSimConversation(msgsV, sys gjson.Result, layout string, tc tokenCounter, stamps []int64) (*simConversation, error) {
-	cm, err := readCacheMessages(msgsV, layout)
+func buildSimConversation(msgsV, sys gjson.Result, layout string, format Format, tc tokenCounter, stamps []int64) (*simConversation, error) {
+	marks, err := cacheMarksFor(msgsV, sys, format)
+	if err != nil {
+		return nil, err
+	}
+	cm, err := readCacheMessages(msgsV, layout, marks)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +262,7 @@ func buildSimConversation(msgsV, sys gjson.Result, layout string, tc tokenCounte
 	if conv.native {
 		b.startMessage("system")
 		after := b.contentBlocks(sys)
-		if c := contentCarrier(sys, layout); c.kind == carryString || c.kind == carryPart {
+		if c := marks.contentCarrier(sys, layout); c.kind == carryString || c.kind == carryPart {
 			conv.sysEnd = after[c.part]
 		}
 	}
@@ -263,7 +273,7 @@ func buildSimConversation(msgsV, sys gjson.Result, layout string, tc tokenCounte
 		content := m.v.Get("content")
 		if m.role == "tool" {
 			// One tool_result block, whatever its content's shape.
-			b.block("tool_result\x00"+m.v.Get("tool_call_id").Raw+"\x00"+stripContent(content), tc.content(content))
+			b.block("tool_result\x00"+m.v.Get("tool_call_id").Raw+"\x00"+marks.stripContent(content), tc.content(content))
 			if m.carrier.kind != carryNone {
 				sm.carrierEnd = b.pos()
 			}
@@ -536,8 +546,8 @@ func simulateCache(msgsV, sys gjson.Result, opts SimulateOptions, tc tokenCounte
 		names = Strategies()
 	}
 	for i, n := range names {
-		if !contains(Strategies(), n) {
-			return SimulateResult{}, errorf(CodeInvalidRequest, pointer("/strategies", i), "unknown strategy %q; known: %s", n, strings.Join(Strategies(), ", "))
+		if !slices.Contains(Strategies(), n) {
+			return SimulateResult{}, errorf(CodeInvalidRequest, pointer("/strategies", i), "unknown strategy %q; known: %s", n, joinNames(Strategies()))
 		}
 	}
 	minTokens := minCacheableTokens(opts.Model)
@@ -551,7 +561,7 @@ func simulateCache(msgsV, sys gjson.Result, opts SimulateOptions, tc tokenCounte
 	if opts.Timestamps != nil && msgsV.IsArray() && len(opts.Timestamps) != len(msgsV.Array()) {
 		return SimulateResult{}, errorf(CodeInvalidRequest, "/timestamps", "timestamps must have one entry per message (%d), got %d", len(msgsV.Array()), len(opts.Timestamps))
 	}
-	conv, err := buildSimConversation(msgsV, sys, layout, tc, opts.Timestamps)
+	conv, err := buildSimConversation(msgsV, sys, layout, opts.Format, tc, opts.Timestamps)
 	if err != nil {
 		return SimulateResult{}, err
 	}
@@ -569,7 +579,7 @@ func simulateCache(msgsV, sys gjson.Result, opts SimulateOptions, tc tokenCounte
 		MinCacheableTokens: minTokens, LookbackBlocks: cacheLookbackBlocks, Timed: conv.timed,
 	}
 	for _, name := range Strategies() { // canonical order, whatever order was asked
-		if !contains(names, name) {
+		if !slices.Contains(names, name) {
 			continue
 		}
 		var place strategyFunc
@@ -603,7 +613,7 @@ func (r SimulateResult) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = strconv.AppendQuote(out, s.Name)
+		out = strconv.AppendQuote(out, string(s.Name))
 		out = append(out, ':')
 		b, err := marshal(s)
 		if err != nil {
@@ -636,16 +646,19 @@ func opCacheSimulate(req opRequest) ([]byte, error) {
 	} else if ok {
 		opts.Model = s
 	}
+	if opts.Format, err = readFormatParam(req.Get("format")); err != nil {
+		return nil, err
+	}
 	if v := req.Get("strategies"); v.Exists() && v.Type != gjson.Null {
 		if !v.IsArray() {
 			return nil, errorf(CodeInvalidRequest, "/strategies", "strategies must be an array of strategy names")
 		}
-		opts.Strategies = []string{}
+		opts.Strategies = []Strategy{}
 		for i, s := range v.Array() {
 			if s.Type != gjson.String {
 				return nil, errorf(CodeInvalidRequest, pointer("/strategies", i), "a strategy name must be a string")
 			}
-			opts.Strategies = append(opts.Strategies, s.Str)
+			opts.Strategies = append(opts.Strategies, Strategy(s.Str))
 		}
 	}
 	if v := req.Get("min_cacheable_tokens"); v.Exists() && v.Type != gjson.Null {

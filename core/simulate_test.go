@@ -16,13 +16,13 @@ import (
 // overhead, so every message below made of it is exactly 10 tokens.
 const t24 = "abcdefghijklmnopqrstuvwx"
 
-func simulate(t *testing.T, msgs string, opts SimulateOptions) map[string]StrategyResult {
+func simulate(t *testing.T, msgs string, opts SimulateOptions) map[Strategy]StrategyResult {
 	t.Helper()
 	res, err := SimulateCache([]byte(msgs), nil, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]StrategyResult{}
+	out := map[Strategy]StrategyResult{}
 	for _, s := range res.Strategies {
 		out[s.Name] = s
 	}
@@ -85,9 +85,9 @@ func TestSimulateHandChecked(t *testing.T) {
 	for _, ts := range []string{"2026-01-01T00:00:00Z", "2026-01-01T00:00:05Z", "2026-01-01T00:00:10Z", "2026-01-01T00:00:15Z", "2026-01-01T00:10:00Z", "2026-01-01T00:10:05Z"} {
 		stamped = strings.Replace(stamped, `"T"`, `"`+ts+`"`, 1)
 	}
-	r = simulate(t, stamped, SimulateOptions{HasMinCacheable: true, Strategies: []string{StrategySystemAnd3}})
+	r = simulate(t, stamped, SimulateOptions{HasMinCacheable: true, Strategies: []Strategy{StrategySystemAnd3}})
 	checkCost(t, "5m with an idle gap", r[StrategySystemAnd3], 101, 10, 80, 0, 1, 2)
-	r = simulate(t, stamped, SimulateOptions{HasMinCacheable: true, TTL: CacheTTL1h, Strategies: []string{StrategySystemAnd3}})
+	r = simulate(t, stamped, SimulateOptions{HasMinCacheable: true, TTL: CacheTTL1h, Strategies: []Strategy{StrategySystemAnd3}})
 	checkCost(t, "1h with an idle gap", r[StrategySystemAnd3], 104, 40, 50, 0, 2, 1)
 }
 
@@ -174,7 +174,7 @@ func TestSimulateSharedTraces(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		by := map[string]StrategyResult{}
+		by := map[Strategy]StrategyResult{}
 		for _, s := range res.Strategies {
 			by[s.Name] = s
 			if s.Savings < 0 || s.Savings >= 1 {
@@ -204,7 +204,7 @@ func TestSimulateSharedTraces(t *testing.T) {
 		if res.Requests >= 20 && s3.Savings < 0.75 {
 			t.Errorf("%s: system_and_3 saves %.3f over %d requests, below 0.75", name, s3.Savings, res.Requests)
 		}
-		long, err := SimulateCache(msgs, nil, SimulateOptions{TTL: CacheTTL1h, Strategies: []string{StrategySystemAnd3}})
+		long, err := SimulateCache(msgs, nil, SimulateOptions{TTL: CacheTTL1h, Strategies: []Strategy{StrategySystemAnd3}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,13 +3,28 @@ package core
 // Minimum message count for the gateway hygiene check (docs/DESIGN.md §6).
 const hygieneMinMessages = 4
 
+// Reason says why a trigger fired or stayed quiet (ShouldCompressResult.Reason), or
+// what a compaction did (Report.Reason).
+type Reason string
+
 // Trigger reasons.
 const (
-	ReasonAtThreshold    = "at_or_above_threshold"
-	ReasonBelowThreshold = "below_threshold"
-	ReasonDisabled       = "disabled"
-	ReasonBreakerOpen    = "breaker_open"
-	ReasonTooFewMessages = "too_few_messages"
+	ReasonAtThreshold    Reason = "at_or_above_threshold"
+	ReasonBelowThreshold Reason = "below_threshold"
+	ReasonDisabled       Reason = "disabled"
+	ReasonBreakerOpen    Reason = "breaker_open"
+	ReasonTooFewMessages Reason = "too_few_messages"
+)
+
+// Compaction reasons (besides ReasonBelowThreshold and ReasonDisabled, when
+// compact.begin did not compact).
+const (
+	// ReasonCompacted: the middle was summarized.
+	ReasonCompacted Reason = "compacted"
+	// ReasonPrunedOnly: nothing could be summarized, but tool outputs were pruned.
+	ReasonPrunedOnly Reason = "pruned_only"
+	// ReasonNothingToCompact: over the threshold, with nothing to summarize or prune.
+	ReasonNothingToCompact Reason = "nothing_to_compact"
 )
 
 // ShouldCompressResult says whether the agent compressor fires.
@@ -17,7 +32,7 @@ type ShouldCompressResult struct {
 	ShouldCompress  bool   `json:"should_compress"`
 	PromptTokens    int    `json:"prompt_tokens"`
 	ThresholdTokens int    `json:"threshold_tokens"`
-	Reason          string `json:"reason"`
+	Reason          Reason `json:"reason"`
 }
 
 // ShouldCompress is the agent-side trigger: prompt_tokens (the API-reported prompt
@@ -51,7 +66,7 @@ type HygieneResult struct {
 	Source          string `json:"source"`
 	ThresholdTokens int    `json:"threshold_tokens"`
 	Messages        int    `json:"messages"`
-	Reason          string `json:"reason"`
+	Reason          Reason `json:"reason"`
 }
 
 // HygieneCheck is the gateway safety net: it fires at hygiene_threshold (85%) of the

@@ -29,7 +29,7 @@ type CompactRequest struct {
 	PromptTokens int
 	// Summarizer is "host" (return a summary request; the default) or "builtin"
 	// (the deterministic extractive summary, no LLM).
-	Summarizer string
+	Summarizer core.Summarizer
 	// Output is "messages" (the default) or "refs" (unchanged messages as indices).
 	Output string
 	// Ticket, when set, names the compaction (unique among those in flight): the
@@ -261,8 +261,8 @@ func runSummarize(ctx context.Context, summarize Summarize, req core.SummaryRequ
 }
 
 // summaryFailure is compact.finish's error object {"code", "message"}.
-func summaryFailure(code, message string) json.RawMessage {
-	b := append([]byte(`{"code":`), appendString(nil, code)...)
+func summaryFailure(code core.FallbackCode, message string) json.RawMessage {
+	b := append([]byte(`{"code":`), appendString(nil, string(code))...)
 	b = append(append(b, `,"message":`...), appendString(nil, message)...)
 	return append(b, '}')
 }
@@ -295,7 +295,7 @@ func (req CompactRequest) finishParams(state, summary string, failure json.RawMe
 func (req CompactRequest) params(op string) *request {
 	return newRequest(op).raw("config", req.Config).
 		flag("force", req.Force).num("prompt_tokens", req.PromptTokens).
-		str("summarizer", req.Summarizer).str("output", req.Output).str("ticket", req.Ticket).
+		str("summarizer", string(req.Summarizer)).str("output", req.Output).str("ticket", req.Ticket).
 		str("archive_id", req.ArchiveID)
 }
 

@@ -61,7 +61,7 @@ func (ce *ContextEngine) archive(ctx context.Context, messages json.RawMessage, 
 		b = append(b, `{"index":`...)
 		b = strconv.AppendInt(b, int64(a.Index), 10)
 		b = append(b, `,"reason":`...)
-		b = appendString(b, a.Reason)
+		b = appendString(b, string(a.Reason))
 		b = append(append(b, `,"message":`...), msg...)
 		b = append(b, '}')
 	}

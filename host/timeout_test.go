@@ -40,7 +40,7 @@ func requireFallback(t *testing.T, what string, res core.CompactResult, err erro
 	if !res.Done || r == nil || !r.FallbackUsed || !strings.Contains(r.FallbackReason, reason) {
 		t.Fatalf("%s: want a fallback whose reason contains %q, got %+v", what, reason, r)
 	}
-	if got := r.FallbackCode; got != code {
+	if got := r.FallbackCode; string(got) != code {
 		t.Fatalf("%s: fallback_code %q, want %q (reason %q)", what, got, code, r.FallbackReason)
 	}
 }

@@ -28,7 +28,7 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	ttl := fs.String("ttl", "5m", "cache TTL: 5m or 1h")
 	native := fs.Bool("native", false, "native Anthropic layout (detected from the messages when not given)")
 	model := fs.String("model", "", "model name, for its minimum cacheable length (default 1024 tokens)")
-	strategies := fs.String("strategies", "", "comma-separated strategies (default all: "+strings.Join(core.Strategies(), ",")+")")
+	strategies := fs.String("strategies", "", "comma-separated strategies (default all: "+strategyNames()+")")
 	minTokens := fs.Int("min-cacheable", -1, "override the minimum cacheable prompt length in tokens, >= 0 (default: the model's)")
 	perRequest := fs.Bool("per-request", false, "with --json, include each request's numbers")
 	file, err := fileArg(fs, args)
@@ -120,4 +120,13 @@ func groupDigits(n int64) string {
 		return "-" + b.String()
 	}
 	return b.String()
+}
+
+// strategyNames lists the simulator's strategies, comma-separated, for the help.
+func strategyNames() string {
+	names := make([]string, 0, 3)
+	for _, s := range core.Strategies() {
+		names = append(names, string(s))
+	}
+	return strings.Join(names, ",")
 }
