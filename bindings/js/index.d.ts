@@ -513,6 +513,80 @@ export interface SummarizeContext {
 /** Your LLM call: returns the summary text. Rejecting with an AbortError reports its own cancellation (fallback_code "cancelled"). */
 export type Summarize = (request: SummaryRequest, context: SummarizeContext) => string | Promise<string>;
 
+/** Request options the ready summarizers pass to the SDK call: the compaction's signal. */
+export interface SummarizerRequestOptions {
+  signal?: AbortSignal;
+}
+
+/**
+ * What openaiSummarizer needs of an `openai` client (structural: the SDK itself is an
+ * optional peer dependency, not needed to type-check).
+ */
+export interface OpenAIChatClientLike {
+  chat: {
+    completions: {
+      create(
+        body: {
+          model: string;
+          messages: Array<{ role: "system" | "user"; content: string }>;
+          max_tokens?: number;
+          max_completion_tokens?: number;
+        },
+        options?: SummarizerRequestOptions,
+      ): PromiseLike<{ choices: ReadonlyArray<{ message?: { content?: string | null } | null }> }>;
+    };
+  };
+}
+
+/** What openaiSummarizer needs of an `openai` client for `api: "responses"`. */
+export interface OpenAIResponsesClientLike {
+  responses: {
+    create(
+      body: { model: string; instructions: string; input: string; max_output_tokens: number },
+      options?: SummarizerRequestOptions,
+    ): PromiseLike<{ output_text?: string; output?: ReadonlyArray<unknown> }>;
+  };
+}
+
+/** What anthropicSummarizer needs of an `@anthropic-ai/sdk` client. */
+export interface AnthropicClientLike {
+  messages: {
+    create(
+      body: { model: string; system: string; messages: Array<{ role: "user"; content: string }>; max_tokens: number },
+      options?: SummarizerRequestOptions,
+    ): PromiseLike<{ content: ReadonlyArray<{ type: string; text?: string }> }>;
+  };
+}
+
+export interface OpenAISummarizerOptions {
+  /** The summary model, e.g. "gpt-4.1-mini". Names matching ^(o\d|gpt-5) get the size as max_completion_tokens. */
+  model: string;
+  /** "chat" (chat.completions, the default) or "responses" (the Responses API). */
+  api?: "chat" | "responses";
+  /** The summary's size in tokens, instead of the request's max_tokens (for reasoning models it also covers the reasoning). */
+  maxTokens?: number;
+}
+
+export interface AnthropicSummarizerOptions {
+  /** The summary model, e.g. "claude-haiku-4-5". */
+  model: string;
+  /** max_tokens, instead of the request's. */
+  maxTokens?: number;
+}
+
+/**
+ * A summarizer over an `openai` client: the template as the system message
+ * (instructions for Responses), the size as max_tokens / max_completion_tokens /
+ * max_output_tokens, the compaction's signal as the request option. A failed call
+ * rejects (the compaction falls back); retries are the client's (maxRetries).
+ */
+export declare function openaiSummarizer(client: OpenAIChatClientLike, options: OpenAISummarizerOptions & { api?: "chat" }): Summarize;
+export declare function openaiSummarizer(client: OpenAIResponsesClientLike, options: OpenAISummarizerOptions & { api: "responses" }): Summarize;
+export declare function openaiSummarizer(client: OpenAIChatClientLike & OpenAIResponsesClientLike, options: OpenAISummarizerOptions): Summarize;
+
+/** A summarizer over an `@anthropic-ai/sdk` client: the template as `system`, the size as max_tokens. */
+export declare function anthropicSummarizer(client: AnthropicClientLike, options: AnthropicSummarizerOptions): Summarize;
+
 export interface CompactOptions {
   /** Your LLM call; may be async, may reject or throw (the built-in fallback summary is used). Absent: the built-in extractive summarizer. */
   summarize?: Summarize;

@@ -7,6 +7,7 @@ import { ABI_VERSION, Instance, checkModule, loadModule, unwrap, utf8 } from "./
 import { T, checkOptions, checkValue, describe, serialize } from "./options.js";
 
 export { ABI_VERSION, CompactError, ErrABIMismatch, ErrBadBinary, ErrClosed };
+export { anthropicSummarizer, openaiSummarizer } from "./summarizers.js";
 
 const kInstance = Symbol.for("ctxcompact.instance");
 /** Compactor's door for ContextEngine (not exported). */

@@ -4,6 +4,7 @@ import {
   Compactor, CompactError, ContextEngine, ErrBadBinary, ErrClosed, ErrABIMismatch,
   type CompactResult, type ErrorCode, type Message, type SummaryRequest, type Config,
   type OpenAIChatToolSchema, type ContextSearchResult, type ContextExpandResult, type ContextToolError,
+  openaiSummarizer, anthropicSummarizer, type Summarize, type OpenAISummarizerOptions,
 } from "ctxcompact";
 import { RecallStore, parseQuery, type RecallArchive, type RecallSearch } from "ctxcompact/recall";
 
@@ -102,4 +103,33 @@ export async function store(): Promise<number> {
   st.close();
   void [mode, tools, schema, parsed, on, badCtx];
   return found.total + json.length + gone;
+}
+
+// The ready summarizers take any client of the SDKs' shape (no SDK needed to type-check);
+// the real SDK clients are checked in types-sdk-check.ts.
+export function summarizers(): Summarize[] {
+  const chatClient = {
+    chat: { completions: { create: async (body: { model: string; messages: Array<{ role: string; content: string }> }, o?: { signal?: AbortSignal }) => ({ choices: [{ message: { content: `${body.model} ${o?.signal?.aborted}` } }] }) } },
+  };
+  const responsesClient = { responses: { create: async () => ({ output_text: "S" }) } };
+  const anthropicClient = { messages: { create: async () => ({ content: [{ type: "text", text: "S" }] }) } };
+  const options: OpenAISummarizerOptions = { model: "gpt-4.1-mini", api: "chat", maxTokens: 2000 };
+  const list: Summarize[] = [
+    openaiSummarizer(chatClient, { model: "gpt-4.1-mini", maxTokens: 2000 }),
+    // Options typed as a whole (api either): the client must have both.
+    openaiSummarizer({ ...chatClient, ...responsesClient }, options),
+    openaiSummarizer(responsesClient, { model: "gpt-5", api: "responses" }),
+    anthropicSummarizer(anthropicClient, { model: "claude-haiku-4-5", maxTokens: 1500 }),
+  ];
+  // @ts-expect-error the model is required
+  openaiSummarizer(chatClient, { api: "chat" });
+  // @ts-expect-error api: "responses" needs responses.create
+  openaiSummarizer(chatClient, { model: "m", api: "responses" });
+  // @ts-expect-error options whose api may be "responses" need a client with both
+  openaiSummarizer(chatClient, options);
+  // @ts-expect-error api is "chat" or "responses"
+  openaiSummarizer(chatClient, { model: "m", api: "completions" });
+  // @ts-expect-error an Anthropic summarizer needs messages.create
+  anthropicSummarizer(chatClient, { model: "m" });
+  return list;
 }
