@@ -306,6 +306,9 @@ export interface ValidateResult {
   problems: ValidationProblem[];
 }
 
+/** A message format: OpenAI chat ("openai", alias "openai-chat") or Anthropic Messages ("anthropic", alias "anthropic-messages"). */
+export type Format = "openai" | "openai-chat" | "anthropic" | "anthropic-messages";
+
 /** What the summarizer is asked: send `messages` to an LLM with `max_tokens`, return its text. */
 export interface SummaryRequest {
   messages: [{ role: "system"; content: string }, { role: "user"; content: string }];
@@ -596,8 +599,8 @@ export interface CompactOptions {
   config?: Config;
   /** API-reported prompt tokens of the last response (preferred over the estimate); a non-negative integer. */
   promptTokens?: number;
-  /** Message layout; absent: Anthropic when `system` is given or tool_use/tool_result blocks appear. */
-  format?: "openai" | "anthropic";
+  /** The messages' shape; absent: Anthropic when `system` is given or tool_use/tool_result blocks appear. */
+  format?: Format;
   /** Anthropic layout: the top-level system prompt (it counts as the first head message and gets the compaction note). */
   system?: string | ContentPart[];
   /** How long the summarizer may take, in ms (default 120000; Infinity: no limit). Past it, the fallback summary is used (fallback_code "timeout"). */
@@ -727,8 +730,8 @@ export interface CompressOptions {
   timeoutMs?: number;
   /** Cancels the call (compact rejects with its reason; nothing is recorded). */
   signal?: AbortSignal;
-  /** Message layout. */
-  format?: "openai" | "anthropic";
+  /** The messages' shape (absent: detected). */
+  format?: Format;
   /** Anthropic layout: the top-level system prompt. */
   system?: string | ContentPart[];
 }

@@ -26,6 +26,7 @@ from ._errors import CompactError, ErrABIMismatch, ErrBadBinary, ErrClosed, Opti
 from ._runtime import ABI_VERSION
 from ._types import (
     ArchiveRows,
+    Format,
     ArchivedMessage,
     CompactReport,
     CompactResult,
@@ -80,6 +81,7 @@ __all__ = [
     "ArchivedMessage",
     "AsyncSummarizer",
     "CompactError",
+    "Format",
     "CompactReport",
     "CompactResult",
     "CompactionEngine",

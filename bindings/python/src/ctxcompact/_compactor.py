@@ -43,6 +43,7 @@ from ._runtime import (
 )
 from ._types import (
     ArchivedMessage,
+    Format,
     CompactReport,
     CompactResult,
     Config,
@@ -571,7 +572,7 @@ class Compactor:
         *,
         config: Optional[Config] = None,
         system: Any = None,
-        format: Optional[str] = None,
+        format: Optional[Format] = None,
         timeout: Optional[float] = DEFAULT_TIMEOUT,
         **unknown: NoReturn,
     ) -> CompactResult:
@@ -630,7 +631,7 @@ class Compactor:
         *,
         config: Optional[Config] = None,
         system: Any = None,
-        format: Optional[str] = None,
+        format: Optional[Format] = None,
         timeout: Optional[float] = DEFAULT_TIMEOUT,
         **unknown: NoReturn,
     ) -> CompactResult:

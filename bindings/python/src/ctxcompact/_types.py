@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Literal, Optional, TypedDict, Union
 
 __all__ = [
+    "Format",
     "Message",
     "CompressionConfig",
     "PromptCachingConfig",
@@ -40,6 +41,10 @@ __all__ = [
     "SearchResult",
     "ExpandResult",
 ]
+
+#: A message format: OpenAI chat ("openai", alias "openai-chat") or Anthropic
+#: Messages ("anthropic", alias "anthropic-messages").
+Format = Literal["openai", "openai-chat", "anthropic", "anthropic-messages"]
 
 #: An OpenAI chat message (role, content, tool_calls, tool_call_id, ...). Any extra
 #: keys are preserved byte for byte by the core.
