@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Python binding tests, self-contained on a fresh machine:
 #   1. a venv under bindings/python/build/venv (git-ignored; CTXCOMPACT_PY_VENV overrides)
-#      with wasmtime, pytest, build and hatchling from PyPI;
+#      with wasmtime, pytest, build and hatchling from PyPI, and the openai and anthropic
+#      SDKs (pinned, for the summarizer tests and the agent-loop example);
 #   2. an sdist, then a wheel from that sdist (bindings/python/dist/), as `python -m
 #      build` does; hatch_build.py puts ../../wasm/ctxcompact.wasm and its sha256 into
 #      both, so nothing is copied into the source tree first; the wheel is installed
@@ -47,6 +48,12 @@ if ! "$venv/bin/python" -c 'import wasmtime, pytest, build, hatchling, mypy' >/d
 	rm -rf "$venv"
 	"$python" -m venv "$venv"
 	"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${deps[@]}"
+fi
+# The real SDKs, pinned, for tests/test_sdk_summarizers.py, the agent-loop example and
+# mypy on ctxcompact.summarizers (issue 18); installed into the same venv.
+sdk_deps=(openai==3.51.0 anthropic==2.10.0)
+if ! "$venv/bin/python" -c 'import openai, anthropic; assert (openai.__version__, anthropic.__version__) == ("3.51.0", "2.10.0")' >/dev/null 2>&1; then
+	"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${sdk_deps[@]}"
 fi
 vpy="$venv/bin/python"
 mkdir -p "$here/build"
