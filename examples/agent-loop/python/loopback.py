@@ -209,7 +209,10 @@ class LoopbackModel:
         server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         server.daemon_threads = True
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="loopback-model", daemon=True)
+        # A short poll: close() (shutdown) waits for the loop to notice, up to one interval.
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.02}, name="loopback-model", daemon=True
+        )
         self._thread.start()
         return self
 
