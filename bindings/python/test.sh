@@ -57,9 +57,10 @@ if ! "$venv/bin/python" -c 'import openai, anthropic; assert (openai.__version__
 fi
 vpy="$venv/bin/python"
 mkdir -p "$here/build"
-# The same pins for the fresh venvs of tests/test_wheel.py, build isolation included
+# The same pins for the fresh venvs of tests/test_wheel.py (and of the [openai] route in
+# tests/test_agent_loop_example.py), build isolation included
 # (pip passes PIP_CONSTRAINT on to the pip that fills a build environment).
-printf '%s\n' "${deps[@]}" >"$here/build/constraints.txt"
+printf '%s\n' "${deps[@]}" "${sdk_deps[@]}" >"$here/build/constraints.txt"
 
 dist="$here/dist"
 rm -rf "$dist"

@@ -89,3 +89,29 @@ def test_every_request_fits_the_window(window):
         size = loopback.tokens_of(loopback.request_messages(r.path, r.body))
         assert size <= window, (r.kind, size)
         assert r.body["model"] == ("summary-model" if r.kind == "summary" else "agent-model")
+
+
+def test_the_readme_route_with_the_openai_extra(tmp_path):
+    """`pip install './bindings/python[openai]'` into a fresh venv (PyPI or pip's cache
+    for the SDK, pinned through test.sh's constraints), then the example's command
+    with that venv's python, from the checkout root."""
+    import os
+    import venv
+
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
+    py = env_dir / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PIP_NO_BUILD_ISOLATION")}
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    if os.environ.get("CTXCOMPACT_PIP_CONSTRAINT"):
+        env["PIP_CONSTRAINT"] = os.environ["CTXCOMPACT_PIP_CONSTRAINT"]
+    r = subprocess.run([str(py), "-m", "pip", "install", "--quiet", "./bindings/python[openai]"],
+                       cwd=ROOT, env=env, capture_output=True, text=True)
+    assert r.returncode == 0, f"pip install failed:\n{r.stdout}\n{r.stderr}"
+    check = "import ctxcompact, openai, sys; print(ctxcompact.__file__); print('anthropic' in sys.modules)"
+    where = subprocess.run([str(py), "-c", check], cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
+    assert where.stdout.splitlines()[0].startswith(str(env_dir)), where.stdout
+    out = subprocess.run([str(py), "examples/agent-loop/python/agent.py", "--window", "16000"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    check_lines(out.stdout.splitlines(), assistant_turns(TRACE))
