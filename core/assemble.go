@@ -110,14 +110,14 @@ func assemble(f messageFormat, msgs []message, p plan, summary, closing string) 
 		if !noted && msgs[i].isSystem() {
 			noted = true
 			if raw, ok := f.withSystemNote(&msgs[i]); ok {
-				a.out = append(a.out, newMsg(i, raw))
+				a.out = append(a.out, newMsg(f, i, raw))
 				a.archived = append(a.archived, archivedMsg{index: i, reason: ArchivedSystemNote, raw: msgs[i].raw})
 				a.noteAdded = true
 				continue
 			}
 		}
 		if chars, ok := p.pruned.at(i); ok { // a head tool output pruned under pressure
-			a.out = append(a.out, newMsg(i, f.pruned(&msgs[i], p.calls, chars)))
+			a.out = append(a.out, newMsg(f, i, f.pruned(&msgs[i], p.calls, chars)))
 			a.archived = append(a.archived, archivedMsg{index: i, reason: ArchivedPruned, raw: msgs[i].raw})
 			continue
 		}
@@ -129,7 +129,7 @@ func assemble(f messageFormat, msgs []message, p plan, summary, closing string) 
 	tail := make([]outMsg, 0, len(msgs)-p.tailStart)
 	for i := p.tailStart; i < len(msgs); i++ {
 		if chars, ok := p.pruned.at(i); ok {
-			tail = append(tail, newMsg(i, f.pruned(&msgs[i], p.calls, chars)))
+			tail = append(tail, newMsg(f, i, f.pruned(&msgs[i], p.calls, chars)))
 			a.archived = append(a.archived, archivedMsg{index: i, reason: ArchivedPruned, raw: msgs[i].raw})
 			continue
 		}
@@ -154,10 +154,10 @@ func assemble(f messageFormat, msgs []message, p plan, summary, closing string) 
 	if role == prev || role == next {
 		a.summaryRole, a.mergedInto = "merged", tail[0].src
 		a.archived = append(a.archived, archivedMsg{index: tail[0].src, reason: ArchivedMerged, raw: msgs[tail[0].src].raw})
-		tail[0] = newMsg(tail[0].src, f.mergeSummary(tail[0].raw, text, next))
+		tail[0] = newMsg(f, tail[0].src, f.mergeSummary(tail[0].raw, text, next))
 	} else {
 		a.summaryRole = role
-		a.out = append(a.out, newMsg(-1, f.summaryMessage(role, text)))
+		a.out = append(a.out, newMsg(f, -1, f.summaryMessage(role, text)))
 	}
 	a.out = append(a.out, tail...)
 	return a

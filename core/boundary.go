@@ -73,10 +73,38 @@ type planner struct {
 // last group.
 func (pl *planner) placeHead() {
 	n := len(pl.msgs)
-	pl.p.headEnd = min(pl.cc.ProtectFirstN, n)
+	pl.p.headEnd = pl.afterTurns(pl.cc.ProtectFirstN)
 	for pl.p.headEnd < n && pl.f.joinsPrevious(&pl.msgs[pl.p.headEnd]) {
 		pl.p.headEnd++
 	}
+}
+
+// afterTurns returns the index just past the first k turns (a turn is an item and
+// the items that continue it), or len(msgs).
+func (pl *planner) afterTurns(k int) int {
+	i := 0
+	for turns := 0; i < len(pl.msgs); i++ {
+		if !pl.msgs[i].continuesTurn {
+			if turns == k {
+				break
+			}
+			turns++
+		}
+	}
+	return i
+}
+
+// lastTurns returns the index where the last k turns start (0 when there are
+// fewer).
+func (pl *planner) lastTurns(k int) int {
+	i := len(pl.msgs)
+	for turns := 0; i > 0 && turns < k; {
+		i--
+		if !pl.msgs[i].continuesTurn {
+			turns++
+		}
+	}
+	return i
 }
 
 // alignBack moves a tail start at i back to the start of its group (never into the
@@ -126,7 +154,7 @@ func (pl *planner) placeBudgetedTail() {
 // protect_last_n messages.
 func (pl *planner) placeCountedTail() {
 	p := &pl.p
-	countStart := pl.alignBack(max(p.headEnd, len(pl.msgs)-pl.cc.ProtectLastN))
+	countStart := pl.alignBack(max(p.headEnd, pl.lastTurns(pl.cc.ProtectLastN)))
 	p.tailStart = min(p.budgetStart, countStart)
 }
 

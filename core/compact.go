@@ -182,7 +182,7 @@ func parseCompactParams(req params, known *jsonraw.ArrayParts) (*compactRequest,
 		return nil, err
 	}
 	mv := req.Get("messages")
-	if r.msgs, err = parseMessages(mv, r.tc, known); err != nil {
+	if r.format, r.msgs, err = readList(req.Get("format"), mv, req.Get("system").Exists(), r.tc, known); err != nil {
 		return nil, err
 	}
 	r.msgsRaw, r.cfgRaw = mv.Raw, req.Get("config").Raw
@@ -205,30 +205,24 @@ func parseCompactParams(req params, known *jsonraw.ArrayParts) (*compactRequest,
 	if r.archiveID, err = archiveIDParam(req); err != nil {
 		return nil, err
 	}
-	return r, r.readFormat(req)
+	return r, r.readSystem(req)
 }
 
-// readFormat reads "format" (a name or alias; absent: detected, see detectFormat)
-// and the top-level system prompt, which only a format that has one takes.
-func (r *compactRequest) readFormat(req params) error {
-	sys := req.Get("system")
-	hasSystem := sys.Exists() && sys.Type != gjson.Null
-	f, err := formatForMessages(req.Get("format"), r.msgs, req.Get("system").Exists())
-	if err != nil {
-		return err
-	}
-	r.format = f
-	if hasSystem {
-		if !f.topLevelSystem() {
+// readSystem reads the top-level system prompt, which only a format that has one
+// takes, and checks the views against the format.
+func (r *compactRequest) readSystem(req params) error {
+	if sys := req.Get("system"); sys.Exists() && sys.Type != gjson.Null {
+		if !r.format.topLevelSystem() {
 			return errorf(CodeInvalidRequest, "/system", "a top-level system prompt is the Anthropic layout: set format to \"anthropic\" or put it in a system message")
 		}
-		if sys.Type != gjson.String && !sys.IsArray() {
-			return errorf(CodeInvalidRequest, "/system", "system must be a string or an array of content blocks")
-		}
 		r.system = gjson.Parse(sys.Raw)
-		r.systemTokens = r.tc.content(r.system) + messageOverheadTokens
+		tokens, err := r.format.checkSystem(r.system, r.tc)
+		if err != nil {
+			return err
+		}
+		r.systemTokens = tokens
 	}
-	return f.checkMessages(r.msgs)
+	return r.format.checkMessages(r.msgs)
 }
 
 func boolParam(req params, key string) (bool, error) {
@@ -397,7 +391,7 @@ func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome
 	out := r.repair(&a, rep)
 	rep.MessagesAfter = len(out)
 	rep.FirstChangedIndex = firstChanged(out, len(r.msgs))
-	rep.TokensAfter = tokensOfOutput(r.msgs, out, r.tc)
+	rep.TokensAfter = tokensOfOutput(r.format, r.msgs, out, r.tc)
 	system := r.systemAfter(p, rep)
 	rep.Fits = rep.TokensAfter < r.thr.ThresholdTokens
 	sortArchived(a.archived)
@@ -474,7 +468,7 @@ func (r *compactRequest) assemblePrunedOnly(p plan, rep *Report) assembly {
 	a := assembly{mergedInto: -1}
 	for i := range r.msgs {
 		if chars, ok := p.pruned.at(i); ok {
-			a.out = append(a.out, newMsg(i, r.format.pruned(&r.msgs[i], p.calls, chars)))
+			a.out = append(a.out, newMsg(r.format, i, r.format.pruned(&r.msgs[i], p.calls, chars)))
 			a.archived = append(a.archived, archivedMsg{index: i, reason: ArchivedPruned, raw: r.msgs[i].raw})
 			continue
 		}
@@ -559,13 +553,13 @@ func (r *compactRequest) systemAfter(p plan, rep *Report) string {
 	return system
 }
 
-func tokensOfOutput(msgs []message, out []outMsg, tc tokenCounter) int {
+func tokensOfOutput(f messageFormat, msgs []message, out []outMsg, tc tokenCounter) int {
 	n := 0
 	for _, m := range out {
 		if !m.changed && m.src >= 0 {
 			n += msgs[m.src].tokens
 		} else {
-			n += tc.message(gjson.Parse(m.raw))
+			n += f.countItem(tc, m.raw)
 		}
 	}
 	return n

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"github.com/ctxcompact/ctxcompact/core/internal/jsonraw"
 	"github.com/tidwall/gjson"
 )
 
@@ -50,9 +51,20 @@ func ParseFormat(name string) (Format, bool) {
 type messageFormat interface {
 	// name is the format's canonical name.
 	name() Format
+	// read reads the request's list v into views, estimating each one's tokens with
+	// tc; known is what the validating scan recorded of the list (nil when nothing).
+	// Structural problems are invalid_messages errors with the item's path.
+	read(v gjson.Result, tc tokenCounter, known *jsonraw.ArrayParts) ([]message, error)
+	// readOne reads one item (path is its pointer, for errors).
+	readOne(raw, path string) (message, error)
+	// countItem estimates the tokens of one item as written (a new or changed one),
+	// by the same rule read estimates the input's with.
+	countItem(tc tokenCounter, raw string) int
 	// topLevelSystem reports whether the request's "system" field holds the format's
 	// system prompt (it lives outside the list).
 	topLevelSystem() bool
+	// checkSystem checks a top-level system prompt's shape and estimates its tokens.
+	checkSystem(sys gjson.Result, tc tokenCounter) (tokens int, err error)
 	// checkMessages refuses views the format has no place for (a role it does not
 	// have), with the offending message's path.
 	checkMessages(msgs []message) error
@@ -144,18 +156,67 @@ func detectFormat(msgs []message, hasSystem bool) Format {
 	return FormatOpenAI
 }
 
-// formatForMessages resolves a request's format: the one it names, else the one
-// detected from its messages.
-func formatForMessages(v gjson.Result, msgs []message, hasSystem bool) (messageFormat, error) {
-	f, err := readFormatParam(v)
+// readList reads a request's list v as the format formatV names, or, when it names
+// none, as the format sniffed from the items (sniffFormat) or detected from the chat
+// views (detectFormat; hasSystem: the request gives a top-level system).
+func readList(formatV, v gjson.Result, hasSystem bool, tc tokenCounter, known *jsonraw.ArrayParts) (messageFormat, []message, error) {
+	f, err := readFormatParam(formatV)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if f == "" {
-		f = detectFormat(msgs, hasSystem)
+		f = sniffFormat(v, known)
 	}
-	return formatOf(f), nil
+	if f != "" {
+		mf := formatOf(f)
+		msgs, err := mf.read(v, tc, known)
+		return mf, msgs, err
+	}
+	msgs, err := parseMessages(v, tc, known)
+	if err != nil {
+		return nil, nil, err
+	}
+	return formatOf(detectFormat(msgs, hasSystem)), msgs, nil
 }
+
+// sniffFormat names the format of a list whose items are not the chat formats'
+// {role, content} envelope, from their top-level keys; "" for the chat formats (which
+// detectFormat tells apart once read). Input that fits several formats reads as chat.
+func sniffFormat(v gjson.Result, known *jsonraw.ArrayParts) Format {
+	var keys func(yield func(key string) bool)
+	if known.HasFields(v.Raw) {
+		keys = func(yield func(string) bool) {
+			for k := range known.ElementList() {
+				fields, _ := known.FieldsOf(k)
+				for i := range fields {
+					if !yield(jsonraw.DecodeString(fields[i].Key(v.Raw))) {
+						return
+					}
+				}
+			}
+		}
+	} else {
+		keys = func(yield func(string) bool) {
+			jsonraw.ForEachElement(v.Raw, func(item string) bool {
+				more := true
+				if item[0] == '{' {
+					jsonraw.ForEachField(item, func(k, _ string) bool { more = yield(k); return more })
+				}
+				return more
+			})
+		}
+	}
+	var f Format
+	keys(func(k string) bool {
+		f = sniffKey(k)
+		return f == ""
+	})
+	return f
+}
+
+// sniffKey is the format a top-level item key belongs to only, "" when the chat
+// formats have it too or nobody does.
+func sniffKey(string) Format { return "" }
 
 // joinNames joins the names of a typed string enum for an error message.
 func joinNames[S ~string](names []S) string {

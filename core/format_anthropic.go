@@ -13,7 +13,7 @@ import (
 // messagesFormat is Anthropic Messages (FormatAnthropic): an assistant turn's
 // tool_use blocks are answered by tool_result blocks of the one user turn after it,
 // and the system prompt is the request's top-level "system".
-type messagesFormat struct{}
+type messagesFormat struct{ chatReader }
 
 func (messagesFormat) name() Format         { return FormatAnthropic }
 func (messagesFormat) topLevelSystem() bool { return true }

@@ -5,13 +5,36 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ctxcompact/ctxcompact/core/internal/jsonraw"
 	"github.com/tidwall/gjson"
 )
 
 // chatFormat is OpenAI chat completions (FormatOpenAI): an assistant message's
 // tool_calls are answered by the role "tool" rows after it, one per call, each
 // naming its call by tool_call_id.
-type chatFormat struct{}
+type chatFormat struct{ chatReader }
+
+// chatReader reads the chat formats' shared envelope, {role, content, ...}: both
+// OpenAI chat and Anthropic Messages (messages.go).
+type chatReader struct{}
+
+func (chatReader) read(v gjson.Result, tc tokenCounter, known *jsonraw.ArrayParts) ([]message, error) {
+	return parseMessages(v, tc, known)
+}
+
+func (chatReader) readOne(raw, path string) (message, error) {
+	return parseMessage(gjson.Parse(raw), path)
+}
+
+// checkSystem: a string or a list of content blocks (Anthropic's top-level system).
+func (chatReader) checkSystem(sys gjson.Result, tc tokenCounter) (int, error) {
+	if sys.Type != gjson.String && !sys.IsArray() {
+		return 0, errorf(CodeInvalidRequest, "/system", "system must be a string or an array of content blocks")
+	}
+	return tc.content(sys) + messageOverheadTokens, nil
+}
+
+func (chatReader) countItem(tc tokenCounter, raw string) int { return tc.message(gjson.Parse(raw)) }
 
 func (chatFormat) name() Format                  { return FormatOpenAI }
 func (chatFormat) topLevelSystem() bool          { return false }

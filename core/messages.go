@@ -28,7 +28,12 @@ type message struct {
 	results []string
 	// blocks is true when the content holds Anthropic tool_use or tool_result blocks.
 	blocks bool
-	tokens int
+	// continuesTurn is true for an item that is a further part of the turn of the
+	// item before it (a format whose turn spans several items: a Responses message
+	// and its function_call items): counts of messages (protect_first_n,
+	// protect_last_n) count a turn once. Never set in the chat formats.
+	continuesTurn bool
+	tokens        int
 	// chars1 is the number of characters of a string content plus one; 0 until
 	// counted (see contentChars).
 	chars1 int

@@ -213,14 +213,14 @@ func opPrune(req opRequest) ([]byte, error) {
 	res := PruneResult{Pruned: []int{}, TokensBefore: r.tokensBefore()}
 	for i := range r.msgs {
 		if chars, ok := r.format.prunable(&r.msgs[i]); ok && i >= p.headEnd && i < p.budgetStart {
-			o.out = append(o.out, newMsg(i, r.format.pruned(&r.msgs[i], calls, chars)))
+			o.out = append(o.out, newMsg(r.format, i, r.format.pruned(&r.msgs[i], calls, chars)))
 			o.archived = append(o.archived, archivedMsg{index: i, reason: ArchivedPruned, raw: r.msgs[i].raw})
 			res.Pruned = append(res.Pruned, i)
 			continue
 		}
 		o.out = append(o.out, keptMsg(r.msgs, i))
 	}
-	res.TokensAfter = tokensOfOutput(r.msgs, o.out, r.tc)
+	res.TokensAfter = tokensOfOutput(r.format, r.msgs, o.out, r.tc)
 	return writeWithFields(o, r.refs, res)
 }
 

@@ -1,9 +1,5 @@
 package core
 
-import (
-	"github.com/tidwall/gjson"
-)
-
 // stubResultText is the content of a result added for a call whose result is gone.
 const stubResultText = "[No result was recorded for this tool call: it was lost before compaction. Call the tool again if you need its output.]"
 
@@ -21,8 +17,9 @@ func keptMsg(msgs []message, i int) outMsg {
 	return outMsg{src: i, raw: msgs[i].raw, view: msgs[i]}
 }
 
-func newMsg(src int, raw string) outMsg {
-	m, _ := parseMessage(gjson.Parse(raw), "")
+// newMsg is a new or changed message raw, read as an item of format f.
+func newMsg(f messageFormat, src int, raw string) outMsg {
+	m, _ := f.readOne(raw, "")
 	m.raw = raw
 	return outMsg{src: src, changed: true, raw: raw, view: m}
 }
@@ -72,10 +69,10 @@ func sanitizeToolPairs(f messageFormat, in []outMsg) (out, removed, repaired []o
 		}
 		added, into := f.stubResults(ids, next)
 		for _, raw := range added {
-			out = append(out, newMsg(-1, raw))
+			out = append(out, newMsg(f, -1, raw))
 		}
 		if into != "" {
-			*next = newMsg(next.src, into)
+			*next = newMsg(f, next.src, into)
 			repaired = append(repaired, *next)
 		}
 	}
@@ -102,7 +99,7 @@ func sanitizeToolPairs(f messageFormat, in []outMsg) (out, removed, repaired []o
 				res.Removed = append(res.Removed, m.src)
 				continue
 			}
-			fixed := newMsg(m.src, raw)
+			fixed := newMsg(f, m.src, raw)
 			repaired = append(repaired, fixed)
 			out = append(out, fixed)
 			continue
@@ -129,11 +126,7 @@ func indexOf(list []string, s string) int {
 }
 
 func opSanitize(req opRequest) ([]byte, error) {
-	msgs, err := parseMessages(req.Get("messages"), roughCounter, req.arrays["messages"])
-	if err != nil {
-		return nil, err
-	}
-	f, err := formatForMessages(req.Get("format"), msgs, false)
+	f, msgs, err := readList(req.Get("format"), req.Get("messages"), false, roughCounter, req.arrays["messages"])
 	if err != nil {
 		return nil, err
 	}

@@ -90,11 +90,22 @@ func validateMessages(msgsV, formatV gjson.Result) (ValidateResult, error) {
 		path string
 		err  *Error
 	}
+	name, err := readFormatParam(formatV)
+	if err != nil {
+		return ValidateResult{}, err
+	}
+	if name == "" {
+		name = sniffFormat(msgsV, nil)
+	}
+	readOne := chatReader{}.readOne
+	if name != "" {
+		readOne = formatOf(name).readOne
+	}
 	var items []item
 	var good []message
 	msgsV.ForEach(func(_, mv gjson.Result) bool {
 		path := pointer("/messages", len(items))
-		m, err := parseMessage(mv, path)
+		m, err := readOne(mv.Raw, path)
 		it := item{m: m, mv: mv, path: path}
 		if err != nil {
 			it.err = err.(*Error)
@@ -104,10 +115,10 @@ func validateMessages(msgsV, formatV gjson.Result) (ValidateResult, error) {
 		items = append(items, it)
 		return true
 	})
-	f, err := formatForMessages(formatV, good, false)
-	if err != nil {
-		return ValidateResult{}, err
+	if name == "" {
+		name = detectFormat(good, false)
 	}
+	f := formatOf(name)
 	v := &validation{res: ValidateResult{Problems: []Problem{}}, seen: map[string]bool{}}
 	for k := range items {
 		it := &items[k]
