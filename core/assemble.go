@@ -151,6 +151,9 @@ func assemble(f messageFormat, msgs []message, p plan, summary, closing string) 
 	if role == next {
 		role = map[string]string{"user": "assistant", "assistant": "user"}[role]
 	}
+	if cr, ok := f.(consecutiveRoles); ok && cr.allowsConsecutiveRoles() {
+		prev, next = "", "" // the summary is its own item whatever is around it
+	}
 	if role == prev || role == next {
 		a.summaryRole, a.mergedInto = "merged", tail[0].src
 		a.archived = append(a.archived, archivedMsg{index: tail[0].src, reason: ArchivedMerged, raw: msgs[tail[0].src].raw})
@@ -162,6 +165,10 @@ func assemble(f messageFormat, msgs []message, p plan, summary, closing string) 
 	a.out = append(a.out, tail...)
 	return a
 }
+
+// consecutiveRoles is implemented by a format whose API takes two items of one role
+// in a row (Responses): the summary is then always its own item, never merged.
+type consecutiveRoles interface{ allowsConsecutiveRoles() bool }
 
 // assistantDelimiter is SummaryDelimiter for a summary merged into an assistant
 // message.

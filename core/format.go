@@ -20,16 +20,21 @@ const (
 	// tool_use blocks, their results as tool_result blocks of the next user turn, the
 	// system prompt the request's top-level "system".
 	FormatAnthropic Format = "anthropic"
+	// FormatResponses is OpenAI Responses input items: messages, call and call
+	// output items paired by call_id, server-side items kept opaque, the system prompt
+	// the request's instructions (format_responses.go).
+	FormatResponses Format = "responses"
 )
 
 // formatAliases maps every accepted name to its format.
 var formatAliases = map[string]Format{
 	"openai": FormatOpenAI, "openai-chat": FormatOpenAI,
 	"anthropic": FormatAnthropic, "anthropic-messages": FormatAnthropic,
+	"responses": FormatResponses, "openai-responses": FormatResponses,
 }
 
 // Formats lists the formats by their canonical names.
-func Formats() []Format { return []Format{FormatOpenAI, FormatAnthropic} }
+func Formats() []Format { return []Format{FormatOpenAI, FormatAnthropic, FormatResponses} }
 
 // ParseFormat returns the format a name or an alias names, and false for any other.
 func ParseFormat(name string) (Format, bool) {
@@ -122,6 +127,9 @@ func formatOf(f Format) messageFormat {
 	if f == FormatAnthropic {
 		return messagesFormat{}
 	}
+	if f == FormatResponses {
+		return newResponsesFormat()
+	}
 	return chatFormat{}
 }
 
@@ -138,7 +146,7 @@ func readFormatParam(v gjson.Result) (Format, error) {
 
 // formatNames lists the accepted format names, aliases included, for errors.
 func formatNames() string {
-	return `"openai" (alias "openai-chat") or "anthropic" (alias "anthropic-messages")`
+	return `"openai" (alias "openai-chat"), "anthropic" (alias "anthropic-messages") or "responses" (alias "openai-responses")`
 }
 
 // detectFormat is the format of msgs when the request names none: Anthropic when a
@@ -216,7 +224,12 @@ func sniffFormat(v gjson.Result, known *jsonraw.ArrayParts) Format {
 
 // sniffKey is the format a top-level item key belongs to only, "" when the chat
 // formats have it too or nobody does.
-func sniffKey(string) Format { return "" }
+func sniffKey(k string) Format {
+	if k == "type" {
+		return FormatResponses
+	}
+	return ""
+}
 
 // joinNames joins the names of a typed string enum for an error message.
 func joinNames[S ~string](names []S) string {

@@ -33,7 +33,10 @@ type message struct {
 	// and its function_call items): counts of messages (protect_first_n,
 	// protect_last_n) count a turn once. Never set in the chat formats.
 	continuesTurn bool
-	tokens        int
+	// opaque is true for an item the format does not read (kindOpaque): kept byte
+	// for byte. Never set in the chat formats.
+	opaque bool
+	tokens int
 	// chars1 is the number of characters of a string content plus one; 0 until
 	// counted (see contentChars).
 	chars1 int
@@ -201,6 +204,8 @@ const (
 // kind returns what m is. The chat formats have no opaque items.
 func (m *message) kind() itemKind {
 	switch {
+	case m.opaque:
+		return kindOpaque
 	case m.isToolResult():
 		return kindResult
 	case m.role == "assistant" && len(m.calls) > 0:
@@ -262,7 +267,7 @@ func firstTextPart(arr string) (text string) {
 			}
 			return true
 		})
-		if typ == `"text"` || haveType && typ[0] == '"' && jsonraw.DecodeString(typ) == "text" {
+		if typ == `"text"` || haveType && typ[0] == '"' && isTextPartType(jsonraw.DecodeString(typ)) {
 			text = jsonraw.DecodeString(txt)
 			return false
 		}
@@ -270,6 +275,10 @@ func firstTextPart(arr string) (text string) {
 	})
 	return text
 }
+
+// isTextPartType reports whether a part of this type holds its text in "text":
+// the chat formats' "text", the Responses input_text and output_text.
+func isTextPartType(t string) bool { return t == "text" || t == "input_text" || t == "output_text" }
 
 // isRealUser reports whether m is a request typed by the user: role user and not a
 // compaction summary.

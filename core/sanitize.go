@@ -62,8 +62,12 @@ func sanitizeToolPairs(f messageFormat, in []outMsg) (out, removed, repaired []o
 		pending = pending[:0]
 		return ids
 	}
+	dropper, _ := f.(callDropper)
 	closeGroup := func(next *outMsg) {
 		ids := stubs()
+		if dropper != nil {
+			ids = dropUnanswered(dropper, ids, &out, &removed, &res)
+		}
 		if len(ids) == 0 {
 			return
 		}
@@ -104,7 +108,9 @@ func sanitizeToolPairs(f messageFormat, in []outMsg) (out, removed, repaired []o
 			out = append(out, fixed)
 			continue
 		}
-		closeGroup(&m)
+		if !f.joinsPrevious(&m.view) { // a further call of the turn keeps the group open
+			closeGroup(&m)
+		}
 		out = append(out, m)
 		if m.view.role == "assistant" {
 			for _, c := range m.view.calls {
@@ -114,6 +120,50 @@ func sanitizeToolPairs(f messageFormat, in []outMsg) (out, removed, repaired []o
 	}
 	closeGroup(nil)
 	return out, removed, repaired, res
+}
+
+// callDropper is implemented by a format some of whose calls cannot get an honest
+// stub result (a Responses computer_call needs a screenshot): such a call left
+// without a result is removed instead, with the items before it that cannot stand
+// without it (dropsWith: a reasoning item).
+type callDropper interface {
+	dropsUnanswered(id string) bool
+	dropsWith(m *message) bool
+}
+
+// dropUnanswered removes from out the call items of the ids d drops (each such item
+// makes one call), recording them as removed, and returns the ids left to stub.
+func dropUnanswered(d callDropper, ids []string, out, removed *[]outMsg, res *SanitizeResult) []string {
+	keep := ids[:0]
+	for _, id := range ids {
+		if !d.dropsUnanswered(id) {
+			keep = append(keep, id)
+			continue
+		}
+		for k := len(res.Stubbed) - 1; k >= 0; k-- { // stubs() listed it: it is not stubbed
+			if res.Stubbed[k] == id {
+				res.Stubbed = append(res.Stubbed[:k], res.Stubbed[k+1:]...)
+				break
+			}
+		}
+		for k := len(*out) - 1; k >= 0; k-- {
+			o := (*out)[k]
+			if len(o.view.calls) != 1 || o.view.calls[0].id != id {
+				continue
+			}
+			from := k
+			for from > 0 && d.dropsWith(&(*out)[from-1].view) {
+				from--
+			}
+			for _, r := range (*out)[from : k+1] {
+				*removed = append(*removed, r)
+				res.Removed = append(res.Removed, r.src)
+			}
+			*out = append((*out)[:from], (*out)[k+1:]...)
+			break
+		}
+	}
+	return keep
 }
 
 func indexOf(list []string, s string) int {

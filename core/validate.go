@@ -119,6 +119,16 @@ func validateMessages(msgsV, formatV gjson.Result) (ValidateResult, error) {
 		name = detectFormat(good, false)
 	}
 	f := formatOf(name)
+	if tm, ok := f.(turnMarker); ok { // a format whose turns span items marks them in context
+		views := make([]message, len(items))
+		for k := range items {
+			views[k] = items[k].m
+		}
+		tm.markTurns(views)
+		for k := range items {
+			items[k].m.continuesTurn = views[k].continuesTurn
+		}
+	}
 	v := &validation{res: ValidateResult{Problems: []Problem{}}, seen: map[string]bool{}}
 	for k := range items {
 		it := &items[k]
@@ -130,7 +140,9 @@ func validateMessages(msgsV, formatV gjson.Result) (ValidateResult, error) {
 		if f.validateResults(v, m, it.mv, path) {
 			continue
 		}
-		v.closeGroup()
+		if !f.joinsPrevious(m) { // a further call of the turn keeps the group open
+			v.closeGroup()
+		}
 		if m.role != "assistant" {
 			continue
 		}
@@ -156,6 +168,10 @@ func validateMessages(msgsV, formatV gjson.Result) (ValidateResult, error) {
 	v.res.OK = len(v.res.Problems) == 0
 	return v.res, nil
 }
+
+// turnMarker is implemented by a format whose items continue the turn of the items
+// before them (continuesTurn), which only the items around them tell.
+type turnMarker interface{ markTurns(msgs []message) }
 
 func opValidate(req opRequest) ([]byte, error) {
 	res, err := validateMessages(req.Get("messages"), req.Get("format"))
