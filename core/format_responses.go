@@ -277,7 +277,7 @@ func markResponsesTurns(msgs []message) {
 		switch {
 		case i <= compaction:
 			m.continuesTurn = true // summarized by the server already: one unit, kept
-		case i > 0 && responsesAssistantSide(m) && responsesAssistantSide(&msgs[i-1]):
+		case i > 0 && i-1 != compaction && responsesAssistantSide(m) && responsesAssistantSide(&msgs[i-1]):
 			m.continuesTurn = true
 		default:
 			m.continuesTurn = false

@@ -165,3 +165,240 @@ func TestResponsesTraces(t *testing.T) {
 	}
 	t.Logf("responses: %d compactions, %d the chat trace's, tokens within %.2f%%", runs, same, 100*maxDiff)
 }
+
+// Responses builders for edge-case scenarios.
+func rmsg(role, text string) map[string]any {
+	return map[string]any{"type": "message", "role": role, "content": text}
+}
+func rcall(typ, id string, extra ...any) map[string]any {
+	m := map[string]any{"type": typ, "call_id": id}
+	if typ == "mcp_approval_request" {
+		m = map[string]any{"type": typ, "id": id, "server_label": "deepwiki"}
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		m[extra[i].(string)] = extra[i+1]
+	}
+	return m
+}
+func rout(typ, id string, extra ...any) map[string]any {
+	m := map[string]any{"type": typ, "call_id": id}
+	switch typ {
+	case "local_shell_call_output":
+		m = map[string]any{"type": typ, "id": id}
+	case "mcp_approval_response":
+		m = map[string]any{"type": typ, "approval_request_id": id}
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		m[extra[i].(string)] = extra[i+1]
+	}
+	return m
+}
+func rfn(id, path string) map[string]any {
+	return rcall("function_call", id, "name", "read_file", "arguments", args("path", path))
+}
+func rfnOut(id, out string) map[string]any { return rout("function_call_output", id, "output", out) }
+func reasoning(id string) map[string]any {
+	return map[string]any{"type": "reasoning", "id": id, "summary": []any{}, "encrypted_content": "gAAAAB" + id + "=="}
+}
+
+// responsesSession is smallSession as Responses items, each tool turn a reasoning
+// item, a function_call and its output.
+func responsesSession(turns int) []any {
+	m := []any{rmsg("developer", "You are a coding agent."), rmsg("user", "Refactor the parser module."), rmsg("assistant", "I'll start by reading the files.")}
+	for i := 0; i < turns; i++ {
+		id := fmt.Sprintf("t%d", i)
+		m = append(m, reasoning("rs_"+id), rfn(id, fmt.Sprintf("src/parser_%d.py", i)), rfnOut(id, code(fmt.Sprintf("parser%d", i), 800)))
+	}
+	return append(m, rmsg("assistant", "The parser is split into a lexer and a grammar now."), rmsg("user", "Now add tests for the lexer."))
+}
+
+func responsesBeginCases() []genCase {
+	s := responsesSession(6)
+	parallelHead := cat(s[:2], reasoning("rs_p"), rmsg("assistant", "Reading all three at once."),
+		rfn("p1", "a.toml"), rfn("p2", "b.toml"), rfn("p3", "c.toml"),
+		rfnOut("p1", code("a", 300)), rfnOut("p2", code("b", 300)), rfnOut("p3", code("c", 300)), s[3:])
+	parallelTail := cat(s[:len(s)-2], reasoning("rs_q"),
+		rcall("function_call", "q1", "name", "terminal", "arguments", args("command", "ruff check src")),
+		rcall("function_call", "q2", "name", "terminal", "arguments", args("command", "mypy src")),
+		rfnOut("q1", code("ruff", 500)), rfnOut("q2", code("mypy", 500)),
+		rmsg("assistant", "Both linters pass."), rmsg("user", "Ship it."))
+	compaction := cat([]any{rmsg("user", "Refactor the parser module."), map[string]any{"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAABcompacted=="}}, s[3:])
+	orphans := cat(s, rfnOut("ghost", "a result whose call was never recorded"),
+		rcall("function_call", "lost", "name", "terminal", "arguments", args("command", "pytest")),
+		rcall("custom_tool_call", "lost_custom", "name", "apply_grammar", "input", "start: expr"),
+		rcall("local_shell_call", "lost_local", "action", map[string]any{"type": "exec", "command": []any{"ls"}, "env": map[string]any{}}),
+		rcall("shell_call", "lost_shell", "action", map[string]any{"commands": []any{"make"}}),
+		rcall("apply_patch_call", "lost_patch", "status", "completed", "operation", map[string]any{"type": "delete_file", "path": "old.py"}),
+		rmsg("user", "Did the tests pass?"),
+		reasoning("rs_c"), rcall("computer_call", "lost_computer", "id", "cu_1", "status", "completed", "pending_safety_checks", []any{}, "action", map[string]any{"type": "screenshot"}),
+		rcall("mcp_approval_request", "mcpr_1", "name", "ask_question", "arguments", "{}"),
+		rmsg("user", "And the screenshot?"),
+		map[string]any{"type": "compaction_trigger"},
+		rout("computer_call_output", "ghost_computer", "output", map[string]any{"type": "computer_screenshot", "image_url": "data:image/png;base64,AAAA"}),
+		rout("mcp_approval_response", "ghost_mcp", "approve", true),
+		rout("local_shell_call_output", "ghost_local", "output", "{}"),
+		map[string]any{"type": "web_search_call", "id": "ws_1", "status": "completed", "action": map[string]any{"type": "search", "query": "lexer"}},
+		rmsg("assistant", "Searched."))
+	camel := []any{rmsg("system", "You are a coding agent."), map[string]any{"role": "user", "content": "Refactor the parser module."}}
+	for i := 0; i < 6; i++ {
+		id := fmt.Sprintf("c%d", i)
+		camel = append(camel, map[string]any{"type": "function_call", "callId": id, "name": "read_file", "arguments": args("path", fmt.Sprintf("src/p%d.py", i)), "status": "completed"},
+			map[string]any{"type": "function_call_result", "callId": id, "name": "read_file", "status": "completed", "output": code(fmt.Sprintf("p%d", i), 800)})
+	}
+	camel = append(camel, map[string]any{"type": "function_call", "callId": "c_lost", "name": "terminal", "arguments": args("command", "make"), "status": "completed"},
+		map[string]any{"role": "user", "content": "Now add tests."})
+	return []genCase{
+		{"responses-session-builtin", map[string]any{"messages": s, "format": "responses", "config": tinyWindow, "force": true, "summarizer": "builtin"}},
+		{"responses-instructions-take-the-note", map[string]any{"messages": s[1:], "system": "You are a coding agent.", "config": tinyWindow, "force": true, "summarizer": "builtin"}},
+		{"responses-parallel-calls-at-head-boundary", map[string]any{"messages": parallelHead, "format": "openai-responses", "config": tinyWindow, "force": true, "summarizer": "builtin"}},
+		{"responses-parallel-calls-at-tail-boundary", map[string]any{"messages": parallelTail, "config": tinyWindow, "force": true, "summarizer": "builtin"}},
+		{"responses-head-extends-through-compaction-item", map[string]any{"messages": compaction, "config": map[string]any{"model": map[string]any{"context_length": 2000}, "compression": map[string]any{"protect_first_n": 0, "protect_last_n": 4}}, "force": true, "summarizer": "builtin"}},
+		{"responses-orphans-of-each-call-type", map[string]any{"messages": orphans, "config": tinyWindow, "force": true, "summarizer": "builtin"}},
+		{"responses-agents-sdk-camel-case", map[string]any{"messages": camel, "config": tinyWindow, "force": true, "summarizer": "builtin"}},
+		{"responses-summary-request", map[string]any{"messages": s, "config": tinyWindow, "force": true}},
+	}
+}
+
+func compactResult(t *testing.T, req map[string]any) CompactResult {
+	t.Helper()
+	res, e := callOp(t, "compact.begin", req)
+	require.Nil(t, e)
+	return decodeResult(t, res)
+}
+
+// TestResponsesScenarios asserts the meaning of each Responses vector.
+func TestResponsesScenarios(t *testing.T) {
+	cases := map[string]map[string]any{}
+	for _, c := range responsesBeginCases() {
+		cases[c.name] = c.request
+	}
+	types := func(out []json.RawMessage) []string {
+		var ts []string
+		for _, m := range out {
+			ts = append(ts, gjson.GetBytes(m, "type").Str)
+		}
+		return ts
+	}
+	t.Run("session", func(t *testing.T) {
+		r := compactResult(t, cases["responses-session-builtin"])
+		checkResponsesCompaction(t, toRaw(t, cases["responses-session-builtin"]["messages"]), r)
+		require.NotNil(t, r.Report.Summarized)
+		sum := gjson.ParseBytes(r.Messages[r.Report.HeadEnd])
+		require.Equal(t, "message", sum.Get("type").Str)
+		require.Contains(t, sum.Get("content").Str, SummaryPrefix)
+		require.Contains(t, string(r.Messages[0]), "[Note: earlier turns", "the developer message takes the note")
+		// A boundary never falls between a reasoning item and its call.
+		in := toRaw(t, cases["responses-session-builtin"]["messages"])
+		require.NotEqual(t, "function_call", gjson.GetBytes(in[r.Report.TailStart], "type").Str)
+	})
+	t.Run("instructions", func(t *testing.T) {
+		res, e := callOp(t, "compact.begin", cases["responses-instructions-take-the-note"])
+		require.Nil(t, e)
+		require.Contains(t, gjson.GetBytes(res, "system").Str, "[Note: earlier turns")
+		r := decodeResult(t, res)
+		require.True(t, r.Report.SystemNoteAdded)
+	})
+	for _, name := range []string{"responses-parallel-calls-at-head-boundary", "responses-parallel-calls-at-tail-boundary"} {
+		t.Run(name, func(t *testing.T) {
+			in := toRaw(t, cases[name]["messages"])
+			r := compactResult(t, cases[name])
+			checkResponsesCompaction(t, in, r)
+			for _, b := range []int{r.Report.HeadEnd, r.Report.TailStart} {
+				if b < len(in) {
+					typ := gjson.GetBytes(in[b], "type").Str
+					require.NotContains(t, []string{"function_call", "function_call_output"}, typ, "boundary %d inside a group", b)
+				}
+			}
+		})
+	}
+	t.Run("compaction-item", func(t *testing.T) {
+		r := compactResult(t, cases["responses-head-extends-through-compaction-item"])
+		require.Equal(t, 2, r.Report.HeadEnd, "the head keeps everything through the compaction item, and no more with protect_first_n 0")
+		require.Equal(t, "compaction", gjson.GetBytes(r.Messages[1], "type").Str)
+		require.NotNil(t, r.Report.Summarized)
+	})
+	t.Run("orphans", func(t *testing.T) {
+		in := toRaw(t, cases["responses-orphans-of-each-call-type"]["messages"])
+		r := compactResult(t, cases["responses-orphans-of-each-call-type"])
+		checkResponsesCompaction(t, in, r)
+		require.ElementsMatch(t, []string{"lost", "lost_custom", "lost_local", "lost_shell", "lost_patch"}, r.Report.StubsAdded)
+		ts := types(r.Messages)
+		for _, gone := range []string{"computer_call", "mcp_approval_request", "compaction_trigger", "computer_call_output", "mcp_approval_response", "local_shell_call_output"} {
+			if gone == "local_shell_call_output" {
+				require.Contains(t, string(joinItems(r.Messages)), `"id":"lost_local"`, "the local shell stub answers by id")
+				continue
+			}
+			require.NotContains(t, ts, gone)
+		}
+		require.Contains(t, ts, "web_search_call", "a server-side item is kept")
+		// The reasoning item before the removed computer_call goes with it.
+		for _, i := range r.Report.OrphansRemoved {
+			if gjson.GetBytes(in[i], "type").Str == "computer_call" {
+				require.Contains(t, r.Report.OrphansRemoved, i-1)
+			}
+		}
+	})
+	t.Run("camel", func(t *testing.T) {
+		in := toRaw(t, cases["responses-agents-sdk-camel-case"]["messages"])
+		r := compactResult(t, cases["responses-agents-sdk-camel-case"])
+		checkResponsesCompaction(t, in, r)
+		require.Equal(t, []string{"c_lost"}, r.Report.StubsAdded)
+		require.Contains(t, string(joinItems(r.Messages)), `{"callId":"c_lost","name":"terminal","output":"`+stubResultText+`","status":"completed","type":"function_call_result"}`)
+	})
+}
+
+func toRaw(t *testing.T, v any) []json.RawMessage {
+	b, err := marshal(v)
+	require.NoError(t, err)
+	var out []json.RawMessage
+	require.NoError(t, json.Unmarshal(b, &out))
+	return out
+}
+
+func joinItems(ms []json.RawMessage) []byte {
+	var b []byte
+	for _, m := range ms {
+		b = append(append(b, m...), '\n')
+	}
+	return b
+}
+
+// responsesPartsSession has outputs as lists of input_text parts (and a screenshot
+// output, never pruned).
+func responsesPartsSession() []any {
+	m := []any{rmsg("developer", "You are a coding agent."), rmsg("user", "Read the modules.")}
+	for i := 0; i < 6; i++ {
+		id := fmt.Sprintf("v%d", i)
+		m = append(m, rfn(id, fmt.Sprintf("pkg/m%d.go", i)), rout("function_call_output", id, "output", []any{
+			map[string]any{"type": "input_text", "text": code(fmt.Sprintf("m%d", i), 600)},
+			map[string]any{"type": "input_text", "text": code(fmt.Sprintf("n%d", i), 300)}}))
+	}
+	m = append(m, rcall("computer_call", "cc1", "id", "cu_1", "status", "completed", "pending_safety_checks", []any{}, "action", map[string]any{"type": "screenshot"}),
+		rout("computer_call_output", "cc1", "output", map[string]any{"type": "computer_screenshot", "image_url": "data:image/png;base64," + strings.Repeat("QUFB", 200)}))
+	return append(m, rmsg("assistant", "Read them all."), rmsg("user", "Summarize."))
+}
+
+// TestResponsesPrune: long outputs outside the budgeted tail become placeholders
+// (a list of parts becomes the placeholder string); a screenshot is kept.
+func TestResponsesPrune(t *testing.T) {
+	res, e := callOp(t, "prune", map[string]any{"messages": responsesPartsSession(), "config": tinyWindow})
+	require.Nil(t, e)
+	var r struct {
+		Messages []json.RawMessage `json:"messages"`
+		Pruned   []int             `json:"pruned"`
+	}
+	require.NoError(t, json.Unmarshal(res, &r))
+	require.NotEmpty(t, r.Pruned)
+	for _, i := range r.Pruned {
+		out := gjson.GetBytes(r.Messages[i], "output")
+		require.Equal(t, gjson.String, out.Type)
+		require.True(t, strings.HasPrefix(out.Str, PrunedPrefix), out.Str)
+		require.Contains(t, out.Str, "read_file")
+		require.Equal(t, "function_call_output", gjson.GetBytes(r.Messages[i], "type").Str)
+	}
+	for _, m := range r.Messages {
+		if gjson.GetBytes(m, "type").Str == "computer_call_output" {
+			require.Equal(t, "computer_screenshot", gjson.GetBytes(m, "output.type").Str)
+		}
+	}
+}
