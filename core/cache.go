@@ -215,18 +215,31 @@ func readCacheMessages(v gjson.Result, layout string, cm cacheMarks) ([]cacheMsg
 	v.ForEach(func(_, mv gjson.Result) bool {
 		i := len(msgs)
 		var m message
-		if m, err = parseMessage(mv, pointer("/messages", i)); err != nil {
+		var content gjson.Result
+		if ci, ok := cm.(cacheItems); ok {
+			m, content, err = ci.item(mv, pointer("/messages", i))
+		} else {
+			m, err = parseMessage(mv, pointer("/messages", i))
+			content = mv.Get("content")
+		}
+		if err != nil {
 			return false
 		}
 		msgs = append(msgs, cacheMsg{
 			v:        mv,
 			role:     m.role,
-			carrier:  cm.carrier(m.role, mv.Get("content"), layout),
+			carrier:  cm.carrier(m.role, content, layout),
 			isSystem: m.isSystem(),
 		})
 		return true
 	})
 	return msgs, err
+}
+
+// cacheItems is implemented by the cache markers of a format whose items are not the
+// chat envelope: item reads one item's view and the value its markers go on.
+type cacheItems interface {
+	item(mv gjson.Result, path string) (message, gjson.Result, error)
 }
 
 // placeSystemAnd3 chooses the breakpoints of the system_and_3 layout among
@@ -613,6 +626,9 @@ func opCachePolicy(req opRequest) ([]byte, error) {
 // cacheMarksFor returns the cache markers of the messages' format: f, or detected
 // from msgsV and sys when f is "". A format without breakpoints is refused.
 func cacheMarksFor(msgsV, sys gjson.Result, f Format) (cacheMarks, error) {
+	if f == "" {
+		f = sniffFormat(msgsV, nil)
+	}
 	if f == "" {
 		f = FormatOpenAI
 		if detectLayout(msgsV, sys) == LayoutAnthropic {

@@ -529,7 +529,7 @@ func (*responsesFormat) systemWithNote(sys gjson.Result) (string, bool) {
 }
 
 // cacheMarks: prompt_cache_breakpoint on input content parts (responsesMarks).
-func (*responsesFormat) cacheMarks() cacheMarks { return nil }
+func (f *responsesFormat) cacheMarks() cacheMarks { return responsesMarks{f} }
 
 // validateResults lints a result item: it names a pending call of its group.
 func (*responsesFormat) validateResults(v *validation, m *message, mv gjson.Result, path string) bool {
@@ -589,4 +589,136 @@ func (*responsesFormat) validateCall(v *validation, c *toolCall, cp string) {
 			v.add(ProblemMissingToolName, cp+"/name", "an mcp_approval_request needs a name")
 		}
 	}
+}
+
+// responsesMarks places prompt-cache breakpoints the Responses way (gpt-5.6 and
+// later; openai-node 7.5.0): "prompt_cache_breakpoint": {"mode": "explicit"} on an
+// input_text, input_image or input_file part, of a message's content or of a
+// function_call_output's (custom_tool_call_output's, the Agents SDK's
+// function_call_result's) output. A string content or output becomes one input_text
+// part carrying it. Assistant messages (output_text parts), calls, other outputs and
+// opaque items carry none, nor do the instructions (a string parameter). The marker
+// has no TTL of its own (the request's prompt_cache_options.ttl applies), so the ttl
+// option does not change it; with prompt_cache_options.mode "implicit" (the default)
+// the server writes the latest three explicit breakpoints, with "explicit" four.
+type responsesMarks struct{ f *responsesFormat }
+
+const responsesBreakpoint = `{"mode":"explicit"}`
+
+// responsesMarkKey is the item key whose value carries markers ("" for none).
+func responsesMarkKey(mv gjson.Result) string {
+	switch t := mv.Get("type").Str; {
+	case t == "message" || t == "" && mv.Get("role").Exists():
+		if mv.Get("role").Str == "assistant" {
+			return ""
+		}
+		return "content"
+	case t == "function_call_output" || t == "custom_tool_call_output" || t == "function_call_result":
+		return "output"
+	}
+	return ""
+}
+
+func (r responsesMarks) item(mv gjson.Result, path string) (message, gjson.Result, error) {
+	m, err := r.f.readOne(mv.Raw, path)
+	if key := responsesMarkKey(mv); key != "" {
+		return m, mv.Get(key), err
+	}
+	return m, gjson.Result{}, err
+}
+
+func (responsesMarks) carrier(_ string, content gjson.Result, _ string) carrier {
+	return responsesCarrier(content)
+}
+
+func (responsesMarks) contentCarrier(gjson.Result, string) carrier { return carrier{} }
+
+func responsesCarrier(content gjson.Result) carrier {
+	switch {
+	case content.Type == gjson.String:
+		if content.Str != "" {
+			return carrier{kind: carryString}
+		}
+	case content.IsArray():
+		parts := content.Array()
+		for i := len(parts) - 1; i >= 0; i-- {
+			switch p := parts[i]; p.Get("type").Str {
+			case "input_text":
+				if p.Get("text").Str != "" {
+					return carrier{kind: carryPart, part: i}
+				}
+			case "input_image", "input_file":
+				return carrier{kind: carryPart, part: i}
+			}
+		}
+	}
+	return carrier{}
+}
+
+func hasBreakpoint(raw string) bool { return strings.Contains(raw, `"prompt_cache_breakpoint"`) }
+
+func (responsesMarks) strip(m gjson.Result) string {
+	key := responsesMarkKey(m)
+	if !hasBreakpoint(m.Raw) || key == "" {
+		return m.Raw
+	}
+	return rebuildObject(m, func(k string, v gjson.Result) (string, bool) {
+		if k == key {
+			return stripBreakpoints(v), true
+		}
+		return v.Raw, true
+	}, "")
+}
+
+// stripBreakpoints removes the breakpoints of a list of parts.
+func stripBreakpoints(c gjson.Result) string {
+	if !hasBreakpoint(c.Raw) || !c.IsArray() {
+		return c.Raw
+	}
+	parts := make([]string, 0, 4)
+	c.ForEach(func(_, p gjson.Result) bool {
+		if p.IsObject() && hasBreakpoint(p.Raw) {
+			parts = append(parts, rebuildObject(p, func(k string, v gjson.Result) (string, bool) {
+				return v.Raw, k != "prompt_cache_breakpoint"
+			}, ""))
+		} else {
+			parts = append(parts, p.Raw)
+		}
+		return true
+	})
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+func (responsesMarks) stripContent(content gjson.Result) string { return content.Raw }
+
+func (responsesMarks) mark(m gjson.Result, c carrier, _ string) string {
+	key := responsesMarkKey(m)
+	if key == "" || c.kind == carryNone {
+		return m.Raw
+	}
+	return rebuildObject(m, func(k string, v gjson.Result) (string, bool) {
+		if k != key {
+			return v.Raw, true
+		}
+		switch c.kind {
+		case carryString:
+			return `[{"type":"input_text","text":` + v.Raw + `,"prompt_cache_breakpoint":` + responsesBreakpoint + `}]`, true
+		case carryPart:
+			parts := make([]string, 0, 4)
+			v.ForEach(func(_, p gjson.Result) bool {
+				if len(parts) == c.part {
+					parts = append(parts, rebuildObject(p, nil, `"prompt_cache_breakpoint":`+responsesBreakpoint))
+				} else {
+					parts = append(parts, p.Raw)
+				}
+				return true
+			})
+			return "[" + strings.Join(parts, ",") + "]", true
+		}
+		return v.Raw, true
+	}, "")
+}
+
+func (responsesMarks) markContent(content gjson.Result, _ carrier, _ string) string {
+	return content.Raw
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -401,4 +402,37 @@ func TestResponsesPrune(t *testing.T) {
 			require.Equal(t, "computer_screenshot", gjson.GetBytes(m, "output.type").Str)
 		}
 	}
+}
+
+// TestResponsesCacheMarks: cache.apply puts prompt_cache_breakpoint on input parts
+// (the developer message and the last three items that can carry one; never an
+// assistant message or a call), a string becomes an input_text part, and applying
+// it to its own output gives the same bytes.
+func TestResponsesCacheMarks(t *testing.T) {
+	msgs := cat(responsesSession(2), rmsg("assistant", "Tests added."))
+	res, e := callOp(t, "cache.apply", map[string]any{"messages": msgs})
+	require.Nil(t, e)
+	var r struct {
+		Messages []json.RawMessage `json:"messages"`
+		Marked   []int             `json:"marked"`
+	}
+	require.NoError(t, json.Unmarshal(res, &r))
+	in := toRaw(t, msgs)
+	// 0 developer, 1 user, 2 assistant, 3 rs, 4 fc, 5 out, 6 rs, 7 fc, 8 out, 9 assistant, 10 user, 11 assistant
+	require.Equal(t, []int{0, 5, 8, 10}, r.Marked)
+	for i, m := range r.Messages {
+		if !slices.Contains(r.Marked, i) {
+			require.JSONEq(t, string(in[i]), string(m), "item %d unmarked", i)
+			continue
+		}
+		key := "content"
+		if gjson.GetBytes(m, "type").Str == "function_call_output" {
+			key = "output"
+		}
+		require.Equal(t, `{"mode":"explicit"}`, gjson.GetBytes(m, key+".0.prompt_cache_breakpoint").Raw, "item %d: %s", i, m)
+		require.Equal(t, "input_text", gjson.GetBytes(m, key+".0.type").Str)
+	}
+	again, e := callOp(t, "cache.apply", map[string]any{"messages": r.Messages, "format": "responses"})
+	require.Nil(t, e)
+	require.Equal(t, string(res), string(again), "idempotent")
 }
