@@ -331,7 +331,7 @@ func (f *responsesFormat) count(tc tokenCounter, m *message) int {
 	}
 	for k := range m.calls {
 		c := &m.calls[k]
-		n += exactToolCallTokens + e.count(c.name) + e.value(c.args)
+		n += exactToolCallTokens + e.count(c.name) + e.value(gjson.Parse(c.args.Raw)) // args holds raw bytes only
 	}
 	return tc.scaled(n)
 }
@@ -560,6 +560,18 @@ func (*responsesFormat) validateResults(v *validation, m *message, mv gjson.Resu
 		v.add(ProblemOrphanToolResult, path, typ+" "+strconv.Quote(m.resultFor)+" does not answer a pending call of the turn before it")
 	}
 	return true
+}
+
+// callIDKey: a call's id is its call_id (callId in the Agents SDK), an
+// mcp_approval_request's its id.
+func (*responsesFormat) callIDKey(c *toolCall) string {
+	switch {
+	case responsesType(c.raw) == "mcp_approval_request":
+		return "id"
+	case jsonraw.FindField(c.raw, "callId") != "":
+		return "callId"
+	}
+	return "call_id"
 }
 
 // callPath: each call is its own item.

@@ -136,35 +136,70 @@ func TestResponsesTraces(t *testing.T) {
 	sort.Strings(names)
 	runs, same := 0, 0
 	maxDiff := 0.0
+	type variant struct {
+		name                    string
+		reasoning, instructions bool
+	}
+	variants := []variant{{"plain", false, false}, {"reasoning", true, false}, {"instructions", false, true}}
 	for _, name := range names {
 		msgs := traces[name]
-		for _, reasoning := range []bool{false, true} {
-			items, first := chatToResponses(t, msgs, reasoning)
-			for _, window := range []int{16_000, 32_000, 64_000, 128_000} {
-				t.Run(fmt.Sprintf("%s/reasoning=%v/%dk", name, reasoning, window/1000), func(t *testing.T) {
-					cfg := map[string]any{"model": map[string]any{"context_length": window}}
-					res, e := callOp(t, "compact.begin", map[string]any{"messages": msgs, "config": cfg, "force": true, "summarizer": "builtin"})
-					require.Nil(t, e)
-					chat := decodeResult(t, res).Report
-					res, e = callOp(t, "compact.begin", map[string]any{"messages": items, "config": cfg, "force": true, "summarizer": "builtin"})
-					require.Nil(t, e)
-					r := decodeResult(t, res)
-					checkResponsesCompaction(t, items, r)
-					rep := r.Report
-					runs++
-					require.Equal(t, first[chat.HeadEnd], rep.HeadEnd, "head_end: chat %d", chat.HeadEnd)
-					require.Equal(t, first[chat.TailStart], rep.TailStart, "tail_start: chat %d", chat.TailStart)
-					same++
-					for _, pair := range [][2]int{{chat.TokensBefore, rep.TokensBefore}, {chat.TokensAfter, rep.TokensAfter}} {
-						d := math.Abs(float64(pair[1]-pair[0])) / float64(pair[0])
-						maxDiff = max(maxDiff, d)
-						require.Less(t, d, 0.05, "tokens chat %d, responses %d", pair[0], pair[1])
-					}
-				})
+		for _, vr := range variants {
+			items, first := chatToResponses(t, msgs, vr.reasoning)
+			var system any
+			if vr.instructions {
+				if gjson.GetBytes(msgs[0], "role").Str != "system" {
+					continue
+				}
+				// The system message becomes the instructions (which protect_first_n
+				// counts as the first turn, as it counts a top-level system).
+				system = gjson.GetBytes(msgs[0], "content").Str
+				items = items[1:]
+				for i := range first {
+					first[i] = max(0, first[i]-1)
+				}
+			}
+			for _, encoding := range []string{"rough", EncodingO200k} {
+				for _, window := range []int{16_000, 32_000, 64_000, 128_000} {
+					t.Run(fmt.Sprintf("%s/%s/%s/%dk", name, vr.name, encoding, window/1000), func(t *testing.T) {
+						cfg := func() map[string]any {
+							return map[string]any{"model": map[string]any{"context_length": window}, "tokens": map[string]any{"encoding": encoding},
+								"compression": map[string]any{"protect_first_n": 3}}
+						}
+						res, e := callOp(t, "compact.begin", map[string]any{"messages": msgs, "config": cfg(), "force": true, "summarizer": "builtin"})
+						require.Nil(t, e)
+						chat := decodeResult(t, res).Report
+						req := map[string]any{"messages": items, "config": cfg(), "force": true, "summarizer": "builtin"}
+						if system != nil {
+							req["system"] = system
+						}
+						res, e = callOp(t, "compact.begin", req)
+						require.Nil(t, e)
+						r := decodeResult(t, res)
+						checkResponsesCompaction(t, items, r)
+						rep := r.Report
+						runs++
+						if chat.TailStart > chat.HeadEnd { // something summarized: the same range
+							require.Equal(t, first[chat.HeadEnd], rep.HeadEnd, "head_end: chat %d", chat.HeadEnd)
+							require.Equal(t, first[chat.TailStart], rep.TailStart, "tail_start: chat %d", chat.TailStart)
+						} else {
+							require.Nil(t, rep.Summarized, "chat summarized nothing")
+						}
+						require.Equal(t, chat.Pruned == nil || len(chat.Pruned) == 0, len(rep.Pruned) == 0, "pruned: chat %v, responses %v", chat.Pruned, rep.Pruned)
+						if vr.instructions && rep.Summarized != nil {
+							require.Contains(t, gjson.GetBytes(res, "system").Str, "[Note: earlier turns", "the instructions take the note")
+						}
+						same++
+						for _, pair := range [][2]int{{chat.TokensBefore, rep.TokensBefore}, {chat.TokensAfter, rep.TokensAfter}} {
+							d := math.Abs(float64(pair[1]-pair[0])) / float64(pair[0])
+							maxDiff = max(maxDiff, d)
+							require.Less(t, d, 0.05, "tokens chat %d, responses %d", pair[0], pair[1])
+						}
+					})
+				}
 			}
 		}
 	}
-	t.Logf("responses: %d compactions, %d the chat trace's, tokens within %.2f%%", runs, same, 100*maxDiff)
+	t.Logf("responses: %d compactions of %d traces, %d the chat trace's, tokens within %.2f%%", runs, len(names), same, 100*maxDiff)
 }
 
 // Responses builders for edge-case scenarios.

@@ -242,7 +242,7 @@ const turnHeaderEstimate = 60
 func renderTurns(e *escapedText, msgs []message, calls callIndex, texts []string, from, to, skip, headC, tailC, sizeHint int) {
 	e.b = slices.Grow(e.b, sizeHint+sizeHint/4) // characters, and a margin for escapes
 	for i := from; i < to; i++ {
-		if i == skip {
+		if i == skip || msgs[i].opaque && msgs[i].contentRaw == "" { // an opaque item without text (encrypted reasoning) says nothing
 			continue
 		}
 		// Written piece by piece, not concatenated first: every piece ends in ASCII,

@@ -152,11 +152,15 @@ func validateMessages(msgsV, formatV gjson.Result) (ValidateResult, error) {
 		for k := range m.calls {
 			c := &m.calls[k]
 			cp := f.callPath(m, path, k)
+			idPath := cp + "/id"
+			if ik, ok := f.(callIDKey); ok {
+				idPath = cp + "/" + ik.callIDKey(c)
+			}
 			switch {
 			case c.id == "":
-				v.add(ProblemEmptyToolCallID, cp+"/id", "a tool call needs a non-empty id")
+				v.add(ProblemEmptyToolCallID, idPath, "a tool call needs a non-empty id")
 			case v.seen[c.id]:
-				v.add(ProblemDuplicateToolCallID, cp+"/id", "tool call id "+strconv.Quote(c.id)+" is used more than once")
+				v.add(ProblemDuplicateToolCallID, idPath, "tool call id "+strconv.Quote(c.id)+" is used more than once")
 			default:
 				v.seen[c.id] = true
 				v.pending = append(v.pending, pendingCall{c.id, cp})
@@ -168,6 +172,10 @@ func validateMessages(msgsV, formatV gjson.Result) (ValidateResult, error) {
 	v.res.OK = len(v.res.Problems) == 0
 	return v.res, nil
 }
+
+// callIDKey is implemented by a format whose calls name their id under another key
+// than "id" (Responses: call_id).
+type callIDKey interface{ callIDKey(c *toolCall) string }
 
 // turnMarker is implemented by a format whose items continue the turn of the items
 // before them (continuesTurn), which only the items around them tell.
