@@ -18,6 +18,9 @@ type chatFormat struct{ chatReader }
 // OpenAI chat and Anthropic Messages (messages.go).
 type chatReader struct{}
 
+// chatEnvelope marks the formats that read the chat envelope (readsChat).
+func (chatReader) chatEnvelope() {}
+
 func (chatReader) read(v gjson.Result, tc tokenCounter, known *jsonraw.ArrayParts) ([]message, error) {
 	return parseMessages(v, tc, known)
 }

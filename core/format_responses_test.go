@@ -177,6 +177,15 @@ func TestResponsesTraces(t *testing.T) {
 						r := decodeResult(t, res)
 						checkResponsesCompaction(t, items, r)
 						rep := r.Report
+						if system == nil { // the report's numbers are the output's
+							c, e := callOp(t, "tokens.count", map[string]any{"messages": r.Messages, "config": cfg()})
+							require.Nil(t, e)
+							priming := 0 // tokens.count adds the reply priming of an exact count, as for chat
+							if encoding != "rough" {
+								priming = exactReplyTokens
+							}
+							require.Equal(t, rep.TokensAfter+priming, int(gjson.GetBytes(c, "total").Int()))
+						}
 						runs++
 						if chat.TailStart > chat.HeadEnd { // something summarized: the same range
 							require.Equal(t, first[chat.HeadEnd], rep.HeadEnd, "head_end: chat %d", chat.HeadEnd)

@@ -151,6 +151,18 @@ type tokensCountResult struct {
 // {encoding, calibration, total, per_message[], cache_hits (when asked)}.
 func opTokensCount(q opRequest) ([]byte, error) {
 	req := q.params // one pass over the request, not one per field
+	f, err := readFormatParam(req.Get("format"))
+	if err != nil {
+		return nil, err
+	}
+	if f == "" {
+		f = sniffFormat(req.Get("messages"), q.arrays["messages"])
+	}
+	if f != "" {
+		if mf := formatOf(f); !readsChat(mf) {
+			return countFormatTokens(q, mf)
+		}
+	}
 	msgs, err := tokenMessages(req.Get("messages"), q.arrays["messages"].ElementList(), "/messages")
 	if err != nil {
 		return nil, err
@@ -171,4 +183,44 @@ func opTokensCount(q opRequest) ([]byte, error) {
 		r.CacheHits = &r.CountTokensResult.CacheHits
 	}
 	return marshal(r)
+}
+
+// readsChat reports whether a format reads the chat envelope ({role, content}),
+// whose messages tokens.count counts (and caches) one by one.
+func readsChat(mf messageFormat) bool {
+	_, ok := mf.(interface{ chatEnvelope() })
+	return ok
+}
+
+// countFormatTokens is tokens.count for a format with its own reader: each item as
+// the format's reader estimates it (what a compaction's report counts), not cached.
+func countFormatTokens(q opRequest, mf messageFormat) ([]byte, error) {
+	req := q.params
+	v := req.Get("messages")
+	if !v.IsArray() {
+		return nil, errorf(CodeInvalidMessages, "/messages", "messages must be an array")
+	}
+	c, err := requestCounter(req, true)
+	if err != nil {
+		return nil, err
+	}
+	if v := req.Get("report_cache_hits"); v.Exists() && !v.IsBool() {
+		return nil, errorf(CodeInvalidRequest, "/report_cache_hits", "report_cache_hits must be a boolean")
+	}
+	msgs, err := mf.read(v, c, q.arrays["messages"])
+	if err != nil {
+		return nil, err
+	}
+	r := CountTokensResult{Encoding: c.name, Calibration: 1, PerMessage: make([]int, len(msgs))}
+	if c.scale > 0 {
+		r.Calibration = c.scale
+	}
+	for i := range msgs {
+		r.PerMessage[i] = msgs[i].tokens
+		r.Total += msgs[i].tokens
+	}
+	if len(msgs) > 0 {
+		r.Total += c.replyPriming()
+	}
+	return marshal(tokensCountResult{CountTokensResult: r})
 }
