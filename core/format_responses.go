@@ -41,7 +41,8 @@ import (
 // it precedes, parallel calls stay together). Results join the group before them.
 // Everything up to the newest compaction item is one unit the head always keeps:
 // the server has summarized it already. A compaction_trigger item is read as a
-// result that answers no call, so sanitizing removes it from every output.
+// result that answers no call, so sanitizing removes it (from every compacted or
+// sanitized output; a list returned unchanged keeps it).
 //
 // The request's "system" is the Responses instructions (a string); a leading system
 // or developer message works as in chat.

@@ -480,3 +480,74 @@ func TestResponsesCacheMarks(t *testing.T) {
 	require.Nil(t, e)
 	require.Equal(t, string(res), string(again), "idempotent")
 }
+
+// TestResponsesHostSummary: the host protocol on Responses items: begin asks,
+// finish writes the host's summary as a message item, and compacting the result
+// again updates that summary (it is found as the previous one).
+func TestResponsesHostSummary(t *testing.T) {
+	req := map[string]any{"messages": responsesSession(8), "config": tinyWindow, "force": true}
+	res, e := callOp(t, "compact.begin", req)
+	require.Nil(t, e)
+	begin := decodeResult(t, res)
+	require.False(t, begin.Done)
+	req["state"], req["summary"] = begin.State, "## Goal\nHost summary of the parser refactor."
+	res, e = callOp(t, "compact.finish", req)
+	require.Nil(t, e)
+	fin := decodeResult(t, res)
+	in := toRaw(t, responsesSession(8))
+	checkResponsesCompaction(t, in, fin)
+	sum := gjson.ParseBytes(fin.Messages[fin.Report.HeadEnd])
+	require.Equal(t, "message", sum.Get("type").Str)
+	require.Contains(t, sum.Get("content").Str, "Host summary of the parser refactor.")
+
+	again := cat(toAny(fin.Messages), reasoning("rs_x"), rfn("x1", "src/lexer.py"), rfnOut("x1", code("lexer", 800)),
+		rmsg("assistant", "Read the lexer."), rmsg("user", "Go on."))
+	res, e = callOp(t, "compact.begin", map[string]any{"messages": again, "config": tinyWindow, "force": true})
+	require.Nil(t, e)
+	second := decodeResult(t, res)
+	require.False(t, second.Done)
+	require.True(t, second.SummaryRequest.Iterative)
+	require.Contains(t, second.SummaryRequest.Messages[1].Content, "Host summary of the parser refactor.")
+}
+
+func toAny(ms []json.RawMessage) []any {
+	out := make([]any, len(ms))
+	for i, m := range ms {
+		out[i] = m
+	}
+	return out
+}
+
+// TestResponsesReader pins how items read: kinds, ids, summaries in parts.
+func TestResponsesReader(t *testing.T) {
+	f := newResponsesFormat()
+	read := func(raw string) *message {
+		m, err := f.readOne(raw, "/messages/0")
+		require.NoError(t, err, raw)
+		return &m
+	}
+	require.True(t, read(`{"type":"message","role":"user","content":[{"type":"input_text","text":"`+SummaryPrefix+` earlier"}]}`).isSummary())
+	require.Equal(t, kindOpaque, read(`{"id":"msg_1"}`).kind(), "an item_reference without its type")
+	require.Equal(t, kindOpaque, read(`{"type":"some_future_item","x":1}`).kind())
+	c := read(`{"type":"local_shell_call","call_id":"ls1","action":{"type":"exec","command":["ls"]}}`)
+	require.Equal(t, kindCall, c.kind())
+	require.Equal(t, "ls1", c.calls[0].id)
+	require.Equal(t, "ls1", read(`{"type":"local_shell_call_output","id":"ls1","output":"{}"}`).resultFor)
+	require.Equal(t, "mcpr_1", read(`{"type":"mcp_approval_request","id":"mcpr_1","name":"n","arguments":"{}","server_label":"s"}`).calls[0].id)
+	require.Equal(t, "mcpr_1", read(`{"type":"mcp_approval_response","approval_request_id":"mcpr_1","approve":true}`).resultFor)
+	require.Equal(t, "c1", read(`{"type":"function_call_result","callId":"c1","name":"f","status":"completed","output":"x"}`).resultFor)
+	require.Equal(t, "user", read(`{"role":"user","content":"hi"}`).role, "an EasyInputMessage")
+	for raw, path := range map[string]string{
+		`[1]`:                                 "/messages/0",
+		`{"type":7}`:                          "/messages/0/type",
+		`{"type":"message","content":"x"}`:    "/messages/0/role",
+		`{"type":"message","role":"tool"}`:    "/messages/0/role",
+		`{"role":"user","content":{"a":1}}`:   "/messages/0/content",
+		`{"content":"neither type nor role"}`: "/messages/0",
+	} {
+		_, err := f.readOne(raw, "/messages/0")
+		require.Error(t, err, raw)
+		require.Equal(t, path, err.(*Error).Path, raw)
+		require.Equal(t, CodeInvalidMessages, err.(*Error).Code)
+	}
+}
