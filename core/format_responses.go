@@ -322,8 +322,16 @@ func (f *responsesFormat) count(tc tokenCounter, m *message) int {
 		}
 		return tc.scaled(messageOverheadTokens + tc.value(tc.wrap(m.raw)))
 	}
+	obj := 0 // an output object: a screenshot, the Agents SDK's {type: "text", text}
+	if c := m.contentRaw; len(c) > 0 && c[0] == '{' {
+		if jsonraw.DecodeString(jsonraw.FindField(c, "type")) == "computer_screenshot" {
+			obj = imageTokens
+		} else {
+			obj = tc.part(tc.wrap(c))
+		}
+	}
 	if tc.exact == nil {
-		return tc.scaled(tc.roughView(m))
+		return tc.scaled(tc.roughView(m) + obj)
 	}
 	e := tc.exact
 	n := exactMessageTokens + e.count(m.role)
@@ -334,7 +342,7 @@ func (f *responsesFormat) count(tc tokenCounter, m *message) int {
 		c := &m.calls[k]
 		n += exactToolCallTokens + e.count(c.name) + e.value(gjson.Parse(c.args.Raw)) // args holds raw bytes only
 	}
-	return tc.scaled(n)
+	return tc.scaled(n + obj)
 }
 
 func (f *responsesFormat) countItem(tc tokenCounter, raw string) int {
@@ -368,9 +376,10 @@ func (*responsesFormat) resultsCloseGroup() bool { return false }
 func (*responsesFormat) allowsConsecutiveRoles() bool { return true }
 
 // prunable: a result whose output (a string, or the text of a list of parts) is
-// longer than pruneMinChars characters and not yet a placeholder. Outputs that are
-// not text (a computer_call_output's screenshot, a shell_call_output's list of
-// stdout/stderr objects, the Agents SDK's output object) are never pruned.
+// longer than pruneMinChars characters and not yet a placeholder (the Agents SDK's
+// {type: "text", text} output too). Outputs that are not text (a
+// computer_call_output's screenshot, a shell_call_output's list of stdout/stderr
+// objects) are never pruned.
 func (*responsesFormat) prunable(m *message) (int, bool) {
 	raw := m.contentRaw
 	if m.role != "tool" || len(raw) <= pruneMinChars+2 || strings.HasPrefix(raw, `"`+PrunedPrefix) {
@@ -379,6 +388,16 @@ func (*responsesFormat) prunable(m *message) (int, bool) {
 	switch raw[0] {
 	case '"':
 		n := m.contentChars()
+		return n, n > pruneMinChars
+	case '{': // the Agents SDK's {type: "text", text}
+		if jsonraw.DecodeString(jsonraw.FindField(raw, "type")) != "text" {
+			return 0, false
+		}
+		text := jsonraw.DecodeString(jsonraw.FindField(raw, "text"))
+		if strings.HasPrefix(text, PrunedPrefix) {
+			return 0, false
+		}
+		n := utf8.RuneCountInString(text)
 		return n, n > pruneMinChars
 	case '[':
 		if t := responsesType(m.raw); t == "shell_call_output" {
@@ -394,7 +413,8 @@ func (*responsesFormat) prunable(m *message) (int, bool) {
 	return 0, false
 }
 
-// pruned replaces the output (a string or a list of parts) with the placeholder.
+// pruned replaces the output (a string, a list of parts or a text object) with the
+// placeholder string.
 func (*responsesFormat) pruned(m *message, calls callIndex, chars int) string {
 	return splice(m.raw, m.contentRaw, setString(placeholder(calls, m.resultFor, chars)))
 }

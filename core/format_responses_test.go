@@ -298,7 +298,7 @@ func responsesBeginCases() []genCase {
 		{"responses-parallel-calls-at-head-boundary", map[string]any{"messages": parallelHead, "format": "openai-responses", "config": tinyWindow, "force": true, "summarizer": "builtin"}},
 		{"responses-parallel-calls-at-tail-boundary", map[string]any{"messages": parallelTail, "config": tinyWindow, "force": true, "summarizer": "builtin"}},
 		{"responses-head-extends-through-compaction-item", map[string]any{"messages": compaction, "config": map[string]any{"model": map[string]any{"context_length": 2000}, "compression": map[string]any{"protect_first_n": 0, "protect_last_n": 4}}, "force": true, "summarizer": "builtin"}},
-		{"responses-orphans-of-each-call-type", map[string]any{"messages": orphans, "config": tinyWindow, "force": true, "summarizer": "builtin"}},
+		{"responses-orphans-of-each-call-type", map[string]any{"messages": orphans, "config": map[string]any{"model": map[string]any{"context_length": 6000}, "compression": map[string]any{"protect_last_n": 12}}, "force": true, "summarizer": "builtin"}},
 		{"responses-agents-sdk-camel-case", map[string]any{"messages": camel, "config": tinyWindow, "force": true, "summarizer": "builtin"}},
 		{"responses-summary-request", map[string]any{"messages": s, "config": tinyWindow, "force": true}},
 	}
@@ -550,4 +550,26 @@ func TestResponsesReader(t *testing.T) {
 		require.Equal(t, path, err.(*Error).Path, raw)
 		require.Equal(t, CodeInvalidMessages, err.(*Error).Code)
 	}
+}
+
+// TestResponsesOutputObjects: output objects are counted (a screenshot as an image)
+// and the Agents SDK's text object is pruned to the placeholder string.
+func TestResponsesOutputObjects(t *testing.T) {
+	f := newResponsesFormat()
+	shot := `{"type":"computer_call_output","call_id":"c1","output":{"type":"computer_screenshot","image_url":"data:image/png;base64,` + strings.Repeat("QUFB", 5000) + `"}}`
+	require.Equal(t, messageOverheadTokens+imageTokens, f.countItem(roughCounter, shot))
+	long := code("out", 900)
+	obj := `{"type":"function_call_result","callId":"c2","name":"read_file","status":"completed","output":{"type":"text","text":` + string(mustMarshal(long)) + `}}`
+	require.Greater(t, f.countItem(roughCounter, obj), 200)
+	m, err := f.readOne(obj, "")
+	require.NoError(t, err)
+	n, ok := f.prunable(&m)
+	require.True(t, ok)
+	require.Equal(t, len(long), n)
+	out := gjson.Parse(f.pruned(&m, callIndex{}, n)).Get("output")
+	require.Equal(t, gjson.String, out.Type)
+	require.True(t, strings.HasPrefix(out.Str, PrunedPrefix))
+	m, _ = f.readOne(shot, "")
+	_, ok = f.prunable(&m)
+	require.False(t, ok, "a screenshot is never pruned")
 }
