@@ -34,6 +34,8 @@ func FuzzCall(f *testing.F) {
 	}
 	f.Add([]byte(`{"op":"compact.begin","messages":[{"role":"tool","tool_call_id":"x","content":null}],"force":true}`))
 	f.Add([]byte(`{"op":"info"`))
+	f.Add([]byte(`{"op":"cache.apply","messages":[{"type":"message","role":"user","content":[{"type":"input_text","text":"a","prompt_cache_breakpoint":{"mode":"explicit"}}]},{"type":"function_call_output","call_id":"x","output":"o"}]}`))
+	f.Add([]byte(`{"op":"tokens.count","encoding":"o200k_base","messages":[{"type":"function_call","call_id":"x","name":"f","arguments":"{\"a\":1}"},{"type":"function_call_output","call_id":"x","output":{"type":"text","text":"t"}}]}`))
 	f.Fuzz(func(t *testing.T, env []byte) {
 		out := Call(env)
 		var resp map[string]json.RawMessage
@@ -68,6 +70,7 @@ func knownCode(c ErrorCode) bool {
 func FuzzCompact(f *testing.F) {
 	f.Add([]byte(`[{"role":"system","content":"s"},{"role":"user","content":"u"},{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"a","content":"r"},{"role":"tool","tool_call_id":"zz","content":"orphan"},{"role":"user","content":"again"}]`), uint8(1), uint16(300))
 	f.Add([]byte(`[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"image_url","image_url":{"url":"x"}}]},{"role":"assistant","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":"c"}]`), uint8(0), uint16(50))
+	f.Add([]byte(`[{"type":"message","role":"developer","content":"s"},{"role":"user","content":"u"},{"type":"reasoning","id":"r","summary":[],"encrypted_content":"e"},{"type":"function_call","call_id":"a","name":"f","arguments":"{}"},{"type":"computer_call","call_id":"b","action":{}},{"type":"function_call_output","call_id":"a","output":"r"},{"type":"function_call_output","call_id":"zz","output":"orphan"},{"type":"compaction","encrypted_content":"x"},{"type":"compaction_trigger"},{"id":"ref"},{"type":"message","role":"user","content":[{"type":"input_text","text":"again"}]}]`), uint8(1), uint16(300))
 	f.Fuzz(func(t *testing.T, msgs []byte, lastN uint8, window uint16) {
 		if !json.Valid(msgs) {
 			return
