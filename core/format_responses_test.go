@@ -573,3 +573,44 @@ func TestResponsesOutputObjects(t *testing.T) {
 	_, ok = f.prunable(&m)
 	require.False(t, ok, "a screenshot is never pruned")
 }
+
+// BenchmarkCompactTracesResponses is BenchmarkCompactTraces/builtin on the OpenAI-chat
+// traces converted to Responses items (the anthropic-format copies left out), beside
+// the same traces as chat: MB/s over each request's bytes.
+func BenchmarkCompactTracesResponses(b *testing.B) {
+	traces := loadTraces(b)
+	var names []string
+	for n := range traces {
+		if !strings.HasPrefix(n, "anthropic-") {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, format := range []string{"chat", "responses"} {
+		b.Run(format, func(b *testing.B) {
+			var reqs [][]byte
+			var total int64
+			for _, n := range names {
+				msgs := traces[n]
+				if format == "responses" {
+					var chat []json.RawMessage
+					require.NoError(b, json.Unmarshal(msgs, &chat))
+					items, _ := chatToResponses(b, chat, true)
+					var err error
+					msgs, err = json.Marshal(items)
+					require.NoError(b, err)
+				}
+				req := []byte(fmt.Sprintf(`{"op":"compact.begin","force":true,"summarizer":"builtin","config":{"model":{"context_length":32000}},"messages":%s}`, msgs))
+				reqs = append(reqs, req)
+				total += int64(len(req))
+			}
+			b.SetBytes(total)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for _, r := range reqs {
+					Call(r)
+				}
+			}
+		})
+	}
+}
