@@ -100,7 +100,7 @@ type CacheSimulateOptions struct {
 	// TTL is the marker lifetime; "" for the config's prompt_caching.cache_ttl.
 	TTL string
 	// Strategies names the strategies to price (core.Strategies); nil for all.
-	Strategies []string
+	Strategies []core.Strategy
 	// Model is the model whose prices and minimum cacheable prompt apply; "" for
 	// the config's model.name.
 	Model string
@@ -131,7 +131,7 @@ func (e *Engine) CacheSimulate(ctx context.Context, messages json.RawMessage, op
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, s)
+			b = appendString(b, string(s))
 		}
 		req.raw("strategies", append(b, ']'))
 	}
@@ -183,7 +183,7 @@ func decodeSimulateResult(raw json.RawMessage) (core.SimulateResult, error) {
 			err = fmt.Errorf("%w: decoding strategy %s: %w", ErrABIMismatch, strconv.Quote(name.Str), err)
 			return false
 		}
-		s.Name = name.Str
+		s.Name = core.Strategy(name.Str)
 		r.Strategies = append(r.Strategies, s)
 		return true
 	})

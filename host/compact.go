@@ -20,16 +20,18 @@ import (
 // detects it: FormatAnthropic when a top-level System is given or a message has
 // tool_use or tool_result blocks, else FormatOpenAI. More formats come as the
 // core learns them; a name it does not know is invalid_request at /format.
-type Format string
+type Format = core.Format
 
+// The formats the core knows (core.Formats lists them; core.ParseFormat reads a
+// name or an alias such as "openai-chat").
 const (
 	// FormatOpenAI is OpenAI chat completions: system, developer, user,
 	// assistant (with tool_calls) and tool messages.
-	FormatOpenAI Format = "openai"
+	FormatOpenAI = core.FormatOpenAI
 	// FormatAnthropic is Anthropic Messages: user and assistant messages with
 	// content blocks, tool_use and tool_result among them, and the system prompt
 	// beside the messages (System), not in them.
-	FormatAnthropic Format = "anthropic"
+	FormatAnthropic = core.FormatAnthropic
 )
 
 // CompactRequest is the request of compact.begin and compact.finish. compact.finish

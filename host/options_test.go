@@ -202,7 +202,7 @@ func TestTypedCacheMethods(t *testing.T) {
 			stamps[i] = `"` + times[i].UTC().Format("2006-01-02T15:04:05.000Z") + `"`
 		}
 	}
-	opts := CacheSimulateOptions{Layout: core.LayoutOpenAI, Strategies: []string{core.StrategyAnchored, core.StrategyNone},
+	opts := CacheSimulateOptions{Layout: core.LayoutOpenAI, Strategies: []core.Strategy{core.StrategyAnchored, core.StrategyNone},
 		Model: "claude-sonnet-4", MinCacheableTokens: 1, PerRequest: true, Timestamps: times}
 	sim, err := e.CacheSimulate(ctx, msgs, opts)
 	if err != nil {
@@ -219,17 +219,17 @@ func TestTypedCacheMethods(t *testing.T) {
 	if back, err := json.Marshal(sim); err != nil || !jsonEqual(back, rawSim) {
 		t.Errorf("CacheSimulate re-encoded: %v\n%s\nthe op's\n%s", err, clip(back), clip(rawSim))
 	}
-	var names []string
+	var names []core.Strategy
 	for _, s := range sim.Strategies {
 		names = append(names, s.Name)
 		if len(s.Requests) != sim.Requests {
 			t.Errorf("strategy %s: %d per-request rows for %d requests", s.Name, len(s.Requests), sim.Requests)
 		}
 	}
-	if !reflect.DeepEqual(names, []string{core.StrategyNone, core.StrategyAnchored}) {
+	if !reflect.DeepEqual(names, []core.Strategy{core.StrategyNone, core.StrategyAnchored}) {
 		t.Errorf("CacheSimulate strategies %v, want the core's order none, anchored", names)
 	}
-	if _, err := e.CacheSimulate(ctx, msgs, CacheSimulateOptions{Strategies: []string{"nope"}}); !isCode(err, core.CodeInvalidRequest, "") {
+	if _, err := e.CacheSimulate(ctx, msgs, CacheSimulateOptions{Strategies: []core.Strategy{"nope"}}); !isCode(err, core.CodeInvalidRequest, "") {
 		t.Errorf("CacheSimulate with an unknown strategy: %v, want invalid_request", err)
 	}
 }

@@ -92,10 +92,16 @@ func (e *Engine) TokensCount(ctx context.Context, messages json.RawMessage, opts
 }
 
 // Validate lists the problems of messages without changing them.
-func (e *Engine) Validate(ctx context.Context, messages json.RawMessage) (core.ValidateResult, error) {
+func (e *Engine) Validate(ctx context.Context, messages json.RawMessage, opts ValidateOptions) (core.ValidateResult, error) {
 	var r core.ValidateResult
-	err := e.run(ctx, newRequest("validate").raw("messages", messages), &r)
+	err := e.run(ctx, newRequest("validate").raw("messages", messages).str("format", string(opts.Format)), &r)
 	return r, err
+}
+
+// ValidateOptions are the optional parameters of Validate.
+type ValidateOptions struct {
+	// Format is the messages' shape; "" detects it.
+	Format Format
 }
 
 // CalibrateOptions are the optional parameters of TokensCalibrate.
@@ -163,12 +169,14 @@ func (e *Engine) Prune(ctx context.Context, messages json.RawMessage, opts Prune
 type SanitizeOptions struct {
 	// Output is "messages" (or "") or "refs" (unchanged messages as indices).
 	Output string
+	// Format is the messages' shape; "" detects it.
+	Format Format
 }
 
 // Sanitize repairs tool pairs: orphan results are removed, calls without a result
 // get a stub.
 func (e *Engine) Sanitize(ctx context.Context, messages json.RawMessage, opts SanitizeOptions) (MessagesResult[core.SanitizeResult], error) {
-	req := newRequest("sanitize").raw("messages", messages).str("output", opts.Output)
+	req := newRequest("sanitize").raw("messages", messages).str("output", opts.Output).str("format", string(opts.Format))
 	return runMessages[core.SanitizeResult](ctx, e, req)
 }
 

@@ -90,7 +90,7 @@ func TestTypedMethods(t *testing.T) {
 	if tc.Total <= 0 || len(tc.PerMessage) == 0 {
 		t.Errorf("TokensCount: total %d over %d messages", tc.Total, len(tc.PerMessage))
 	}
-	va, err := e.Validate(ctx, msgs)
+	va, err := e.Validate(ctx, msgs, ValidateOptions{})
 	check("Validate", va, native[core.ValidateResult](t, env(t, newRequest("validate").raw("messages", msgs))), err)
 	pr, err := e.Prune(ctx, msgs, PruneOptions{Config: cfg, Output: "refs"})
 	wantPr := native[MessagesResult[core.PruneResult]](t, env(t, newRequest("prune").raw("messages", msgs).raw("config", cfg).str("output", "refs")))
@@ -117,7 +117,7 @@ func TestTypedMethods(t *testing.T) {
 	if !errors.Is(err, &core.Error{Code: core.CodeInvalidConfig}) {
 		t.Errorf("ThresholdResolve with context_length 0: %v, want invalid_config", err)
 	}
-	if _, err := e.Validate(ctx, json.RawMessage(`[{"role":`)); !errors.Is(err, &core.Error{Code: core.CodeInvalidJSON}) {
+	if _, err := e.Validate(ctx, json.RawMessage(`[{"role":`), ValidateOptions{}); !errors.Is(err, &core.Error{Code: core.CodeInvalidJSON}) {
 		t.Errorf("Validate of invalid JSON: %v, want invalid_json", err)
 	}
 }
