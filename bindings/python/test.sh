@@ -12,7 +12,8 @@
 #   tests/test_wheel.py also installs by every route the README names (the directory,
 #   git+file, the sdist, the wheel), each into a fresh venv.
 # Usage: bash bindings/python/test.sh [--copy-only | --bench [args] | pytest args...]
-#   --bench: steps 1-2, then bench/start.py (start-up times; ./build.sh bench runs it).
+#   --bench: steps 1-2, then bench/start.py (start-up times) and bench_peers.py (beside
+#   Hermes Agent's compressor); ./build.sh bench runs it.
 #   --copy-only: copy the module into src/ctxcompact/ (git-ignored) and stop, for
 #   running bench.py against the source tree; no build or test needs it.
 set -euo pipefail
@@ -42,11 +43,15 @@ fi
 python=${PYTHON:-python3}
 venv=${CTXCOMPACT_PY_VENV:-$here/build/venv}
 deps=(wasmtime==50.0.1 pytest==9.2.0 build==1.6.1 hatchling==1.33.0 mypy==2.4.1) # pinned: CI must not change under us
-if ! "$venv/bin/python" -c 'import wasmtime, pytest, build, hatchling, mypy' >/dev/null 2>&1; then
+# Hermes Agent, for tests/test_hermes.py (its own agent loop on our engine) and
+# bench_peers.py (its compressor as the peer): a test dependency only, never one
+# of the package. It needs Python >= 3.11 and brings ~65 packages (~250 MB).
+peers=(hermes-agent==0.19.0)
+if ! "$venv/bin/python" -c 'import wasmtime, pytest, build, hatchling, mypy, run_agent' >/dev/null 2>&1; then
 	echo "test.sh: creating $venv"
 	rm -rf "$venv"
 	"$python" -m venv "$venv"
-	"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${deps[@]}"
+	"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${deps[@]}" "${peers[@]}"
 fi
 vpy="$venv/bin/python"
 mkdir -p "$here/build"
@@ -64,7 +69,8 @@ sdist=$(ls "$dist"/ctxcompact-*.tar.gz)
 if [[ "${1:-}" == "--bench" ]]; then
 	shift
 	cd "$here/build" # not the source tree: the installed package is measured
-	exec "$vpy" "$here/bench/start.py" "$@"
+	"$vpy" "$here/bench/start.py" "$@"
+	exec "$vpy" "$here/bench_peers.py" # beside Hermes Agent's compressor
 fi
 
 "$vpy" -m mypy --strict --no-error-summary --cache-dir "$here/build/mypy-cache" "$here/src/ctxcompact"
