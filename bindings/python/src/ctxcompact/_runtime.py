@@ -13,9 +13,8 @@ import mmap
 import os
 import sys
 import threading
-from importlib import resources
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple, Type, TypeVar, Union
+from typing import Any, Dict, List, NoReturn, Optional, Tuple, Type, TypeVar, Union
 
 import wasmtime
 
@@ -89,10 +88,13 @@ def packaged_source() -> WasmSource:
     """The module shipped in this package. Its sha256 is the one recorded next to it
     when it was copied from wasm/ctxcompact.wasm; the bytes are checked against it
     whenever they are read (on a compiled-module cache miss)."""
-    pkg = resources.files("ctxcompact")
+    # The package directory itself, not importlib.resources (whose import costs
+    # 10-15 ms of start-up): the module must be a file on disk anyway, for
+    # reading it and for the compiled-module cache.
+    pkg = Path(__file__).parent
     try:
-        recorded = pkg.joinpath("ctxcompact.wasm.sha256").read_text(encoding="ascii").split()[0]
-        wasm = pkg.joinpath("ctxcompact.wasm")
+        recorded = (pkg / "ctxcompact.wasm.sha256").read_text(encoding="ascii").split()[0]
+        wasm = pkg / "ctxcompact.wasm"
         if not wasm.is_file():
             raise FileNotFoundError(str(wasm))
     except (OSError, IndexError) as e:
@@ -101,7 +103,7 @@ def packaged_source() -> WasmSource:
             "`bash bindings/python/test.sh`, which copies it)",
             e,
         ) from e
-    return WasmSource(recorded, path=Path(str(wasm)))
+    return WasmSource(recorded, path=wasm)
 
 
 def packaged_wasm() -> Tuple[bytes, str]:
@@ -219,7 +221,7 @@ def _shared_engine() -> Tuple[wasmtime.Engine, wasmtime.Linker]:
 class LoadedModule:
     """A compiled module plus how it was obtained (for tests and the benchmark)."""
 
-    __slots__ = ("module", "sha256", "source", "cache_path")
+    __slots__ = ("module", "sha256", "source", "cache_path", "spares", "_spare_lock")
 
     def __init__(self, module: wasmtime.Module, sha256: str, source: str, cache_path: Optional[Path]) -> None:
         self.module = module
@@ -228,6 +230,46 @@ class LoadedModule:
         #: "compiled-uncached" (no cache dir, or it could not be written).
         self.source = source
         self.cache_path = cache_path
+        #: idle instances of closed pools, which the next pool takes before it
+        #: creates one (see Pool.close).
+        self.spares: List["Instance"] = []
+        self._spare_lock = threading.Lock()
+
+    def take_spare(self) -> Optional["Instance"]:
+        with self._spare_lock:
+            return self.spares.pop() if self.spares else None
+
+    def keep_spare(self, inst: "Instance") -> bool:
+        """Keep an idle instance for the next pool: at most MAX_SPARES, each at most
+        SPARE_MAX_MEMORY bytes of linear memory. False: it was not kept."""
+        if inst.memory_bytes() > SPARE_MAX_MEMORY:
+            return False
+        with self._spare_lock:
+            if len(self.spares) >= MAX_SPARES:
+                return False
+            self.spares.append(inst)
+            return True
+
+    def drop_spares(self) -> int:
+        """Release the kept instances (their memory goes back when wasmtime frees
+        them); returns how many there were."""
+        with self._spare_lock:
+            n, self.spares = len(self.spares), []
+        return n
+
+
+#: Idle instances a closed Compactor leaves for the next one (per module), and the
+#: largest linear memory such an instance may have. A new Compactor then starts on
+#: a warm instance: no instantiation, memory already grown, token counts cached.
+MAX_SPARES = 2
+SPARE_MAX_MEMORY = 64 << 20
+
+
+def drop_spares() -> int:
+    """Release the idle instances every closed Compactor left (see MAX_SPARES)."""
+    with _lock:
+        loaded = list(_modules.values())
+    return sum(m.drop_spares() for m in loaded)
 
 
 def load_module(source: WasmSource, cache_dir: Optional[Path], *, memo: bool = True) -> LoadedModule:
@@ -318,6 +360,11 @@ class Instance:
         self._len = _export(ex, "ctxc_result_len", wasmtime.Func)
         self.calls = 0
         _export(ex, "_initialize", wasmtime.Func)(store)
+        # The three calls of every request, without wasmtime's per-call type lookup
+        # and value conversion (see _raw_i32); the signatures were checked above.
+        self._alloc = _raw_i32(store, self._alloc, 1)
+        self._call = _raw_i32(store, self._call, 2)
+        self._len = _raw_i32(store, self._len, 0)
         got = _export(ex, "ctxc_abi_version", wasmtime.Func)(store)
         if got != ABI_VERSION:
             raise ErrABIMismatch(got, ABI_VERSION)
@@ -364,6 +411,62 @@ class Instance:
         return self._mem.data_len(self.store)
 
 
+def _raw_i32(store: wasmtime.Store, func: wasmtime.Func, nparams: int) -> Any:
+    """A caller of an export whose params and one result are i32 (checked by
+    check_module) through ``wasmtime_func_call_unchecked``, with the arguments in a
+    buffer made once: ``Func.__call__`` looks the type up and converts every value on
+    each call, which costs more than some of these calls do. Same signature as
+    calling the Func, ``f(store, *args)``, and the same errors (Trap,
+    WasmtimeError); ctypes releases the GIL during the call, as wasmtime does. The
+    Func itself when this wasmtime's Python API does not have the parts used here."""
+    try:
+        from wasmtime import _ffi as ffi
+
+        ctx = store._context()
+        fref = ctypes.byref(func._func)
+        raw = (ffi.wasmtime_val_raw_t * max(nparams, 1))()
+        call = ffi.wasmtime_func_call_unchecked
+        trap_ptr = ctypes.POINTER(ffi.wasm_trap_t)
+        trap_from, error_from = wasmtime.Trap._from_ptr, wasmtime.WasmtimeError._from_ptr
+    except (ImportError, AttributeError, TypeError, ValueError):  # pragma: no cover - other wasmtime versions
+        return func
+    byref = ctypes.byref
+    n = len(raw)
+
+    def fail(err: Any, trap: Any) -> NoReturn:
+        if trap:
+            raise trap_from(trap)
+        raise error_from(err)
+
+    if nparams == 0:
+        def f0(_store: Any) -> int:
+            trap = trap_ptr()
+            err = call(ctx, fref, raw, n, byref(trap))
+            if err or trap:
+                fail(err, trap)
+            return int(raw[0].i32)
+        return f0
+    if nparams == 1:
+        def f1(_store: Any, a: int) -> int:
+            raw[0].i32 = a
+            trap = trap_ptr()
+            err = call(ctx, fref, raw, n, byref(trap))
+            if err or trap:
+                fail(err, trap)
+            return int(raw[0].i32)
+        return f1
+
+    def f2(_store: Any, a: int, b: int) -> int:
+        raw[0].i32 = a
+        raw[1].i32 = b
+        trap = trap_ptr()
+        err = call(ctx, fref, raw, n, byref(trap))
+        if err or trap:
+            fail(err, trap)
+        return int(raw[0].i32)
+    return f2
+
+
 _E = TypeVar("_E")
 
 
@@ -406,6 +509,9 @@ class Pool:
             if self._closed:
                 raise ErrClosed()
             self._count += 1
+        spare = self.loaded.take_spare()
+        if spare is not None:
+            return spare
         try:
             return Instance(self.loaded.module)
         except BaseException as e:
@@ -473,8 +579,12 @@ class Pool:
             return self._count
 
     def close(self) -> None:
+        """No more calls. The idle instances go to the module's spares (the next
+        pool's first instances), up to MAX_SPARES; the rest are released."""
         with self._cv:
             self._closed = True
             self._count -= len(self._free)
-            self._free.clear()
+            free, self._free = self._free, []
             self._cv.notify_all()
+        for inst in free:
+            self.loaded.keep_spare(inst)
