@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Python binding tests, self-contained on a fresh machine:
 #   1. a venv under bindings/python/build/venv (git-ignored; CTXCOMPACT_PY_VENV overrides)
-#      with wasmtime, pytest, build and hatchling from PyPI;
+#      with wasmtime, pytest, build and hatchling from PyPI, and the openai and anthropic
+#      SDKs (pinned, for the summarizer tests and the agent-loop example);
 #   2. an sdist, then a wheel from that sdist (bindings/python/dist/), as `python -m
 #      build` does; hatch_build.py puts ../../wasm/ctxcompact.wasm and its sha256 into
 #      both, so nothing is copied into the source tree first; the wheel is installed
@@ -53,11 +54,18 @@ if ! "$venv/bin/python" -c 'import wasmtime, pytest, build, hatchling, mypy, run
 	"$python" -m venv "$venv"
 	"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${deps[@]}" "${peers[@]}"
 fi
+# The real SDKs, pinned, for tests/test_sdk_summarizers.py, the agent-loop example and
+# mypy on ctxcompact.summarizers (issue 18); installed into the same venv.
+sdk_deps=(openai==3.51.0 anthropic==2.10.0)
+if ! "$venv/bin/python" -c 'import openai, anthropic; assert (openai.__version__, anthropic.__version__) == ("3.51.0", "2.10.0")' >/dev/null 2>&1; then
+	"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${sdk_deps[@]}"
+fi
 vpy="$venv/bin/python"
 mkdir -p "$here/build"
-# The same pins for the fresh venvs of tests/test_wheel.py, build isolation included
+# The same pins for the fresh venvs of tests/test_wheel.py (and of the [openai] route in
+# tests/test_agent_loop_example.py), build isolation included
 # (pip passes PIP_CONSTRAINT on to the pip that fills a build environment).
-printf '%s\n' "${deps[@]}" >"$here/build/constraints.txt"
+printf '%s\n' "${deps[@]}" "${sdk_deps[@]}" >"$here/build/constraints.txt"
 
 dist="$here/dist"
 rm -rf "$dist"

@@ -14,6 +14,9 @@ The core is Go compiled to one WebAssembly module, run here on wasmtime::
 with ``{"context": {"engine": "lossless"}}`` and a ``RecallStore`` (``ctxcompact.recall``,
 SQLite, imported only when used) it archives what it compacts and gives the agent
 ``context_search`` / ``context_expand`` tools.
+``ctxcompact.summarizers`` (imported only when used) turns an OpenAI or Anthropic
+SDK client, sync or async, into a summarizer (extras ``ctxcompact[openai]``,
+``ctxcompact[anthropic]``).
 Errors are ``CompactError`` with a stable ``code`` and a JSON-pointer ``path``; a
 bad option is an ``OptionError`` (a CompactError that is also a TypeError).
 """

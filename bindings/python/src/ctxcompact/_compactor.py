@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import json
 import os
 import sys
 import threading
+import time
 from typing import (
     Any,
     Awaitable,
@@ -58,7 +60,7 @@ from ._types import (
     ValidateResult,
 )
 
-__all__ = ["Compactor", "SyncSummarizer", "AsyncSummarizer", "DEFAULT_TIMEOUT"]
+__all__ = ["Compactor", "SyncSummarizer", "AsyncSummarizer", "DEFAULT_TIMEOUT", "SummaryTimeout", "summary_time_left"]
 
 #: A summarizer gets the summary request (send ``request["messages"]`` to an LLM
 #: with ``request["max_tokens"]``) and returns the summary text.
@@ -677,6 +679,28 @@ def _result(msgs: List[Message], r: Dict[str, Any]) -> CompactResult:
 # --- summarizer outcomes ------------------------------------------------------------------
 
 
+class SummaryTimeout(TimeoutError):
+    """Raised by a summarizer whose LLM call ran out of the compaction's time (the
+    ready summarizers raise it when the SDK's per-request timeout, set to the time
+    left, expires): the fallback_code is "timeout", as when the compaction stops
+    waiting itself, not "error"."""
+
+
+#: The time.monotonic() deadline of the summarizer running in this context (None:
+#: no timeout). Set around each summarizer call; worker threads and asyncio tasks
+#: get it with their copy of the caller's contextvars.
+_deadline: "contextvars.ContextVar[Optional[float]]" = contextvars.ContextVar("ctxcompact_summary_deadline", default=None)
+
+
+def summary_time_left() -> Optional[float]:
+    """Seconds left for the summarizer running in this context before the
+    compaction falls back (may be <= 0 once passed); None when it has no timeout
+    or when called outside a summarizer. A summarizer passes it on as its LLM
+    call's timeout."""
+    d = _deadline.get()
+    return None if d is None else d - time.monotonic()
+
+
 def _describe(e: BaseException) -> str:
     text = str(e)
     return f"summarizer raised {type(e).__name__}: {text}" if text else f"summarizer raised {type(e).__name__}"
@@ -697,6 +721,8 @@ def _raised(e: BaseException) -> _Outcome:
     SystemExit and the like are not summarizer failures and propagate."""
     if _is_cancel(e):
         return None, {"code": "cancelled", "message": _describe(e)}
+    if isinstance(e, SummaryTimeout):
+        return None, {"code": "timeout", "message": _describe(e)}
     if isinstance(e, Exception):
         return None, _describe(e)
     raise e
@@ -798,6 +824,16 @@ def _in_thread(fn: Callable[[Any], Any], arg: Any, timeout: float) -> Optional[T
 
 
 def _run_sync_summarizer(summarize: Any, request: SummaryRequest, timeout: Optional[float]) -> _Outcome:
+    # The deadline is in the context the summarizer runs in (the worker thread's
+    # job copies it), for summary_time_left().
+    token = _deadline.set(None if timeout is None else time.monotonic() + timeout)
+    try:
+        return _sync_outcome(summarize, request, timeout)
+    finally:
+        _deadline.reset(token)
+
+
+def _sync_outcome(summarize: Any, request: SummaryRequest, timeout: Optional[float]) -> _Outcome:
     if timeout is None:
         try:
             out = summarize(request)
@@ -827,7 +863,16 @@ def _is_async_callable(fn: Any) -> bool:
 async def _run_async_summarizer(summarize: Any, request: SummaryRequest, timeout: Optional[float]) -> _Outcome:
     """Await the summarizer as its own task, at most timeout seconds. A plain
     function runs in a worker thread (when there is a timeout), an awaitable it
-    returns is awaited in the loop within what is left of the timeout."""
+    returns is awaited in the loop within what is left of the timeout. The
+    deadline is set in the context the task and the thread copy (summary_time_left)."""
+    token = _deadline.set(None if timeout is None else time.monotonic() + timeout)
+    try:
+        return await _async_outcome(summarize, request, timeout)
+    finally:
+        _deadline.reset(token)
+
+
+async def _async_outcome(summarize: Any, request: SummaryRequest, timeout: Optional[float]) -> _Outcome:
     import asyncio
 
     loop = asyncio.get_running_loop()
