@@ -8,7 +8,8 @@
 #      both, so nothing is copied into the source tree first; the wheel is installed
 #      into that venv;
 #   3. mypy --strict on the package (the type hints are part of the API);
-#   4. pytest on tests/ against the installed wheel. Any failure, error or an empty
+#   4. pytest on tests/ against the installed wheel; tests/test_hermes.py in a venv of
+#      its own with hermes-agent (build/venv-hermes). Any failure, error or an empty
 #      run (pytest exit 5) fails this script.
 #   tests/test_wheel.py also installs by every route the README names (the directory,
 #   git+file, the sdist, the wheel), each into a fresh venv.
@@ -44,16 +45,26 @@ fi
 python=${PYTHON:-python3}
 venv=${CTXCOMPACT_PY_VENV:-$here/build/venv}
 deps=(wasmtime==50.0.1 pytest==9.2.0 build==1.6.1 hatchling==1.33.0 mypy==2.4.1) # pinned: CI must not change under us
-# Hermes Agent, for tests/test_hermes.py (its own agent loop on our engine) and
-# bench_peers.py (its compressor as the peer): a test dependency only, never one
-# of the package. It needs Python >= 3.11 and brings ~65 packages (~250 MB).
-peers=(hermes-agent==0.19.0)
-if ! "$venv/bin/python" -c 'import wasmtime, pytest, build, hatchling, mypy, run_agent' >/dev/null 2>&1; then
+if ! "$venv/bin/python" -c 'import wasmtime, pytest, build, hatchling, mypy' >/dev/null 2>&1; then
 	echo "test.sh: creating $venv"
 	rm -rf "$venv"
 	"$python" -m venv "$venv"
-	"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${deps[@]}" "${peers[@]}"
+	"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${deps[@]}"
 fi
+# Hermes Agent, for tests/test_hermes.py (its own agent loop on our engine) and
+# bench_peers.py (its compressor as the peer): a test dependency only, never one of
+# the package, in a venv of its own (build/venv-hermes), because it pins ~30 packages
+# exactly (openai==2.24.0 among them, older than the SDK pinned below). Python >= 3.11;
+# about 65 packages, 250 MB, 35 s to install from PyPI.
+hvenv=${CTXCOMPACT_HERMES_VENV:-$here/build/venv-hermes}
+hermes_deps=(hermes-agent==0.19.0 wasmtime==50.0.1 pytest==9.2.0)
+if ! "$hvenv/bin/python" -c 'import wasmtime, pytest, run_agent' >/dev/null 2>&1; then
+	echo "test.sh: creating $hvenv"
+	rm -rf "$hvenv"
+	"$python" -m venv "$hvenv"
+	"$hvenv/bin/python" -m pip install --quiet --disable-pip-version-check "${hermes_deps[@]}"
+fi
+hpy="$hvenv/bin/python"
 # The real SDKs, pinned, for tests/test_sdk_summarizers.py, the agent-loop example and
 # mypy on ctxcompact.summarizers (issue 18); installed into the same venv.
 sdk_deps=(openai==3.51.0 anthropic==2.10.0)
@@ -74,11 +85,12 @@ rm -rf "$dist"
 wheel=$(ls "$dist"/ctxcompact-*.whl)
 sdist=$(ls "$dist"/ctxcompact-*.tar.gz)
 "$vpy" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
+"$hpy" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
 if [[ "${1:-}" == "--bench" ]]; then
 	shift
 	cd "$here/build" # not the source tree: the installed package is measured
 	"$vpy" "$here/bench/start.py" "$@"
-	exec "$vpy" "$here/bench_peers.py" # beside Hermes Agent's compressor
+	exec "$hpy" "$here/bench_peers.py" # beside Hermes Agent's compressor
 fi
 
 "$vpy" -m mypy --strict --no-error-summary --cache-dir "$here/build/mypy-cache" "$here/src/ctxcompact"
@@ -89,4 +101,12 @@ export CTXCOMPACT_CACHE_DIR="$here/build/module-cache"
 cd "$here"
 # -p no:cacheprovider: no .pytest_cache in the checkout. pytest exits non-zero on any
 # failure or error and with 5 when nothing was collected; set -e propagates both.
-"$vpy" -m pytest -p no:cacheprovider "$@"
+# tests/test_hermes.py runs in the Hermes venv, everything else in the main one;
+# arguments naming test_hermes go to the Hermes venv alone.
+if [[ "$*" == *test_hermes* ]]; then
+	exec "$hpy" -m pytest -p no:cacheprovider "$@"
+fi
+"$vpy" -m pytest -p no:cacheprovider --ignore=tests/test_hermes.py "$@"
+if [[ $# -eq 0 ]]; then
+	"$hpy" -m pytest -p no:cacheprovider tests/test_hermes.py
+fi
