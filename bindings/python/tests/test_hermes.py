@@ -58,12 +58,16 @@ def hermes_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _loopback() -> Any:
-    sys.path.insert(0, str(ROOT / "examples" / "agent-loop" / "python"))
-    try:
-        import loopback
-    finally:
-        sys.path.pop(0)
-    return loopback
+    """examples/agent-loop/python/loopback.py, loaded by its path: that directory
+    also holds agent.py, which must not shadow Hermes' ``agent`` package."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ctxcompact_loopback", ROOT / "examples" / "agent-loop" / "python" / "loopback.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def _calls(monkeypatch: pytest.MonkeyPatch, cls: type, names: List[str]) -> Dict[str, List[Any]]:
