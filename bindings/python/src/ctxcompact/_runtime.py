@@ -14,7 +14,7 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Dict, List, NoReturn, Optional, Tuple, Type, TypeVar, Union
+from typing import Any, Dict, List, Optional, Tuple, Type, TypeVar, Union
 
 import wasmtime
 
@@ -360,11 +360,6 @@ class Instance:
         self._len = _export(ex, "ctxc_result_len", wasmtime.Func)
         self.calls = 0
         _export(ex, "_initialize", wasmtime.Func)(store)
-        # The three calls of every request, without wasmtime's per-call type lookup
-        # and value conversion (see _raw_i32); the signatures were checked above.
-        self._alloc = _raw_i32(store, self._alloc, 1)
-        self._call = _raw_i32(store, self._call, 2)
-        self._len = _raw_i32(store, self._len, 0)
         got = _export(ex, "ctxc_abi_version", wasmtime.Func)(store)
         if got != ABI_VERSION:
             raise ErrABIMismatch(got, ABI_VERSION)
@@ -409,62 +404,6 @@ class Instance:
 
     def memory_bytes(self) -> int:
         return self._mem.data_len(self.store)
-
-
-def _raw_i32(store: wasmtime.Store, func: wasmtime.Func, nparams: int) -> Any:
-    """A caller of an export whose params and one result are i32 (checked by
-    check_module) through ``wasmtime_func_call_unchecked``, with the arguments in a
-    buffer made once: ``Func.__call__`` looks the type up and converts every value on
-    each call, which costs more than some of these calls do. Same signature as
-    calling the Func, ``f(store, *args)``, and the same errors (Trap,
-    WasmtimeError); ctypes releases the GIL during the call, as wasmtime does. The
-    Func itself when this wasmtime's Python API does not have the parts used here."""
-    try:
-        from wasmtime import _ffi as ffi
-
-        ctx = store._context()
-        fref = ctypes.byref(func._func)
-        raw = (ffi.wasmtime_val_raw_t * max(nparams, 1))()
-        call = ffi.wasmtime_func_call_unchecked
-        trap_ptr = ctypes.POINTER(ffi.wasm_trap_t)
-        trap_from, error_from = wasmtime.Trap._from_ptr, wasmtime.WasmtimeError._from_ptr
-    except (ImportError, AttributeError, TypeError, ValueError):  # pragma: no cover - other wasmtime versions
-        return func
-    byref = ctypes.byref
-    n = len(raw)
-
-    def fail(err: Any, trap: Any) -> NoReturn:
-        if trap:
-            raise trap_from(trap)
-        raise error_from(err)
-
-    if nparams == 0:
-        def f0(_store: Any) -> int:
-            trap = trap_ptr()
-            err = call(ctx, fref, raw, n, byref(trap))
-            if err or trap:
-                fail(err, trap)
-            return int(raw[0].i32)
-        return f0
-    if nparams == 1:
-        def f1(_store: Any, a: int) -> int:
-            raw[0].i32 = a
-            trap = trap_ptr()
-            err = call(ctx, fref, raw, n, byref(trap))
-            if err or trap:
-                fail(err, trap)
-            return int(raw[0].i32)
-        return f1
-
-    def f2(_store: Any, a: int, b: int) -> int:
-        raw[0].i32 = a
-        raw[1].i32 = b
-        trap = trap_ptr()
-        err = call(ctx, fref, raw, n, byref(trap))
-        if err or trap:
-            fail(err, trap)
-        return int(raw[0].i32)
-    return f2
 
 
 _E = TypeVar("_E")
