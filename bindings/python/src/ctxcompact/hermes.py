@@ -32,11 +32,12 @@ from typing import Any, Dict, List, Optional
 
 from agent.context_engine import ContextEngine as _HermesEngine  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
+from ._compactor import SummaryTimeout, summary_time_left
 from ._engine import ContextEngine
 from ._errors import OptionError
 from ._types import Config, Message, SummaryRequest
 
-__all__ = ["HermesContextEngine", "register", "auxiliary_summary", "load_settings"]
+__all__ = ["HermesContextEngine", "register", "make_engine", "auxiliary_summary", "load_settings"]
 
 #: The engine's name, and so the value of Hermes' ``context.engine``.
 NAME = "ctxcompact"
@@ -85,14 +86,18 @@ def auxiliary_summary(request: SummaryRequest, runtime: Optional[Dict[str, Any]]
     does: ``agent.auxiliary_client.call_llm(task="compression", ...)`` with the main
     model's ``runtime`` (model, provider, base_url, api_key, api_mode) as the
     fallback, the request's system and user messages, and its ``max_tokens``
-    (Hermes resolves provider, model and timeout from ``auxiliary.compression`` in
-    config.yaml). An error or an empty answer is the summarizer's failure, from
-    which the core falls back to its own summary."""
+    (Hermes resolves provider and model from ``auxiliary.compression`` in
+    config.yaml), and the compaction's time left as the call's ``timeout``, so an
+    abandoned call ends by itself. An error or an empty answer is the summarizer's
+    failure, from which the core falls back to its own summary."""
     from agent.auxiliary_client import call_llm  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
+    left = summary_time_left()  # the compaction's time left, as the request's timeout
+    if left is not None and left <= 0:
+        raise SummaryTimeout("ctxcompact: no time left for the summary request")
     response = call_llm(task="compression", main_runtime=dict(runtime or {}) or None,
                         messages=[dict(m) for m in request["messages"]],
-                        max_tokens=request.get("max_tokens"))
+                        max_tokens=request.get("max_tokens"), timeout=left)
     message = response.choices[0].message
     content = message.get("content") if isinstance(message, dict) else getattr(message, "content", None)
     if not isinstance(content, str) or not content.strip():
