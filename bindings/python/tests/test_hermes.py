@@ -225,3 +225,39 @@ def test_what_hermes_does_to_an_engine() -> None:
     finally:
         lossless.close()
     e.close()
+
+
+def test_the_auxiliary_summary_asks_hermes_compression_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """summarizer: auxiliary calls Hermes' call_llm as Hermes' compressor does, with
+    the runtime of the copy's own update_model and the compaction's time left."""
+    import types
+
+    import agent.auxiliary_client as aux
+
+    from ctxcompact.hermes import make_engine
+
+    seen: List[Dict[str, Any]] = []
+
+    def call_llm(**kw: Any) -> Any:
+        seen.append(kw)
+        msg = types.SimpleNamespace(content="## Goal\nFrom the compression model.")
+        return types.SimpleNamespace(choices=[types.SimpleNamespace(message=msg)])
+
+    monkeypatch.setattr(aux, "call_llm", call_llm)
+    registered = make_engine({"timeout": 30, "config": {"compression": {"small_context_floor": 0}}})
+    e = copy.deepcopy(registered)  # what Hermes runs: a copy per agent
+    e.update_model(model="m1", context_length=64000, base_url="http://127.0.0.1:1/v1", api_key="sk-secret-123",
+                   provider="custom", api_mode="chat_completions")
+    msgs = json.loads(TRACE.read_text())["messages"]
+    out = e.compress(msgs, force=True)
+    assert len(out) < len(msgs) and e.compression_count == 1
+    assert not e.last_report["fallback_used"]
+    (kw,) = seen
+    assert kw["task"] == "compression" and kw["main_runtime"]["model"] == "m1"
+    assert kw["main_runtime"]["api_key"] == "sk-secret-123" and kw["main_runtime"]["base_url"] == "http://127.0.0.1:1/v1"
+    assert [m["role"] for m in kw["messages"]] == ["system", "user"]
+    assert kw["messages"][0]["content"].startswith(TEMPLATE_START)
+    assert 0 < kw["timeout"] <= 30
+    assert "sk-secret-123" not in json.dumps(e.state), "the key stays in memory, out of the state"
+    assert "From the compression model." in json.dumps(out)
+    registered.close()
