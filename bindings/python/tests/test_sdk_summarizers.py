@@ -6,6 +6,7 @@ the SDKs' own max_retries=0, except where the client's own retries are tested)."
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import subprocess
 import sys
@@ -82,7 +83,7 @@ def make(m: Any, name: str, is_async: bool, **kw: Any) -> Any:
 
 def spy(summarize: Any, seen: List[Any]) -> Any:
     """summarize, recording the summary request the core made."""
-    if asyncio.iscoroutinefunction(summarize):
+    if inspect.iscoroutinefunction(summarize):
 
         async def a(request: Any) -> str:
             seen.append(request)
