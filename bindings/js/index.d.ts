@@ -761,6 +761,13 @@ export declare class Compactor {
   resolveThreshold(config?: Config): ThresholdResult;
   shouldCompress(promptTokens: number, options?: ShouldCompressOptions): ShouldCompressResult;
   hygieneCheck(messages: Message[], options?: HygieneOptions): HygieneResult;
+  /**
+   * Token count per message and in total. Counts are kept per message object, so
+   * counting a conversation again after appending a message sends only the new
+   * one to the module; a message edited in place is seen (each lookup compares it
+   * with what was counted) and counted again. Only plain data (object literals,
+   * JSON.parse output) is kept; other messages are counted on every call.
+   */
   countTokens(messages: Message[], options?: CountTokensOptions): TokenCountResult;
   prune(messages: Message[], options?: PruneOptions): PruneResult;
   sanitize(messages: Message[]): SanitizeResult;
