@@ -77,16 +77,20 @@ cmd_test_go() {
 }
 
 # Explore every Fuzz target (not part of test: what it finds depends on luck and
-# time). A failing input is saved under core/testdata/fuzz/<target>/: fix the bug
-# and commit the input, which every later test run then replays. The budget is a
-# count of runs, not a duration: with a duration, Go 1.26's fuzzing coordinator can
-# fail a target with "context deadline exceeded" as time runs out
+# time). A failing input is saved under <package>/testdata/fuzz/<target>/: fix the
+# bug and commit the input, which every later test run then replays. The budget is
+# a count of runs, not a duration: with a duration, Go 1.26's fuzzing coordinator
+# can fail a target with "context deadline exceeded" as time runs out
 # (go.dev/issue/75804, fixed in Go 1.27).
+# Every package under core is searched, internal ones included (core/internal/bpe
+# has the tokenizer's).
 cmd_fuzz() {
-	local t
-	for t in $(go test -list '^Fuzz' ./core | grep '^Fuzz' || true); do
-		go test -run '^$' -fuzz "^$t\$" -fuzztime "${FUZZTIME:-2000000x}" \
-			-fuzzminimizetime "${FUZZMINIMIZETIME:-5000x}" ./core
+	local p t
+	for p in $(go list ./core/...); do
+		for t in $(go test -list '^Fuzz' "$p" | grep '^Fuzz' || true); do
+			go test -run '^$' -fuzz "^$t\$" -fuzztime "${FUZZTIME:-2000000x}" \
+				-fuzzminimizetime "${FUZZMINIMIZETIME:-5000x}" "$p"
+		done
 	done
 }
 
@@ -101,7 +105,7 @@ cmd_test() {
 # Everything timed lives here, not in `test`: numbers are printed, never asserted, so
 # a loaded machine cannot fail a correct build.
 cmd_bench() {
-	go test -run '^$' -bench . -benchtime "${BENCHTIME:-1s}" ./core
+	go test -run '^$' -bench . -benchtime "${BENCHTIME:-1s}" ./core ./core/internal/bpe
 	# Token counting natively and in the module: the table of full vs incremental
 	# counts with their ratios (once), then the per-op benchmarks.
 	go test -run '^$' -bench '^BenchmarkSpeedTable$' -benchtime 1x ./bench/tokens

@@ -2,15 +2,15 @@ package core
 
 import (
 	"strings"
-	"sync"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/ctxcompact/ctxcompact/core/internal/bpe"
 )
 
 // Exact counting with tiktoken's o200k_base and cl100k_base (docs/DESIGN.md §7), by our
-// byte-pair encoder over embedded rank tables (tokens_bpe.go). The counts equal
-// github.com/tiktoken-go/tokenizer's, which generated the tables and which a test
-// compares against; the library is not linked: see docs/TOKENS.md for the sizes.
+// byte-pair encoder over embedded rank tables (package core/internal/bpe, whose tests
+// compare it with tiktoken). This file holds what of a message is counted.
 //
 // The per-message rule is OpenAI's documented one for chat models (the cookbook's
 // num_tokens_from_messages), extended to tool calls and content parts:
@@ -35,26 +35,28 @@ const (
 	exactReplyTokens    = 3
 )
 
-// exactEncoding is one tiktoken encoding, its encoder built from the embedded rank
-// table on first use (the rank map; see docs/TOKENS.md for the time it takes).
+// exactEncoding is one tiktoken encoding with the id that tells it apart in
+// countCache keys. Its encoder builds the rank map on first use (see docs/TOKENS.md
+// for the time it takes).
 type exactEncoding struct {
-	name    string
-	id      uint8 // distinguishes encodings in countCache keys
-	table   string
-	pattern string
-	once    sync.Once
-	bpe     *bpe
+	name string
+	id   uint8 // distinguishes encodings in countCache keys
+	bpe  *bpe.Encoding
 }
 
 var (
-	o200k  = &exactEncoding{name: EncodingO200k, id: 1, table: o200kTable, pattern: o200kPattern}
-	cl100k = &exactEncoding{name: EncodingCl100k, id: 2, table: cl100kTable, pattern: cl100kPattern}
+	o200k  = newExactEncoding(EncodingO200k, 1)
+	cl100k = newExactEncoding(EncodingCl100k, 2)
 )
 
-// encoder returns the encoder, building it on the first call.
-func (e *exactEncoding) encoder() *bpe {
-	e.once.Do(func() { e.bpe = newBPE(e.table, e.pattern) })
-	return e.bpe
+// newExactEncoding returns the encoding of a name package bpe knows; it panics on
+// any other (the names are constants of this package).
+func newExactEncoding(name string, id uint8) *exactEncoding {
+	enc, ok := bpe.Lookup(name)
+	if !ok {
+		panic("ctxcompact: no BPE encoding " + name)
+	}
+	return &exactEncoding{name: name, id: id, bpe: enc}
 }
 
 // counter returns the uncalibrated tokenCounter of the encoding.
@@ -64,18 +66,7 @@ func (e *exactEncoding) counter() tokenCounter {
 
 // count returns the number of tokens of s (no special tokens: "<|endoftext|>" in the
 // text is ordinary text, as in tiktoken's encode_ordinary).
-func (e *exactEncoding) count(s string) int {
-	if s == "" {
-		return 0
-	}
-	n, err := e.encoder().count(s)
-	if err != nil {
-		// core's hand-written splitters never fail (only the tests' regexp ones
-		// can); should one ever, the rough estimate is better than 0.
-		return (len(s) + roughCharsPerToken - 1) / roughCharsPerToken
-	}
-	return n
-}
+func (e *exactEncoding) count(s string) int { return e.bpe.Count(s) }
 
 // value counts a string by its unescaped text and any other JSON value by its
 // canonical JSON text (see canonicalJSON).

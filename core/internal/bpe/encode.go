@@ -1,47 +1,27 @@
-package core
+package bpe
 
-import (
-	_ "embed"
-)
+// Byte-pair encoding over an embedded rank table (vocab/<encoding>.bin, written by
+// ./vocabgen): the token bytes in rank order, each behind a uvarint length. The
+// reference library's own vocabularies are Go map literals, compiled to 8.7 MB of
+// static arrays in the wasm module; these tables are 2.3 MB, and the rank map is
+// built from one on the first count with its encoding (docs/TOKENS.md has the sizes
+// and times).
 
-// Byte-pair encoding for the exact encodings, over rank tables embedded as data
-// (core/vocab/<encoding>.bin, written by core/internal/vocabgen from
-// github.com/tiktoken-go/tokenizer): the token bytes in rank order, each behind a
-// uvarint length. The library's own vocabularies are Go map literals, compiled to
-// 8.7 MB of static arrays in the wasm module; these tables are 2.3 MB, and the rank
-// map is built from one on the first count with its encoding (docs/TOKENS.md has
-// the sizes and times).
-
-//go:embed vocab/o200k_base.bin
-var o200kTable string
-
-//go:embed vocab/cl100k_base.bin
-var cl100kTable string
-
-// The pre-tokenizer patterns of tiktoken's encodings, as tiktoken (openai_public.py)
-// and github.com/tiktoken-go/tokenizer write them. The text is split into pieces
-// with the pattern (by the hand-written splitters of tokens_split.go, which the tests
-// compare with regexp2's interpreter); each piece is encoded on its own.
-const (
-	o200kPattern  = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
-	cl100kPattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
-)
-
-// vocabMagic starts every rank table; see core/internal/vocabgen for the format.
+// vocabMagic starts every rank table; see ./vocabgen for the format.
 const vocabMagic = "ctxcvocab1\n"
 
-// bpe is one encoding's rank map and pre-tokenizer. It is read-only once built and
-// safe for concurrent use.
-type bpe struct {
+// tokenizer is one encoding's rank map and pre-tokenizer. It is read-only once
+// built and safe for concurrent use.
+type tokenizer struct {
 	ranks map[string]uint32
 	split splitter
 }
 
-// newBPE builds the encoder from a rank table and a split pattern. The keys of the
+// newTokenizer builds the encoder from a rank table and a split pattern. The keys of the
 // rank map are substrings of table, so building it copies no token bytes. A
 // malformed table is a build error of this package (the tables are generated and
 // pinned by a test), so it panics.
-func newBPE(table, pattern string) *bpe {
+func newTokenizer(table, pattern string) *tokenizer {
 	if len(table) < len(vocabMagic) || table[:len(vocabMagic)] != vocabMagic {
 		panic("ctxcompact: rank table: bad magic")
 	}
@@ -71,28 +51,43 @@ func newBPE(table, pattern string) *bpe {
 	if pos != len(table) || len(ranks) != n {
 		panic("ctxcompact: rank table: trailing bytes or duplicate tokens")
 	}
-	return &bpe{ranks: ranks, split: splitterFor(pattern)}
+	return &tokenizer{ranks: ranks, split: splitterFor(pattern)}
 }
 
-// count returns the number of tokens of s, special-token text included as ordinary
-// text (tiktoken's encode_ordinary). The pieces are the pattern's matches on the
-// runes of s, so an invalid UTF-8 byte counts as U+FFFD, as in the library. The
-// error is the splitter's: core's splitters never fail, the tests' regexp splitters
-// can.
-func (b *bpe) count(s string) (int, error) {
+// count returns the number of tokens of s (see Encoding.Count).
+func (b *tokenizer) count(s string) int {
 	n := 0
 	var buf []byte
-	err := b.split(s, func(piece string) {
+	b.split(s, func(piece string) {
 		buf = append(buf[:0], piece...)
 		n += b.pieceTokens(buf)
 	})
-	return n, err
+	return n
+}
+
+// encode returns the ranks of the tokens of s (see Encoding.Encode).
+func (b *tokenizer) encode(s string) []int {
+	var ids []int
+	var buf []byte
+	b.split(s, func(piece string) {
+		buf = append(buf[:0], piece...)
+		if r, ok := b.ranks[string(buf)]; ok {
+			ids = append(ids, int(r))
+			return
+		}
+		if len(buf) < bpeHeapThreshold {
+			b.mergeScan(buf, &ids)
+		} else {
+			b.mergeHeap(buf, &ids)
+		}
+	})
+	return ids
 }
 
 // pieceTokens returns the number of tokens of one piece: 1 if the piece is a token,
 // else the number of parts left when merging adjacent parts, lowest rank first,
 // stops (tiktoken's byte_pair_merge).
-func (b *bpe) pieceTokens(piece []byte) int {
+func (b *tokenizer) pieceTokens(piece []byte) int {
 	if len(piece) == 0 {
 		return 0
 	}
@@ -100,9 +95,9 @@ func (b *bpe) pieceTokens(piece []byte) int {
 		return 1
 	}
 	if len(piece) < bpeHeapThreshold {
-		return b.mergeScan(piece)
+		return b.mergeScan(piece, nil)
 	}
-	return b.mergeHeap(piece)
+	return b.mergeHeap(piece, nil)
 }
 
 // noMerge is the rank of a pair that is not a token.
@@ -113,7 +108,7 @@ const noMerge = ^uint32(0)
 const bpeHeapThreshold = 128
 
 // rank returns the rank of piece[i:j], or noMerge.
-func (b *bpe) rank(piece []byte, i, j int) uint32 {
+func (b *tokenizer) rank(piece []byte, i, j int) uint32 {
 	if r, ok := b.ranks[string(piece[i:j])]; ok {
 		return r
 	}
@@ -122,8 +117,9 @@ func (b *bpe) rank(piece []byte, i, j int) uint32 {
 
 // mergeScan merges with a linear scan for the lowest-ranked pair; among equal
 // ranks the leftmost pair merges first. start[k] is where part k begins;
-// pair[k] is the rank of parts k and k+1 merged.
-func (b *bpe) mergeScan(piece []byte) int {
+// pair[k] is the rank of parts k and k+1 merged. It returns the number of parts
+// left, and appends their ranks to *ids unless ids is nil.
+func (b *tokenizer) mergeScan(piece []byte, ids *[]int) int {
 	var startBuf [bpeHeapThreshold + 1]int32
 	var pairBuf [bpeHeapThreshold]uint32
 	n := len(piece)
@@ -161,6 +157,11 @@ func (b *bpe) mergeScan(piece []byte) int {
 			pair[at-1] = b.rank(piece, int(start[at-1]), int(start[at+1]))
 		}
 	}
+	if ids != nil {
+		for k := 0; k < parts; k++ {
+			*ids = append(*ids, int(b.rank(piece, int(start[k]), int(start[k+1]))))
+		}
+	}
 	return parts
 }
 
@@ -168,8 +169,8 @@ func (b *bpe) mergeScan(piece []byte) int {
 // symbols or a long word): parts form a linked list of boundaries and candidate
 // pairs wait in a min-heap by (rank, offset), so among equal ranks the leftmost
 // pair merges first, as in the scan. A popped candidate whose rank is stale (one
-// of its parts merged since) is skipped.
-func (b *bpe) mergeHeap(piece []byte) int {
+// of its parts merged since) is skipped. It returns and appends as mergeScan.
+func (b *tokenizer) mergeHeap(piece []byte, ids *[]int) int {
 	n := int32(len(piece))
 	next := make([]int32, n+1) // next boundary; -1 after the end
 	prev := make([]int32, n+1)
@@ -213,6 +214,11 @@ func (b *bpe) mergeHeap(piece []byte) int {
 			if pair[p] = rankAt(p); pair[p] != noMerge {
 				h.push(mergeItem{pair[p], p})
 			}
+		}
+	}
+	if ids != nil {
+		for i := int32(0); i >= 0 && i < n; i = next[i] {
+			*ids = append(*ids, int(b.rank(piece, int(i), int(next[i]))))
 		}
 	}
 	return parts

@@ -18,18 +18,18 @@ func TestCommittedTablesAreUpToDate(t *testing.T) {
 		t.Fatalf("%d tables for %d encodings", len(tables), len(encodings))
 	}
 	for name, want := range tables {
-		path := filepath.Join("..", "..", "vocab", name)
+		path := filepath.Join("..", "vocab", name)
 		got, err := os.ReadFile(path)
 		if err != nil {
-			t.Fatalf("%v (run: go run ./core/internal/vocabgen)", err)
+			t.Fatalf("%v (run: go run ./core/internal/bpe/vocabgen)", err)
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("%s is stale: %d bytes committed, the generator writes %d; run: go run ./core/internal/vocabgen", path, len(got), len(want))
+			t.Errorf("%s is stale: %d bytes committed, the generator writes %d; run: go run ./core/internal/bpe/vocabgen", path, len(got), len(want))
 		}
 	}
-	files, _ := filepath.Glob(filepath.Join("..", "..", "vocab", "*"))
+	files, _ := filepath.Glob(filepath.Join("..", "vocab", "*"))
 	if len(files) != len(tables) {
-		t.Errorf("core/vocab holds %v; the generator writes only %d tables", files, len(tables))
+		t.Errorf("core/internal/bpe/vocab holds %v; the generator writes only %d tables", files, len(tables))
 	}
 }
 

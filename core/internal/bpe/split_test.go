@@ -1,4 +1,4 @@
-package core
+package bpe
 
 import (
 	"fmt"
@@ -11,22 +11,25 @@ import (
 	"github.com/dlclark/regexp2/v2"
 )
 
-// core splits text with hand-written splitters (tokens_split.go). The reference
-// here is the engine core used before, and whose pieces equal tiktoken's on every
-// text the tests of tokens_bpe_test.go cover: github.com/dlclark/regexp2's
+// The package splits text with hand-written splitters (split.go). The reference
+// here is the engine the core used before, and whose pieces equal tiktoken's on
+// every text the tests of encode_test.go cover: github.com/dlclark/regexp2's
 // interpreter, regexp2.Compile(pattern, regexp2.None). Not MustCompile: that returns
 // the matcher tiktoken-go generated and registered for the same patterns, which
-// splits "\n  \n" wrongly and drops U+007F (see tokens_bpe_test.go). regexp2 is a
-// test dependency only; nothing in core imports it.
+// splits "\n  \n" wrongly and drops U+007F (see encode_test.go). regexp2 is a
+// test dependency only; nothing in core or this package imports it.
 
-// regexpSplitter splits with a regexp2 matcher: its matches, as UTF-8.
-func regexpSplitter(re *regexp2.Regexp) splitter {
-	return func(s string, yield func(string)) error {
+// regexpSplitter splits with a regexp2 matcher: its matches, as UTF-8. The matcher
+// can fail (on a timeout, which the tests do not set); then it fails the test.
+func regexpSplitter(t testing.TB, re *regexp2.Regexp) splitter {
+	return func(s string, yield func(string)) {
 		m, err := re.FindStringMatch(s)
 		for ; m != nil && err == nil; m, err = re.FindNextMatch(m) {
 			yield(m.String())
 		}
-		return err
+		if err != nil {
+			t.Fatalf("regexp2: %v", err)
+		}
 	}
 }
 
@@ -38,13 +41,13 @@ func interpreter(t testing.TB, enc string) *regexp2.Regexp {
 	if re, ok := interpreters[enc]; ok {
 		return re
 	}
-	re, err := regexp2.Compile(exactEncodings[enc].pattern, regexp2.None)
+	re, err := regexp2.Compile(encodings[enc].pattern, regexp2.None)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The interpreter splits "\n  \n" as one piece (tiktoken does); the
 	// generated matcher MustCompile would return splits it in two.
-	if got := collectPieces(t, regexpSplitter(re), "\n  \n"); len(got) != 1 {
+	if got := collectPieces(t, regexpSplitter(t, re), "\n  \n"); len(got) != 1 {
 		t.Fatalf("%s: regexp2.Compile did not return the interpreter: pieces %q", enc, got)
 	}
 	interpreters[enc] = re
@@ -54,18 +57,16 @@ func interpreter(t testing.TB, enc string) *regexp2.Regexp {
 func collectPieces(t testing.TB, split splitter, s string) []string {
 	t.Helper()
 	var out []string
-	if err := split(s, func(p string) { out = append(out, p) }); err != nil {
-		t.Fatal(err)
-	}
+	split(s, func(p string) { out = append(out, p) })
 	return out
 }
 
-// samePieces fails the test unless core's splitter of enc and regexp2's interpreter
+// samePieces fails the test unless our splitter of enc and regexp2's interpreter
 // split s into the same pieces, and reports whether they did.
 func samePieces(t testing.TB, enc, where, s string) bool {
 	t.Helper()
-	ours := collectPieces(t, splitterFor(exactEncodings[enc].pattern), s)
-	want := collectPieces(t, regexpSplitter(interpreter(t, enc)), s)
+	ours := collectPieces(t, splitterFor(encodings[enc].pattern), s)
+	want := collectPieces(t, regexpSplitter(t, interpreter(t, enc)), s)
 	for i := 0; i < len(ours) || i < len(want); i++ {
 		if i >= len(ours) || i >= len(want) || ours[i] != want[i] {
 			var o, w string
@@ -82,7 +83,7 @@ func samePieces(t testing.TB, enc, where, s string) bool {
 	return true
 }
 
-var bothEncodings = []string{EncodingO200k, EncodingCl100k}
+var bothEncodings = []string{O200kBase, Cl100kBase}
 
 func TestSplitterMatchesRegexp2OnTrickyTexts(t *testing.T) {
 	texts := append([]string(nil), trickyTexts...)
@@ -121,8 +122,8 @@ func TestSplitterMatchesRegexp2OnEveryRune(t *testing.T) {
 	contexts := []string{"%c", "a%c", "A%c", " %c", "%cA", "1%c", "'%ce", "'l%c", "!%c!"}
 	var sb strings.Builder
 	for _, enc := range bothEncodings {
-		split := splitterFor(exactEncodings[enc].pattern)
-		re := regexpSplitter(interpreter(t, enc))
+		split := splitterFor(encodings[enc].pattern)
+		re := regexpSplitter(t, interpreter(t, enc))
 		failed := 0
 		for r := rune(0); r <= unicode.MaxRune && failed < 10; r++ {
 			if 0xd800 <= r && r < 0xe000 {
@@ -156,12 +157,12 @@ func TestSplitterMatchesRegexp2OnSharedTraces(t *testing.T) {
 	pieces := 0
 	for _, f := range files {
 		for _, enc := range bothEncodings {
-			split := splitterFor(exactEncodings[enc].pattern)
+			split := splitterFor(encodings[enc].pattern)
 			for i, s := range f.texts {
 				if !samePieces(t, enc, f.name+" text #"+strconv.Itoa(i), s) {
 					t.Fatalf("%s: stopping at the first difference", f.name)
 				}
-				_ = split(s, func(string) { pieces++ })
+				split(s, func(string) { pieces++ })
 			}
 		}
 	}
@@ -192,7 +193,7 @@ func TestSplitterMatchesRegexp2OnRandomTexts(t *testing.T) {
 // The pieces tile the text: joined, they are the text (invalid bytes as U+FFFD).
 func TestSplitterPiecesTileTheText(t *testing.T) {
 	for _, enc := range bothEncodings {
-		split := splitterFor(exactEncodings[enc].pattern)
+		split := splitterFor(encodings[enc].pattern)
 		for _, s := range append(trickyTexts, "a\xffb\x80", "\x7f\x7f") {
 			want := s
 			if !utf8.ValidString(s) {

@@ -1,10 +1,11 @@
-package core
+package bpe
 
 import (
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,8 +25,8 @@ import (
 //     It splits text with a matcher that regexp2cg generated for each pattern and
 //     registered with regexp2, and that matcher has a bug: in \s*[\r\n]+ it does
 //     not backtrack across a newline, so "\n  \n" becomes two pieces ("\n",
-//     "  \n") where tiktoken has one. core compiles the patterns with regexp2's
-//     interpreter (regexp2.Compile), which splits as tiktoken does. The matcher
+//     "  \n") where tiktoken has one. The splitters here split as regexp2's
+//     interpreter (regexp2.Compile) does, which is tiktoken's split. The matcher
 //     also drops U+007F (DEL) from the text: "a\x7fb" is "a", "b" there.
 //   - js-tiktoken 1.0.21, the reference of testdata/tokens.count.json, for texts the
 //     library splits wrongly (splitBugTexts).
@@ -43,9 +44,9 @@ func libCodec(t testing.TB, enc string) *codec.Codec {
 	}
 	var c *codec.Codec
 	switch enc {
-	case EncodingO200k:
+	case O200kBase:
 		c = codec.NewO200kBase()
-	case EncodingCl100k:
+	case Cl100kBase:
 		c = codec.NewCl100kBase()
 	default:
 		t.Fatalf("no library codec for %s", enc)
@@ -54,29 +55,26 @@ func libCodec(t testing.TB, enc string) *codec.Codec {
 	return c
 }
 
-var exactEncodings = map[string]*exactEncoding{EncodingO200k: o200k, EncodingCl100k: cl100k}
+var encodings = map[string]*Encoding{O200kBase: o200k, Cl100kBase: cl100k}
 
 // libSplit returns our encoder with the library's splitter: regexp2.MustCompile
 // returns the matcher the library registered for the same pattern (it is linked
 // into this test binary). Our tables and merge loop, the library's split.
-func libSplit(t testing.TB, enc string) *bpe {
+func libSplit(t testing.TB, enc string) *tokenizer {
 	t.Helper()
-	e := exactEncodings[enc]
-	b := &bpe{ranks: e.encoder().ranks, split: regexpSplitter(regexp2.MustCompile(e.pattern, regexp2.None))}
+	e := encodings[enc]
+	b := &tokenizer{ranks: e.tokenizer().ranks, split: regexpSplitter(t, regexp2.MustCompile(e.pattern, regexp2.None))}
 	if got := splitPieces(t, b, " \n \n"); len(got) != 2 {
 		t.Fatalf("%s: MustCompile did not return the library's generated matcher (pieces %q); "+
-			"if tiktoken-go fixed its split, compare core's encoder with it directly", enc, got)
+			"if tiktoken-go fixed its split, compare our encoder with it directly", enc, got)
 	}
 	return b
 }
 
-func splitPieces(t testing.TB, b *bpe, s string) []string {
+func splitPieces(t testing.TB, b *tokenizer, s string) []string {
 	t.Helper()
 	var out []string
-	err := b.split(s, func(piece string) { out = append(out, piece) })
-	if err != nil {
-		t.Fatal(err)
-	}
+	b.split(s, func(piece string) { out = append(out, piece) })
 	return out
 }
 
@@ -88,11 +86,7 @@ func diffCount(t *testing.T, enc, where, s string) bool {
 	if err != nil {
 		t.Fatalf("library: %v", err)
 	}
-	got, err := libSplit(t, enc).count(s)
-	if err != nil {
-		t.Fatalf("%s %s: %v", enc, where, err)
-	}
-	if got != want {
+	if got := libSplit(t, enc).count(s); got != want {
 		t.Errorf("%s %s: %d tokens, the library counts %d: %.200q", enc, where, got, want, s)
 		return false
 	}
@@ -115,7 +109,7 @@ func diffSplit(t *testing.T, enc, where, s string) bool {
 	if strings.ContainsRune(s, 0x7f) {
 		return false
 	}
-	ours, lib := splitPieces(t, exactEncodings[enc].encoder(), s), splitPieces(t, libSplit(t, enc), s)
+	ours, lib := splitPieces(t, encodings[enc].tokenizer(), s), splitPieces(t, libSplit(t, enc), s)
 	equal := true
 	i, j := 0, 0
 	for i < len(ours) && j < len(lib) {
@@ -147,7 +141,7 @@ func diffSplit(t *testing.T, enc, where, s string) bool {
 }
 
 // splitBugTexts are texts the library splits wrongly (either bug), with the counts js-tiktoken
-// 1.0.21 gives (o200k_base, cl100k_base); core must give these.
+// 1.0.21 gives (o200k_base, cl100k_base); we must give these.
 var splitBugTexts = []struct {
 	text          string
 	o200k, cl100k int
@@ -167,10 +161,9 @@ var splitBugTexts = []struct {
 func TestSplitBugTextsCountAsTiktoken(t *testing.T) {
 	libWrong := 0
 	for _, c := range splitBugTexts {
-		for enc, want := range map[string]int{EncodingO200k: c.o200k, EncodingCl100k: c.cl100k} {
-			got, err := exactEncodings[enc].encoder().count(c.text)
-			if err != nil || got != want {
-				t.Errorf("%s %q: %d tokens (%v), js-tiktoken counts %d", enc, c.text, got, err, want)
+		for enc, want := range map[string]int{O200kBase: c.o200k, Cl100kBase: c.cl100k} {
+			if got := encodings[enc].Count(c.text); got != want {
+				t.Errorf("%s %q: %d tokens, js-tiktoken counts %d", enc, c.text, got, want)
 			}
 			if lib, _ := libCodec(t, enc).Count(c.text); lib != want {
 				libWrong++
@@ -209,12 +202,55 @@ var trickyTexts = []string{
 }
 
 func TestBPEMatchesLibraryOnTrickyTexts(t *testing.T) {
-	for _, enc := range []string{EncodingO200k, EncodingCl100k} {
+	for _, enc := range []string{O200kBase, Cl100kBase} {
 		for i, s := range trickyTexts {
 			diffCount(t, enc, "tricky #"+strconv.Itoa(i), s)
 			diffSplit(t, enc, "tricky #"+strconv.Itoa(i), s)
 		}
 	}
+}
+
+// Encode gives the library's token ids when both split alike (the tricky texts
+// the library splits correctly), and as many ids as Count everywhere.
+func TestEncodeMatchesLibraryIDs(t *testing.T) {
+	compared := 0
+	for _, enc := range []string{O200kBase, Cl100kBase} {
+		e := encodings[enc]
+		for i, s := range trickyTexts {
+			ids := e.Encode(s)
+			if len(ids) != e.Count(s) {
+				t.Errorf("%s tricky #%d: %d ids, Count %d", enc, i, len(ids), e.Count(s))
+			}
+			if !diffSplit(t, enc, "tricky #"+strconv.Itoa(i), s) {
+				continue // the library's split differs here, so may its ids
+			}
+			want, _, err := libCodec(t, enc).Encode(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(want) != len(ids) || !slices.Equal(ids, toInts(want)) {
+				t.Errorf("%s tricky #%d: ids %v, the library's %v: %q", enc, i, ids, want, s)
+			}
+			compared++
+		}
+	}
+	if compared < len(trickyTexts) {
+		t.Errorf("compared ids on only %d texts", compared)
+	}
+	if e, ok := Lookup(O200kBase); !ok || e.Encode("") != nil || e.Count("") != 0 {
+		t.Error("the empty text has tokens")
+	}
+	if _, ok := Lookup("p50k_base"); ok {
+		t.Error("Lookup found an encoding the package does not have")
+	}
+}
+
+func toInts(ids []uint) []int {
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = int(id)
+	}
+	return out
 }
 
 // Every string value of every message of every shared trace, plus each message's
@@ -224,7 +260,7 @@ func TestBPEMatchesLibraryOnSharedTraces(t *testing.T) {
 	files, texts, bytes := sharedTraceTexts(t, "the differential test")
 	bugged := 0
 	for _, f := range files {
-		for _, enc := range []string{EncodingO200k, EncodingCl100k} {
+		for _, enc := range []string{O200kBase, Cl100kBase} {
 			failed := 0
 			for i, s := range f.texts {
 				where := f.name + " text #" + strconv.Itoa(i)
@@ -259,7 +295,7 @@ func TestBPEMatchesLibraryOnRandomTexts(t *testing.T) {
 			sb.WriteString(alphabet[rnd(len(alphabet))])
 		}
 		s := sb.String()
-		for _, enc := range []string{EncodingO200k, EncodingCl100k} {
+		for _, enc := range []string{O200kBase, Cl100kBase} {
 			diffSplit(t, enc, "random #"+strconv.Itoa(i), s)
 			if !diffCount(t, enc, "random #"+strconv.Itoa(i), s) || t.Failed() {
 				return
@@ -268,33 +304,40 @@ func TestBPEMatchesLibraryOnRandomTexts(t *testing.T) {
 	}
 }
 
-// The two merge loops give the same count on every piece the scan handles, and a
-// long piece goes through the heap.
+// The two merge loops give the same count and the same token ids on every piece
+// the scan handles, and a long piece goes through the heap.
 func TestBPEMergeScanAndHeapAgree(t *testing.T) {
-	b := o200k.encoder()
+	b := o200k.tokenizer()
 	pieces := []string{"ab", "xyz", "supercalifragilistic", "indivisibility", "!!!???...", "的的的的的", "🙂🙃🙂",
 		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", " antidisestablishmentarianism", "\xe4\xbd\xa0\xe5\xa5\xbd\xe4"}
-	for _, enc := range []*exactEncoding{o200k, cl100k} {
-		b = enc.encoder()
+	for _, enc := range []*Encoding{o200k, cl100k} {
+		b = enc.tokenizer()
 		for _, p := range pieces {
 			for n := 2; n <= len(p); n++ {
 				piece := []byte(p[:n])
-				if s, h := b.mergeScan(piece), b.mergeHeap(piece); s != h {
-					t.Errorf("%s %q: scan %d parts, heap %d", enc.name, piece, s, h)
+				var sIDs, hIDs []int
+				if s, h := b.mergeScan(piece, &sIDs), b.mergeHeap(piece, &hIDs); s != h || len(sIDs) != s {
+					t.Errorf("%s %q: scan %d parts (%d ids), heap %d", enc.name, piece, s, len(sIDs), h)
+				}
+				if !slices.Equal(sIDs, hIDs) {
+					t.Errorf("%s %q: scan ids %v, heap ids %v", enc.name, piece, sIDs, hIDs)
+				}
+				if n := b.mergeScan(piece, nil); n != len(sIDs) {
+					t.Errorf("%s %q: %d parts counted, %d when encoding", enc.name, piece, n, len(sIDs))
 				}
 			}
 		}
 	}
 	long := strings.Repeat("xq", bpeHeapThreshold) // one piece, not a token
-	if n, _ := b.count(long); n < 2 {
+	if n := b.count(long); n < 2 {
 		t.Errorf("long piece: %d tokens", n)
 	}
 }
 
 // The embedded tables hold the vocabularies the library holds.
 func TestRankTables(t *testing.T) {
-	for enc, want := range map[*exactEncoding]int{o200k: 199998, cl100k: 100256} {
-		b := enc.encoder()
+	for enc, want := range map[*Encoding]int{o200k: 199998, cl100k: 100256} {
+		b := enc.tokenizer()
 		if len(b.ranks) != want {
 			t.Errorf("%s: %d tokens, want %d", enc.name, len(b.ranks), want)
 		}
@@ -315,7 +358,7 @@ func TestRankTables(t *testing.T) {
 					t.Errorf("newBPE accepted the malformed table %q", bad)
 				}
 			}()
-			newBPE(bad, cl100kPattern)
+			newTokenizer(bad, cl100kPattern)
 		}()
 	}
 }
@@ -325,7 +368,7 @@ func FuzzBPEMatchesLibrary(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		for _, enc := range []string{EncodingO200k, EncodingCl100k} {
+		for _, enc := range []string{O200kBase, Cl100kBase} {
 			diffCount(t, enc, "fuzz", s)
 			diffSplit(t, enc, "fuzz", s)
 		}
@@ -367,7 +410,7 @@ type traceFileTexts struct {
 // subfolders), with the number of texts and their bytes. When the traces are
 // absent it skips the test or fails it (CI set: internal/testtraces); it fails it
 // when the walk finds too little. what names the test in that message.
-func sharedTraceTexts(t *testing.T, what string) (files []traceFileTexts, texts, bytes int) {
+func sharedTraceTexts(t testing.TB, what string) (files []traceFileTexts, texts, bytes int) {
 	t.Helper()
 	t.Logf("%s on the shared traces", what)
 	tracesDir := testtraces.Require(t)

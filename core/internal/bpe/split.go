@@ -1,4 +1,4 @@
-package core
+package bpe
 
 import (
 	"unicode"
@@ -6,7 +6,7 @@ import (
 )
 
 // The pre-tokenizers of the exact encodings, written out by hand for exactly the two
-// patterns below (tiktoken's, see o200kPattern and cl100kPattern in tokens_bpe.go).
+// patterns below (tiktoken's, see o200kPattern and cl100kPattern in bpe.go).
 // They split as the backtracking regexp engines tiktoken's references use (and as
 // github.com/dlclark/regexp2's interpreter does; the tests compare every piece with
 // it): the alternatives are tried in order at the current position and the first that
@@ -314,14 +314,14 @@ func pieceCl100k(s string, i int) int {
 }
 
 // splitter calls yield with each piece of s in order, as UTF-8 (an invalid byte as
-// U+FFFD), and returns an error if it cannot split s (ours never fail; the tests'
-// splitters over a regexp engine can).
-type splitter func(s string, yield func(piece string)) error
+// U+FFFD). The hand-written splitters cannot fail; the tests' splitter over a
+// regexp engine fails the test instead of returning an error.
+type splitter func(s string, yield func(piece string))
 
 // splitWith returns the splitter that cuts pieces with piece (pieceO200k or
 // pieceCl100k).
 func splitWith(piece func(s string, i int) int) splitter {
-	return func(s string, yield func(string)) error {
+	return func(s string, yield func(string)) {
 		if !utf8.ValidString(s) {
 			s = validUTF8(s)
 		}
@@ -337,7 +337,6 @@ func splitWith(piece func(s string, i int) int) splitter {
 			yield(s[i:j])
 			i = j
 		}
-		return nil
 	}
 }
 
@@ -353,7 +352,7 @@ func validUTF8(s string) string {
 }
 
 // splitterFor returns the splitter of a pattern: o200kPattern or cl100kPattern. It
-// panics on any other pattern (there is no general regexp engine in core).
+// panics on any other pattern (there is no general regexp engine here).
 func splitterFor(pattern string) splitter {
 	switch pattern {
 	case o200kPattern:

@@ -1,11 +1,12 @@
-// Command vocabgen writes the rank tables that core embeds for exact token counting
-// (core/vocab/<encoding>.bin), read from github.com/tiktoken-go/tokenizer's codec
-// package. The library is linked into this generator and its test only, never into
-// core or the wasm module: its vocabularies are Go map literals that cost ~8.7 MB
-// of static data in the module (docs/TOKENS.md).
+// Command vocabgen writes the rank tables that package bpe embeds for exact token
+// counting (core/internal/bpe/vocab/<encoding>.bin), read from
+// github.com/tiktoken-go/tokenizer's codec package. The library is linked into this
+// generator and the tests only, never into core or the wasm module: its
+// vocabularies are Go map literals that cost ~8.7 MB of static data in the module
+// (docs/TOKENS.md).
 //
-//	go run ./core/internal/vocabgen            # rewrite core/vocab/*.bin
-//	go test ./core/internal/vocabgen           # the committed files are up to date
+//	go run ./core/internal/bpe/vocabgen     # rewrite core/internal/bpe/vocab/*.bin
+//	go test ./core/internal/bpe/vocabgen    # the committed files are up to date
 //
 // Format (all integers unsigned LEB128 varints, as encoding/binary.AppendUvarint):
 //
@@ -32,7 +33,7 @@ import (
 // Magic starts every table; the digit is the format version.
 const Magic = "ctxcvocab1\n"
 
-// encodings lists the tables core embeds, by tiktoken name.
+// encodings lists the tables package bpe embeds, by tiktoken name.
 var encodings = []struct {
 	name  string
 	codec func() *codec.Codec
@@ -95,7 +96,7 @@ func Tables() (map[string][]byte, error) {
 }
 
 func main() {
-	dir := flag.String("dir", "core/vocab", "output directory (run from the module root)")
+	dir := flag.String("dir", "core/internal/bpe/vocab", "output directory (run from the module root)")
 	flag.Parse()
 	tables, err := Tables()
 	if err != nil {
