@@ -59,25 +59,27 @@ function snapshot(v, out) {
 
 /** The index after v's part of the snapshot s from i, or -1 when v differs from it. */
 function walk(v, s, i) {
-  if (i >= s.length) return -1;
   if (v === null || typeof v !== "object") return s[i] === v ? i + 1 : -1;
-  const proto = Object.getPrototypeOf(v);
   if (Array.isArray(v)) {
-    if (s[i] !== ARRAY || s[i + 1] !== v.length || proto !== Array.prototype) return -1;
+    if (s[i] !== ARRAY || s[i + 1] !== v.length || Object.getPrototypeOf(v) !== Array.prototype) return -1;
     i += 2;
     for (let k = 0; k < v.length && i >= 0; k++) i = walk(v[k], s, i);
     return i;
   }
-  if (s[i] !== OBJECT || (proto !== Object.prototype && proto !== null)) return -1;
-  const keys = Object.keys(v);
-  if (s[i + 1] !== keys.length) return -1;
+  if (s[i] !== OBJECT) return -1;
+  const proto = Object.getPrototypeOf(v);
+  if (proto !== Object.prototype && proto !== null) return -1;
+  // for-in goes over the same keys in the same order as Object.keys here (a plain
+  // object's prototype has no enumerable keys) without making an array of them.
+  const n = s[i + 1];
+  let seen = 0;
   i += 2;
-  for (let k = 0; k < keys.length; k++) {
-    if (s[i] !== keys[k]) return -1;
-    i = walk(v[keys[k]], s, i + 1);
+  for (const k in v) {
+    if (++seen > n || s[i] !== k) return -1;
+    i = walk(v[k], s, i + 1);
     if (i < 0) return -1;
   }
-  return i;
+  return seen === n ? i : -1;
 }
 
 export class CountCache {
