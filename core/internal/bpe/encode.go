@@ -7,8 +7,6 @@ package bpe
 // built from one on the first count with its encoding (docs/TOKENS.md has the sizes
 // and times).
 
-import "sync"
-
 // vocabMagic starts every rank table; see ./vocabgen for the format.
 const vocabMagic = "ctxcvocab1\n"
 
@@ -22,20 +20,21 @@ type tokenizer struct {
 	hot *hotCache
 }
 
-// hotCaches holds the hot caches counts borrow (see hotCache).
-var hotCaches sync.Pool
-
-// borrow returns a copy of b with a hot cache of its table, and the function that
-// gives the cache back.
-func (b *tokenizer) borrow() (tokenizer, func()) {
-	hc, _ := hotCaches.Get().(*hotCache)
-	if hc == nil || hc.table != b.ranks {
-		hc = &hotCache{table: b.ranks}
+// borrow returns a copy of b with a hot cache of its table: the table's spare one
+// when no other count holds it, else a new one. giveBack makes it the spare again;
+// kept in the table, not a sync.Pool, it survives garbage collections warm.
+func (b *tokenizer) borrow() tokenizer {
+	hc := b.ranks.spare.Swap(nil)
+	if hc == nil {
+		hc = &hotCache{}
 	}
 	w := *b
 	w.hot = hc
-	return w, func() { hotCaches.Put(hc) }
+	return w
 }
+
+// giveBack returns the hot cache of a borrowed copy to its table.
+func (b *tokenizer) giveBack() { b.ranks.spare.Store(b.hot) }
 
 // newTokenizer builds the encoder from a rank table and a split pattern. The keys of the
 // rank map are substrings of table, so building it copies no token bytes. A
@@ -78,18 +77,20 @@ func newTokenizer(table, pattern string) *tokenizer {
 
 // count returns the number of tokens of s (see Encoding.Count).
 func (b *tokenizer) count(s string) int {
-	w, done := b.borrow()
-	defer done()
-	return w.countWith(s)
+	w := b.borrow()
+	n := w.countWith(s)
+	w.giveBack()
+	return n
 }
 
 func (b *tokenizer) countWith(s string) int {
 	n := 0
-	var buf []byte
+	buf := b.hot.buf
 	b.split(s, func(piece string) {
 		buf = pieceBuf(buf, piece)
 		n += b.pieceTokens(buf)
 	})
+	b.hot.buf = buf
 	return n
 }
 
@@ -104,9 +105,10 @@ func pieceBuf(buf []byte, piece string) []byte {
 
 // encode returns the ranks of the tokens of s (see Encoding.Encode).
 func (b *tokenizer) encode(s string) []int {
-	w, done := b.borrow()
-	defer done()
-	return w.encodeWith(s)
+	w := b.borrow()
+	ids := w.encodeWith(s)
+	w.giveBack()
+	return ids
 }
 
 func (b *tokenizer) encodeWith(s string) []int {

@@ -1,6 +1,7 @@
 package bpe
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/dlclark/regexp2/v2"
@@ -386,7 +388,7 @@ func garbageAfter(s string, n int) []byte {
 func TestRankTableFindsEveryToken(t *testing.T) {
 	for _, enc := range []*Encoding{o200k, cl100k} {
 		b := enc.tokenizer()
-		w, done := b.borrow()
+		w := b.borrow()
 		tokens := map[string]bool{}
 		pos := len(vocabMagic)
 		next := func() int {
@@ -434,7 +436,7 @@ func TestRankTableFindsEveryToken(t *testing.T) {
 				}
 			}
 		}
-		done()
+		w.giveBack()
 	}
 }
 
@@ -526,5 +528,37 @@ func xorshift(seed uint64) func(n int) int {
 		x ^= x >> 7
 		x ^= x << 17
 		return int(x % uint64(n))
+	}
+}
+
+// Counts running at once share the table and its spare hot cache safely (run
+// with -race) and count as one alone does.
+func TestConcurrentCounts(t *testing.T) {
+	texts := append([]string{strings.Repeat("concurrent counting, 同时 ", 200)}, trickyTexts...)
+	for _, e := range []*Encoding{o200k, cl100k} {
+		want := make([]int, len(texts))
+		for i, s := range texts {
+			want[i] = e.Count(s)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan string, 8)
+		for g := 0; g < 8; g++ {
+			wg.Add(1)
+			go func(g int) {
+				defer wg.Done()
+				for r := 0; r < 20; r++ {
+					i := (g + r) % len(texts)
+					if n := e.Count(texts[i]); n != want[i] {
+						errs <- fmt.Sprintf("%s: text %d counted %d, alone %d", e.name, i, n, want[i])
+						return
+					}
+				}
+			}(g)
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
 	}
 }

@@ -1,6 +1,9 @@
 package bpe
 
-import "unsafe"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // rankTable maps token bytes to ranks: open addressing with linear probing over
 // slots that hold a 64-bit hash, where the key lies in the embedded table and the
@@ -16,6 +19,7 @@ type rankTable struct {
 	mask  uint64
 	keys  string // the rank table the slots point into
 	n     int
+	spare atomic.Pointer[hotCache] // see tokenizer.borrow
 }
 
 type rankSlot struct {
@@ -156,12 +160,12 @@ func (t *rankTable) len() int { return t.n }
 // shorter than 8 bytes, the most looked up (a piece that is one token, the pairs
 // of a merge), hits and misses alike: the rank table is megabytes, so each of its
 // lookups waits on memory, while a text's common tokens fit in this one. A
-// count borrows one from hotCaches for its duration, so it needs no lock; what it
-// holds is a pure function of the encoding's table, so it is kept between uses.
+// count borrows its table's for its duration (tokenizer.borrow), so it needs no
+// lock; what it holds is a pure function of the table, so it is kept between uses.
 type hotCache struct {
-	table *rankTable // the table the entries were taken from
 	keys  [hotSize]uint64
 	ranks [hotSize]uint32
+	buf   []byte // the piece buffer of the count (see pieceBuf)
 }
 
 const (
