@@ -947,6 +947,14 @@ export declare class Compactor {
   resolveThreshold(config?: Config): ThresholdResult;
   shouldCompress(promptTokens: number, options?: ShouldCompressOptions): ShouldCompressResult;
   hygieneCheck(messages: Item[], options?: HygieneOptions): HygieneResult;
+  /**
+   * Token count per message and in total. Counts are kept per message object, so
+   * counting a conversation again after appending a message sends only the new
+   * one to the module; a message edited in place is seen (each lookup compares it
+   * with what was counted) and counted again. Only plain data (object literals,
+   * JSON.parse output) is kept; other messages are counted on every call, as are
+   * calls with a format or a system.
+   */
   countTokens(messages: Item[], options?: CountTokensOptions): TokenCountResult;
   prune<M extends Item>(messages: M[], options?: PruneOptions): PruneResult<M>;
   sanitize<M extends Item>(messages: M[], options?: SanitizeOptions): SanitizeResult<M>;

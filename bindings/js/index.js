@@ -4,6 +4,7 @@
 
 import { CompactError, ErrABIMismatch, ErrBadBinary, ErrClosed } from "./errors.js";
 import { ABI_VERSION, Instance, checkModule, loadModule, unwrap, utf8 } from "./runtime.js";
+import { CountCache } from "./counts.js";
 import { T, checkOptions, checkValue, describe, serialize } from "./options.js";
 
 export { ABI_VERSION, CompactError, ErrABIMismatch, ErrBadBinary, ErrClosed };
@@ -123,6 +124,8 @@ export class Compactor {
   #replacing = null;
   #closed = false;
   #maxMemory;
+  /** countTokens' per-message counts. */
+  #counts = new CountCache();
 
   /** Use Compactor.create. */
   constructor(module, instance, options, token) {
@@ -319,11 +322,24 @@ export class Compactor {
       `${this.#configField(o.config)},"messages":${messagesJSON(messages)}}`));
   }
 
-  /** Token estimate per message and in total. */
+  /**
+   * Token estimate per message and in total. Counts are kept per message object
+   * (see CountCache): a conversation counted again after a message was appended
+   * sends only the new message to the module.
+   */
   countTokens(messages, options) {
     const o = checkOptions("countTokens()", options, COUNT_OPTIONS);
-    return unwrap(this.callRaw(`{"op":"tokens.count"${field("encoding", o.encoding)}${field("format", o.format)}` +
-      `${systemField(o.system)}${this.#configField(o.config)},"messages":${messagesJSON(messages)}}`));
+    if (o.format !== undefined || o.system !== undefined) { // another format's rule: counted whole, not cached
+      return unwrap(this.callRaw(`{"op":"tokens.count"${field("encoding", o.encoding)}${field("format", o.format)}` +
+        `${systemField(o.system)}${this.#configField(o.config)},"messages":${messagesJSON(messages)}}`));
+    }
+    if (!Array.isArray(messages)) messagesJSON(messages); // throws invalid_messages
+    // The key of the counts: the encoding asked for and the call's config as sent
+    // (the compactor's config never changes), which decide the counter.
+    const config = o.config === undefined || o.config === null ? undefined : o.config;
+    const key = `${o.encoding ?? ""}\n${config === undefined ? "" : serialize(config, "/config", "invalid_config")}`;
+    return this.#counts.count(key, messages, (body) => unwrap(this.callRaw(`{"op":"tokens.count"${field("encoding", o.encoding)}` +
+      `${this.#configField(config)},"messages":${body}}`)));
   }
 
   /** Phase 1 alone: old tool outputs become placeholders. Unchanged messages are your objects. */
