@@ -192,6 +192,8 @@ func SkipString(s string, i int) int {
 	}
 }
 
+// HasByte reports whether s holds b: a byte loop, which in wasm costs less than
+// the call strings.IndexByte makes for the short keys it is asked about.
 func HasByte(s string, b byte) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] == b {
