@@ -134,7 +134,7 @@ type configReader struct {
 // get returns the value of key and whether it is set (not null); at(key) is its
 // JSON pointer, built only for an error.
 func (r *configReader) get(key string) (gjson.Result, bool) {
-	v := r.obj.Get(gjson.Escape(key))
+	v := fieldOf(r.obj, key)
 	return v, r.err == nil && v.Exists() && v.Type != gjson.Null
 }
 
@@ -260,7 +260,7 @@ func parseConfig(v gjson.Result, path string) (Config, error) {
 	c.integer("protect_last_n", &cc.ProtectLastN, 0, 100_000)
 	c.integer("min_tail_user_messages", &cc.MinTailUserMessages, 0, 1_000)
 	c.boolean("codex_gpt55_autoraise", &cc.CodexGPT55Autoraise)
-	if v := c.obj.Get("small_context_floor"); v.Exists() && v.Type == gjson.Null {
+	if v := fieldOf(c.obj, "small_context_floor"); v.Exists() && v.Type == gjson.Null {
 		cc.SmallContextFloor = 0 // null disables the floor, like 0
 	} else {
 		c.fraction("small_context_floor", &cc.SmallContextFloor, true)
@@ -360,8 +360,8 @@ func mergeConfig(base, over gjson.Result) ([]byte, error) {
 	}
 	out := []byte{'{'}
 	for _, section := range configSections {
-		keys, values := configMembers(base.Get(section))
-		ok, ov := configMembers(over.Get(section))
+		keys, values := configMembers(fieldOf(base, section))
+		ok, ov := configMembers(fieldOf(over, section))
 		for k, key := range ok {
 			if at := slices.Index(keys, key); at >= 0 {
 				values[at] = ov[k]

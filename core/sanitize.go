@@ -113,7 +113,7 @@ func sanitizeToolPairs(in []outMsg) (out, removed, repaired []outMsg, res Saniti
 				out = append(out, m)
 			default:
 				raw := withResultBlocks(m.raw, missing, orphans)
-				if gjson.Get(raw, "content.#").Int() == 0 {
+				if fieldIn(raw, "content").Get("#").Int() == 0 {
 					removed = append(removed, m)
 					res.Removed = append(res.Removed, m.src)
 					continue
@@ -146,7 +146,7 @@ func withResultBlocks(raw string, stub, drop []string) string {
 		b, _ := marshal(map[string]any{"type": "tool_result", "tool_use_id": id, "content": stubResultText, "is_error": true})
 		blocks = append(blocks, string(b))
 	}
-	c := gjson.Get(raw, "content")
+	c := fieldIn(raw, "content")
 	switch {
 	case c.Type == gjson.String && c.Str != "":
 		b, _ := marshal(map[string]string{"type": "text", "text": c.Str})
@@ -178,7 +178,7 @@ func indexOf(list []string, s string) int {
 }
 
 func opSanitize(req opRequest) ([]byte, error) {
-	msgs, err := parseMessages(req.Get("messages"), roughCounter, req.arrays["messages"])
+	msgs, err := parseMessages(req.Field("messages"), roughCounter, req.arrays["messages"])
 	if err != nil {
 		return nil, err
 	}

@@ -206,7 +206,7 @@ func (c tokenCounter) part(p gjson.Result) int {
 		case "content":
 			dst = &content
 		}
-		if dst != nil && *dst == "" { // the first of duplicate keys, as gjson's Get
+		if dst != nil { // the last of duplicate keys, as everywhere
 			*dst = raw
 		}
 		return true

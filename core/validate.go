@@ -86,7 +86,7 @@ func validateMessages(v gjson.Result) (ValidateResult, error) {
 			return true
 		}
 		if m.isToolResult() {
-			if !mv.Get("tool_call_id").Exists() || m.resultFor == "" {
+			if !fieldOf(mv, "tool_call_id").Exists() || m.resultFor == "" {
 				add(ProblemMissingToolCallID, path+"/tool_call_id", "a tool message needs the tool_call_id of the call it answers")
 				return true
 			}
@@ -145,7 +145,7 @@ func validateMessages(v gjson.Result) (ValidateResult, error) {
 }
 
 func opValidate(req opRequest) ([]byte, error) {
-	res, err := validateMessages(req.Get("messages"))
+	res, err := validateMessages(req.Field("messages"))
 	if err != nil {
 		return nil, err
 	}
@@ -172,17 +172,18 @@ func validateInvalidUTF8(op string, request string) ([]byte, bool) {
 		return nil, false // invalid for another reason
 	}
 	fixed := []byte(strings.ToValidUTF8(request, "\uFFFD"))
-	if valid, depth := checkJSON(fixed, nil); !valid || depth > MaxNestingDepth {
+	var members []jsonraw.Member
+	if valid, depth := checkJSON(fixed, &members); !valid || depth > MaxNestingDepth {
 		return nil, false
 	}
-	req := gjson.ParseBytes(fixed)
-	if op == "" && req.Get("op").Str == "validate" {
+	req := newOpRequest(gjson.ParseBytes(fixed), members)
+	if op == "" && req.Field("op").Str == "validate" {
 		op = "validate"
 	}
-	if op != "validate" || !req.IsObject() {
+	if op != "validate" || !req.Whole().IsObject() {
 		return nil, false
 	}
-	res, err := validateMessages(req.Get("messages"))
+	res, err := validateMessages(req.Field("messages"))
 	if err != nil {
 		return errorEnvelope(err), true
 	}
