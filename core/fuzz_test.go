@@ -275,7 +275,7 @@ func FuzzSummaryText(f *testing.F) {
 		}
 		tool := message{role: "tool", contentRaw: string(text)}
 		require.Equal(t, lines, errorLines(&tool), "error lines of %q", s)
-		if got, want := jsonStringLen(s), len(appendJSONString(nil, s)); got != want {
+		if got, want := jsonStringLen(s), len(jsonraw.Stringify.Append(nil, s)); got != want {
 			t.Fatalf("jsonStringLen(%q) = %d, the encoding is %d bytes", s, got, want)
 		}
 		if got, want := string(appendQuote([]byte("x"), s)), "x"+strconv.Quote(s); got != want {
@@ -371,7 +371,7 @@ func firstText(content gjson.Result) string {
 func gjsonCanonical(dst []byte, v gjson.Result) []byte {
 	switch {
 	case v.Type == gjson.String:
-		return appendJSONString(dst, v.Str)
+		return jsonraw.Stringify.Append(dst, v.Str)
 	case v.IsObject():
 		dst = append(dst, '{')
 		first := true
@@ -380,7 +380,7 @@ func gjsonCanonical(dst []byte, v gjson.Result) []byte {
 				dst = append(dst, ',')
 			}
 			first = false
-			dst = appendJSONString(dst, k.Str)
+			dst = jsonraw.Stringify.Append(dst, k.Str)
 			dst = append(dst, ':')
 			dst = gjsonCanonical(dst, e)
 			return true
