@@ -275,18 +275,21 @@ func parseConfig(v gjson.Result, path string) (Config, error) {
 		if !mt.IsObject() {
 			c.fail(p, "model_thresholds must be an object mapping a model-name substring to a fraction")
 		}
-		mt.ForEach(func(k, f gjson.Result) bool {
-			kp := pointer(p, k.Str)
+		keys, values := configMembers(mt) // of duplicate keys the last, as everywhere
+		for k, key := range keys {
+			f, kp := gjson.Parse(values[k]), pointer(p, key)
 			switch {
-			case k.Str == "":
+			case key == "":
 				c.fail(kp, "model_thresholds keys must be non-empty model-name substrings")
 			case f.Type != gjson.Number || f.Num <= 0 || f.Num > 1:
-				c.fail(kp, "model_thresholds[%q] must be a number greater than 0 and at most 1, got %s", k.Str, f.Raw)
+				c.fail(kp, "model_thresholds[%q] must be a number greater than 0 and at most 1, got %s", key, f.Raw)
 			default:
-				cc.ModelThresholds = append(cc.ModelThresholds, ModelThreshold{Key: k.Str, Fraction: f.Num})
+				cc.ModelThresholds = append(cc.ModelThresholds, ModelThreshold{Key: key, Fraction: f.Num})
 			}
-			return c.err == nil
-		})
+			if c.err != nil {
+				break
+			}
+		}
 		sort.Slice(cc.ModelThresholds, func(i, j int) bool { return cc.ModelThresholds[i].Key < cc.ModelThresholds[j].Key })
 	}
 	if c.err != nil {

@@ -47,7 +47,14 @@ func duplicateKeySuites() map[string]vectors.File {
 	} {
 		begin.Cases = append(begin.Cases, c)
 	}
-	return map[string]vectors.File{"tokens.count.duplicate-keys": counts, "compact.begin.duplicate-keys": begin}
+	thresholds := vectors.File{Op: "threshold.resolve", Comment: "Generated like tokens.count.duplicate-keys.json: config sections and model_thresholds entries that repeat a key are read by their last value (an invalid first one is not an error)."}
+	for _, c := range []vectors.Case{
+		{Name: "model-thresholds-last-wins", RequestJSON: `{"config":{"model":{"name":"gpt-4o","context_length":100000},"compression":{"small_context_floor":0,"model_thresholds":{"gpt-4o":7,"gpt-4o":0.6}}}}`},
+		{Name: "config-sections-last-wins", RequestJSON: `{"config":{"model":{"context_length":1},"compression":{"threshold":0.9},"model":{"context_length":200000},"compression":{"threshold":0.7,"small_context_floor":0}}}`},
+	} {
+		thresholds.Cases = append(thresholds.Cases, c)
+	}
+	return map[string]vectors.File{"tokens.count.duplicate-keys": counts, "compact.begin.duplicate-keys": begin, "threshold.resolve.duplicate-keys": thresholds}
 }
 
 // TestDuplicateKeyVectorsUpToDate fails when a duplicate-key vector file differs
@@ -101,6 +108,13 @@ func TestDuplicateKeysReadLastWins(t *testing.T) {
 		env, err := vectors.EnvelopeJSON("tokens.count", c.RequestJSON)
 		require.NoError(t, err)
 		parsed, err := vectors.EnvelopeJSON("tokens.count", string(lastOnly(c.RequestJSON)))
+		require.NoError(t, err)
+		require.JSONEq(t, string(Call(parsed)), string(Call(env)), c.Name)
+	}
+	for _, c := range suites["threshold.resolve.duplicate-keys"].Cases {
+		env, err := vectors.EnvelopeJSON("threshold.resolve", c.RequestJSON)
+		require.NoError(t, err)
+		parsed, err := vectors.EnvelopeJSON("threshold.resolve", string(lastOnly(c.RequestJSON)))
 		require.NoError(t, err)
 		require.JSONEq(t, string(Call(parsed)), string(Call(env)), c.Name)
 	}
