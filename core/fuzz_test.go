@@ -275,7 +275,7 @@ func FuzzSummaryText(f *testing.F) {
 		}
 		tool := message{role: "tool", contentRaw: string(text)}
 		require.Equal(t, lines, errorLines(&tool), "error lines of %q", s)
-		if got, want := jsonStringLen(s), len(appendJSONString(nil, s)); got != want {
+		if got, want := jsonStringLen(s), len(jsonraw.Stringify.Append(nil, s)); got != want {
 			t.Fatalf("jsonStringLen(%q) = %d, the encoding is %d bytes", s, got, want)
 		}
 		if got, want := string(appendQuote([]byte("x"), s)), "x"+strconv.Quote(s); got != want {
@@ -289,8 +289,8 @@ func FuzzSummaryText(f *testing.F) {
 	})
 }
 
-// gjsonContentText is contentText as gjson reads a content value, the definition
-// rawContentText is held to.
+// gjsonContentText is contentText as gjson reads a content value (of duplicate keys
+// the last, with fieldOf), the definition rawContentText is held to.
 func gjsonContentText(content gjson.Result) string {
 	switch {
 	case content.Type == gjson.String:
@@ -299,13 +299,13 @@ func gjsonContentText(content gjson.Result) string {
 		var parts []string
 		content.ForEach(func(_, p gjson.Result) bool {
 			var t string
-			switch p.Get("type").Str {
+			switch fieldOf(p, "type").Str {
 			case "text", "input_text", "output_text":
-				t = p.Get("text").Str
+				t = fieldOf(p, "text").Str
 			case "image_url", "image", "input_image":
 				t = "[image]"
 			case "tool_result":
-				t = gjsonContentText(p.Get("content"))
+				t = gjsonContentText(fieldOf(p, "content"))
 			}
 			if t != "" {
 				parts = append(parts, t)
@@ -355,8 +355,8 @@ func firstText(content gjson.Result) string {
 	if content.IsArray() {
 		var s string
 		content.ForEach(func(_, p gjson.Result) bool {
-			if p.Get("type").Str == "text" {
-				s = p.Get("text").Str
+			if fieldOf(p, "type").Str == "text" {
+				s = fieldOf(p, "text").Str
 				return false
 			}
 			return true
@@ -371,7 +371,7 @@ func firstText(content gjson.Result) string {
 func gjsonCanonical(dst []byte, v gjson.Result) []byte {
 	switch {
 	case v.Type == gjson.String:
-		return appendJSONString(dst, v.Str)
+		return jsonraw.Stringify.Append(dst, v.Str)
 	case v.IsObject():
 		dst = append(dst, '{')
 		first := true
@@ -380,7 +380,7 @@ func gjsonCanonical(dst []byte, v gjson.Result) []byte {
 				dst = append(dst, ',')
 			}
 			first = false
-			dst = appendJSONString(dst, k.Str)
+			dst = jsonraw.Stringify.Append(dst, k.Str)
 			dst = append(dst, ':')
 			dst = gjsonCanonical(dst, e)
 			return true

@@ -252,13 +252,13 @@ func firstTextPart(arr string) (text string) {
 			return true
 		}
 		var typ, txt string
-		var haveType, haveText bool
+		var haveType bool
 		jsonraw.ForEachField(part, func(k, raw string) bool {
 			switch {
-			case k == "type" && !haveType:
+			case k == "type": // the last of duplicate keys, as everywhere
 				typ, haveType = raw, true
-			case k == "text" && !haveText:
-				txt, haveText = raw, true
+			case k == "text":
+				txt = raw
 			}
 			return true
 		})
@@ -290,8 +290,7 @@ func contentText(content gjson.Result) string {
 
 // rawContentText is contentText of raw JSON: the decoded string, or the text
 // parts of an array joined by newlines (images as "[image]", tool_result blocks by
-// their content's text). A part's fields are read as gjson's Get reads them: the
-// first of duplicate keys.
+// their content's text). Of a part's duplicate keys the last is read.
 func rawContentText(raw string) string {
 	if len(raw) == 0 {
 		return ""
@@ -312,11 +311,11 @@ func rawContentText(raw string) string {
 		var typ, text, content string
 		jsonraw.ForEachField(part, func(k, v string) bool {
 			switch {
-			case k == "type" && typ == "":
+			case k == "type":
 				typ = v
-			case k == "text" && text == "":
+			case k == "text":
 				text = v
-			case k == "content" && content == "":
+			case k == "content":
 				content = v
 			}
 			return true

@@ -158,7 +158,7 @@ func validateMessages(msgsV, formatV gjson.Result) (ValidateResult, error) {
 }
 
 func opValidate(req opRequest) ([]byte, error) {
-	res, err := validateMessages(req.Get("messages"), req.Get("format"))
+	res, err := validateMessages(req.Field("messages"), req.Field("format"))
 	if err != nil {
 		return nil, err
 	}
@@ -185,17 +185,18 @@ func validateInvalidUTF8(op string, request string) ([]byte, bool) {
 		return nil, false // invalid for another reason
 	}
 	fixed := []byte(strings.ToValidUTF8(request, "\uFFFD"))
-	if valid, depth := checkJSON(fixed, nil); !valid || depth > MaxNestingDepth {
+	var members []jsonraw.Member
+	if valid, depth := checkJSON(fixed, &members); !valid || depth > MaxNestingDepth {
 		return nil, false
 	}
-	req := gjson.ParseBytes(fixed)
-	if op == "" && req.Get("op").Str == "validate" {
+	req := newOpRequest(gjson.ParseBytes(fixed), members)
+	if op == "" && req.Field("op").Str == "validate" {
 		op = "validate"
 	}
-	if op != "validate" || !req.IsObject() {
+	if op != "validate" || !req.Whole().IsObject() {
 		return nil, false
 	}
-	res, err := validateMessages(req.Get("messages"), req.Get("format"))
+	res, err := validateMessages(req.Field("messages"), req.Field("format"))
 	if err != nil {
 		return errorEnvelope(err), true
 	}
