@@ -8,7 +8,8 @@
 // node:fs: real file persistence, FTS5 with the trigram tokenizer). Both are
 // synchronous, so every method is atomic within a process.
 
-import { closeSync, openSync, readSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, readSync, rmdirSync } from "node:fs";
+import { resolve as resolvePath } from "node:path";
 import { CompactError } from "./errors.js";
 
 /** The schema version this binding writes (ctxc_meta.schema_version). */
@@ -109,11 +110,86 @@ class Driver {
   exec(sql) { this.db.exec(sql); }
 }
 
+/**
+ * The lock every runtime's store takes around its use of a file: the directory
+ * `<absolute path>.lock` (mkdir is atomic), the lock of node-sqlite3-wasm's VFS,
+ * which cannot take POSIX locks. The wasm driver's VFS takes it itself (per
+ * statement, or from BEGIN IMMEDIATE to COMMIT); node:sqlite, Python and Go take
+ * it in the store. Re-entrant (a depth count); waits up to the busy timeout, then
+ * an error naming it.
+ */
+class DirLock {
+  constructor(file, timeoutMs) {
+    this.dir = `${resolvePath(file)}.lock`;
+    this.timeoutMs = timeoutMs;
+    this.depth = 0;
+  }
+
+  acquire() {
+    if (this.depth++ > 0) return;
+    const deadline = Date.now() + this.timeoutMs;
+    let delay = 1;
+    for (;;) {
+      try {
+        mkdirSync(this.dir);
+        return;
+      } catch (err) {
+        if (err?.code !== "EEXIST") {
+          this.depth = 0;
+          throw err;
+        }
+      }
+      if (Date.now() >= deadline) {
+        this.depth = 0;
+        throw new CompactError("internal", `ctxcompact: recall store: ${this.dir} is held by another process for more than ${this.timeoutMs / 1000} s (the store's lock, taken by every runtime around each use of the file; a process that crashed can leave it behind: remove it when no process uses the store)`, "/path");
+      }
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, delay);
+      delay = Math.min(delay * 2, 20);
+    }
+  }
+
+  release() {
+    if (this.depth === 0 || --this.depth > 0) return;
+    try { rmdirSync(this.dir); } catch { /* gone already */ }
+  }
+}
+
 class NodeSqliteDriver extends Driver {
-  all(sql, params = []) { return this.stmt(sql).all(...params); }
-  get(sql, params = []) { return this.stmt(sql).get(...params) ?? null; }
+  /** @param {DirLock | null} lock the file's lock directory (null in memory) */
+  constructor(kind, db, lock) {
+    super(kind, db);
+    this.lock = lock;
+  }
+
+  #locked(fn) {
+    if (!this.lock) return fn();
+    this.lock.acquire();
+    try {
+      return fn();
+    } finally {
+      this.lock.release();
+    }
+  }
+
+  // A transaction holds the lock from BEGIN to COMMIT or ROLLBACK.
+  exec(sql) {
+    const begin = /^\s*BEGIN\b/i.test(sql);
+    const end = /^\s*(COMMIT|ROLLBACK)\b/i.test(sql);
+    if (this.lock && begin) this.lock.acquire();
+    try {
+      this.#locked(() => this.db.exec(sql));
+    } catch (err) {
+      if (this.lock && begin) this.lock.release();
+      throw err;
+    } finally {
+      if (this.lock && end) this.lock.release();
+    }
+  }
+
+  all(sql, params = []) { return this.#locked(() => this.stmt(sql).all(...params)); }
+  get(sql, params = []) { return this.#locked(() => this.stmt(sql).get(...params) ?? null); }
   run(sql, params = []) {
-    const r = this.stmt(sql).run(...params);
+    const r = this.#locked(() => this.stmt(sql).run(...params));
     return { changes: Number(r.changes), lastInsertRowid: Number(r.lastInsertRowid) };
   }
   close() {
@@ -155,10 +231,17 @@ async function openDriver(path, which) {
   if (which === "auto" || which === "node:sqlite") {
     const mod = await loadNodeSqlite();
     if (mod) {
-      const d = new NodeSqliteDriver("node:sqlite", new mod.DatabaseSync(file));
-      d.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
-      if (path) d.all("PRAGMA journal_mode = WAL");
-      return d;
+      const lock = path ? new DirLock(path, BUSY_TIMEOUT_MS) : null;
+      lock?.acquire();
+      try {
+        const d = new NodeSqliteDriver("node:sqlite", new mod.DatabaseSync(file), lock);
+        d.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+        // A rollback journal, as every runtime's store keeps (the wasm driver cannot share a WAL).
+        if (path) d.all("PRAGMA journal_mode = DELETE");
+        return d;
+      } finally {
+        lock?.release();
+      }
     }
     if (which === "node:sqlite") throw fail("recall store: this runtime has no node:sqlite (Node 22.5+; 22.5-22.12 need --experimental-sqlite)", "/driver");
   }

@@ -17,9 +17,12 @@ module is storage only and never loads the WebAssembly module itself unless
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union, cast
+import time
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union, cast
 
 from ._check import check_int, check_opt_int
 from ._errors import CompactError, OptionError
@@ -63,6 +66,7 @@ CREATE TABLE IF NOT EXISTS ctxc_messages (
   json TEXT NOT NULL,
   text TEXT NOT NULL,
   UNIQUE (session, id));
+CREATE INDEX IF NOT EXISTS ctxc_messages_session ON ctxc_messages (session);
 """
 _FTS_TABLE = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS ctxc_fts USING fts5("
@@ -178,6 +182,53 @@ def _check_session(session: Any) -> str:
     return session
 
 
+class _DirLock:
+    """The lock every runtime takes around its use of a store file: a directory
+    ``<absolute path>.lock``, made with mkdir (atomic) and removed after. It is the
+    lock of the Node 20 WebAssembly driver's file system layer, which cannot take
+    the POSIX locks SQLite takes elsewhere; so Python, Go and node:sqlite take it
+    too, and processes of different runtimes never use one file at the same time
+    (docs/RECALL.md "Concurrency"). Re-entrant within the store (a depth count,
+    under the store's thread lock). A holder that stays longer than ``timeout``
+    seconds makes the operation fail with a clear error, never proceed."""
+
+    def __init__(self, path: str, timeout: float) -> None:
+        self.dir = os.path.abspath(path) + ".lock"
+        self.timeout = timeout
+        self.depth = 0
+
+    def acquire(self) -> None:
+        if self.depth:
+            self.depth += 1
+            return
+        deadline = time.monotonic() + self.timeout
+        delay = 0.001
+        while True:
+            try:
+                os.mkdir(self.dir)
+                break
+            except FileExistsError:
+                if time.monotonic() >= deadline:
+                    raise CompactError(
+                        "internal",
+                        f"recall store: {self.dir} is held by another process for more than {self.timeout:g} s"
+                        " (the store's lock, taken by every runtime around each use of the file; a process"
+                        " that crashed can leave it behind: remove it when no process uses the store)",
+                        "/path",
+                    ) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.02)
+        self.depth = 1
+
+    def release(self) -> None:
+        self.depth -= 1
+        if self.depth == 0:
+            try:
+                os.rmdir(self.dir)
+            except FileNotFoundError:
+                pass
+
+
 #: How far a search counts its ``total`` by default, the same in every runtime's
 #: store (docs/RECALL.md): the answers are then the same text everywhere.
 TOTAL_CAP = 100
@@ -186,9 +237,11 @@ TOTAL_CAP = 100
 class RecallStore:
     """An SQLite archive of compacted conversations, many sessions per file.
 
-    ``RecallStore(path=None, *, fts=None, compactor=None)``: ``path`` is a file
-    (created when missing; WAL journal, a 5 s busy timeout so writes of several
-    processes are serialized by SQLite's file lock) or None for a store in memory.
+    ``RecallStore(path=None, *, fts=None, compactor=None, count_limit=100,
+    timeout=5.0)``: ``path`` is a file (created when missing; a rollback journal;
+    every use of the file takes the ``<path>.lock`` directory every runtime takes,
+    waiting up to ``timeout`` seconds, so processes of any runtime use the file one
+    at a time) or None for a store in memory.
     ``fts``: None uses FTS5 with the trigram tokenizer when this SQLite has it (a new
     file records ``fts5`` or ``like`` in ``ctxc_meta`` and keeps it); ``"like"``
     forces the LIKE search (a new file is created without the index; an existing
@@ -212,6 +265,7 @@ class RecallStore:
         fts: Optional[str] = None,
         compactor: Optional["Compactor"] = None,
         count_limit: Optional[int] = TOTAL_CAP,
+        timeout: float = BUSY_TIMEOUT,
     ) -> None:
         if fts not in (None, "fts5", "like"):
             raise OptionError(f'fts must be None, "fts5" or "like", not {fts!r}', "/fts")
@@ -223,21 +277,28 @@ class RecallStore:
         self._lock = threading.RLock()
         self._compactor = compactor
         self._owns_compactor = False
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
+            raise OptionError("timeout must be a number of seconds, at least 0", "/timeout")
         self.path: Optional[str] = None if path is None else str(path)
+        self._dirlock = None if path is None else _DirLock(str(path), float(timeout))
         target = ":memory:" if path is None else str(path)
-        conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(target, timeout=float(timeout), isolation_level=None, check_same_thread=False)
         self._conn: Optional[sqlite3.Connection] = conn
         try:
-            self._open(conn, fts)
+            with self._guard():
+                self._open(conn, fts, float(timeout))
         except BaseException:
             conn.close()
             self._conn = None
             raise
 
-    def _open(self, conn: sqlite3.Connection, want: Optional[str]) -> None:
-        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
+    def _open(self, conn: sqlite3.Connection, want: Optional[str], timeout: float) -> None:
+        conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
         if self.path is not None:
-            conn.execute("PRAGMA journal_mode = WAL")
+            # A rollback journal, not WAL: the Node 20 driver cannot share a WAL
+            # (no shared memory), and a connection that kept a WAL open across
+            # another runtime's writes would read and write a stale log.
+            conn.execute("PRAGMA journal_mode = DELETE")
         have = fts5_trigram_available(conn)
         if want == "fts5" and not have:
             raise CompactError("invalid_request", "this SQLite build has no FTS5 trigram tokenizer", "/fts")
@@ -280,6 +341,20 @@ class RecallStore:
 
     # -- plumbing ------------------------------------------------------------------------
 
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """The store for one operation: the thread lock, then (file stores) the
+        cross-runtime lock directory."""
+        with self._lock:
+            if self._dirlock is None:
+                yield
+                return
+            self._dirlock.acquire()
+            try:
+                yield
+            finally:
+                self._dirlock.release()
+
     def _c(self) -> sqlite3.Connection:
         conn = self._conn
         if conn is None:
@@ -321,7 +396,7 @@ class RecallStore:
     def next_range_id(self, session: str) -> str:
         """``r<k>``: k is 1 + the number of ranges the session has."""
         session = _check_session(session)
-        with self._lock:
+        with self._guard():
             (n,) = self._c().execute("SELECT COUNT(*) FROM ctxc_ranges WHERE session = ?", (session,)).fetchone()
         return f"r{int(n) + 1}"
 
@@ -344,7 +419,7 @@ class RecallStore:
             ]
         except (KeyError, TypeError, ValueError) as e:
             raise OptionError(f"malformed archive rows: {e!r}", "/rows") from e
-        with self._lock:
+        with self._guard():
             conn = self._write()
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -385,7 +460,7 @@ class RecallStore:
         """Remove a session's ranges and messages (and their index entries); returns
         the number of message rows removed."""
         session = _check_session(session)
-        with self._lock:
+        with self._guard():
             conn = self._write()
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -407,7 +482,7 @@ class RecallStore:
 
     def sessions(self) -> List[str]:
         """The sessions with anything archived, sorted."""
-        with self._lock:
+        with self._guard():
             rows = self._c().execute(
                 "SELECT session FROM ctxc_ranges UNION SELECT session FROM ctxc_messages ORDER BY 1"
             ).fetchall()
@@ -416,7 +491,7 @@ class RecallStore:
     def ranges(self, session: str) -> List[RecallRange]:
         """The session's ranges, oldest first."""
         session = _check_session(session)
-        with self._lock:
+        with self._guard():
             rows = self._c().execute(
                 "SELECT id, from_index, to_index, summary FROM ctxc_ranges WHERE session = ? ORDER BY seq",
                 (session,),
@@ -437,7 +512,7 @@ class RecallStore:
         if limit is not None:
             sql += " LIMIT ?"
             args.append(limit)
-        with self._lock:
+        with self._guard():
             rows = self._c().execute(sql, args).fetchall()
         return [{"id": r[0], "range_id": r[1], "position": r[2], "role": r[3], "text": r[4]} for r in rows]
 
@@ -450,7 +525,7 @@ class RecallStore:
         if limit is not None:
             sql = f"SELECT COUNT(*) FROM (SELECT 1 FROM {source} WHERE {where} LIMIT ?)"
             args.append(limit)
-        with self._lock:
+        with self._guard():
             (n,) = self._c().execute(sql, args).fetchone()
         return int(n)
 
@@ -491,7 +566,7 @@ class RecallStore:
             "SELECT id, range_id, position, role, reason, json FROM ctxc_messages"
             " WHERE session = ? AND {} ORDER BY position, rowid"
         )
-        with self._lock:
+        with self._guard():
             conn = self._c()
             rows = conn.execute(sql.format("id = ?"), (session, id)).fetchall()
             if not rows:
