@@ -15,6 +15,7 @@ package recall
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"os"
@@ -42,26 +43,24 @@ const (
 	ModeLike = "like"
 )
 
-const schema = `
-CREATE TABLE IF NOT EXISTS ctxc_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS ctxc_ranges (
-  session TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL,
-  from_index INTEGER NOT NULL, to_index INTEGER NOT NULL,
-  summary TEXT NOT NULL,
-  PRIMARY KEY (session, id));
-CREATE TABLE IF NOT EXISTS ctxc_messages (
-  rowid INTEGER PRIMARY KEY,
-  session TEXT NOT NULL, id TEXT NOT NULL, range_id TEXT NOT NULL,
-  position INTEGER NOT NULL,
-  role TEXT NOT NULL, reason TEXT NOT NULL,
-  json TEXT NOT NULL,
-  text TEXT NOT NULL,
-  UNIQUE (session, id));
-CREATE INDEX IF NOT EXISTS ctxc_messages_session ON ctxc_messages (session);
-`
+// SchemaSQL is the store's schema, schema.sql: the statements above its "-- fts5"
+// line run on every open; the one below it creates the FTS5 index of a new file
+// where SQLite has FTS5 with the trigram tokenizer. Every runtime's store runs this
+// same text (the JS store reads the file, the Python store's copy is tested to be it).
+//
+//go:embed schema.sql
+var SchemaSQL string
 
-const ftsSchema = `CREATE VIRTUAL TABLE IF NOT EXISTS ctxc_fts USING fts5(
-  text, content='ctxc_messages', content_rowid='rowid', tokenize='trigram')`
+var schema, ftsSchema = splitSchema(SchemaSQL)
+
+// splitSchema splits the schema at its "-- fts5" line.
+func splitSchema(sql string) (base, fts string) {
+	base, fts, ok := strings.Cut(sql, "\n-- fts5\n")
+	if !ok {
+		panic("recall: schema.sql has no -- fts5 line")
+	}
+	return base + "\n", fts
+}
 
 // Options are the optional parameters of OpenWith.
 type Options struct {

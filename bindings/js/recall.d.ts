@@ -112,3 +112,6 @@ export declare class RecallStore {
 
 /** Splits a query as the core's recall.query does. */
 export declare function parseQuery(query: string): ParsedQuery;
+
+/** The store's schema, recall/schema.sql (the one every runtime's store runs). */
+export declare const SCHEMA_SQL: string;

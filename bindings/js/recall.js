@@ -8,7 +8,7 @@
 // node:fs: real file persistence, FTS5 with the trigram tokenizer). Both are
 // synchronous, so every method is atomic within a process.
 
-import { closeSync, mkdirSync, openSync, readSync, rmdirSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, readFileSync, readSync, rmdirSync } from "node:fs";
 import { resolve as resolvePath } from "node:path";
 import { CompactError } from "./errors.js";
 
@@ -21,25 +21,17 @@ export const MAX_SEARCH_LIMIT = 50;
 
 const BUSY_TIMEOUT_MS = 5000;
 
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS ctxc_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS ctxc_ranges (
-  session TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL,
-  from_index INTEGER NOT NULL, to_index INTEGER NOT NULL,
-  summary TEXT NOT NULL,
-  PRIMARY KEY (session, id));
-CREATE TABLE IF NOT EXISTS ctxc_messages (
-  rowid INTEGER PRIMARY KEY,
-  session TEXT NOT NULL, id TEXT NOT NULL, range_id TEXT NOT NULL,
-  position INTEGER NOT NULL,
-  role TEXT NOT NULL, reason TEXT NOT NULL,
-  json TEXT NOT NULL,
-  text TEXT NOT NULL,
-  UNIQUE (session, id));
-CREATE INDEX IF NOT EXISTS ctxc_messages_session ON ctxc_messages (session);
-`;
-const FTS_TABLE = `CREATE VIRTUAL TABLE IF NOT EXISTS ctxc_fts USING fts5(
-  text, content='ctxc_messages', content_rowid='rowid', tokenize='trigram');`;
+// The schema: recall/schema.sql of the repository (packaged with ctxcompact/recall),
+// the one text every runtime's store runs: the part above its "-- fts5" line on
+// every open, the part below to create the index of a new file.
+const SCHEMA_SQL = readFileSync(new URL("../../recall/schema.sql", import.meta.url), "utf8");
+const [SCHEMA, FTS_TABLE] = (() => {
+  const at = SCHEMA_SQL.indexOf("\n-- fts5\n");
+  if (at < 0) throw new Error("ctxcompact: recall/schema.sql has no -- fts5 line");
+  return [SCHEMA_SQL.slice(0, at + 1), SCHEMA_SQL.slice(at + "\n-- fts5\n".length)];
+})();
+/** The schema text this store runs (recall/schema.sql). */
+export { SCHEMA_SQL };
 
 const fail = (message, path = "", cause) =>
   new CompactError("invalid_request", `ctxcompact: ${message}`, path, cause === undefined ? undefined : { cause });

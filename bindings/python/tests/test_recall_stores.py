@@ -11,10 +11,27 @@ from pathlib import Path
 
 import pytest
 
-from ctxcompact.recall import RecallStore
+import sqlite3
+
+from ctxcompact.recall import SCHEMA_SQL, RecallStore
 
 from conftest import ROOT, in_ci
 from recall_stores import load_fixture, write_fixture
+
+
+def schema_statements() -> dict:
+    """recall/schema.sql's statements by the name they create, as sqlite_master keeps
+    them (without IF NOT EXISTS)."""
+    text = "\n".join(ln for ln in (ROOT / "recall" / "schema.sql").read_text().splitlines() if not ln.startswith("--"))
+    out = {}
+    for stmt in filter(None, (s.strip() for s in text.split(";"))):
+        stmt = stmt.replace("IF NOT EXISTS ", "")
+        out[stmt.split()[2] if stmt.startswith("CREATE INDEX") else stmt.split()[2 if stmt.startswith("CREATE TABLE") else 3]] = stmt
+    return out
+
+
+def test_the_python_schema_is_recall_schema_sql():
+    assert SCHEMA_SQL == (ROOT / "recall" / "schema.sql").read_text(), "a copy of recall/schema.sql, byte for byte"
 
 
 def test_stores_of_every_runtime_read_the_same(tmp_path: Path):
@@ -40,7 +57,16 @@ def test_stores_of_every_runtime_read_the_same(tmp_path: Path):
         missing.append("node or node_modules/node-sqlite3-wasm (npm ci)")
     if missing and in_ci():
         pytest.fail("cross-runtime store test: " + "; ".join(missing))
+    want_schema = schema_statements()
+    assert sorted(want_schema) == ["ctxc_fts", "ctxc_messages", "ctxc_messages_session", "ctxc_meta", "ctxc_ranges"]
     for who, path in files.items():
+        db = sqlite3.connect(path)
+        try:
+            got = dict(db.execute("SELECT name, sql FROM sqlite_master WHERE name IN (%s)" % ",".join("?" * len(want_schema)),
+                                  list(want_schema)).fetchall())
+        finally:
+            db.close()
+        assert got == want_schema, f"the {who} store has exactly recall/schema.sql"
         with RecallStore(path) as s:
             for c in fx["searches"]:
                 n = max(1, min(c["limit"], 50))

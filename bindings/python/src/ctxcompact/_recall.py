@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ._compactor import Compactor
 
-__all__ = ["RecallStore", "plan_query", "split_terms", "fts5_trigram_available", "SCHEMA_VERSION", "BUSY_TIMEOUT"]
+__all__ = ["RecallStore", "plan_query", "split_terms", "fts5_trigram_available", "SCHEMA_VERSION", "SCHEMA_SQL", "BUSY_TIMEOUT"]
 
 #: ctxc_meta 'schema_version' of the files this module writes and reads.
 SCHEMA_VERSION = "1"
@@ -51,7 +51,15 @@ BUSY_TIMEOUT = 5.0
 #: FTS5 with the trigram tokenizer matches substrings of at least 3 characters.
 _MIN_FTS_TERM = 3
 
-_SCHEMA = """
+#: The schema, a copy of recall/schema.sql of the repository (the one text every
+#: runtime's store runs; tests/test_recall_stores.py checks the copy is exact): the
+#: part above its "-- fts5" line runs on every open, the part below creates the
+#: index of a new file.
+SCHEMA_SQL = """-- The recall store's schema (docs/RECALL.md): the one file of it. The Go store embeds
+-- it, the JS store reads it from its package, the Python store's copy is tested to be
+-- it byte for byte. Each runs the part above the fts5 line on every open, and the
+-- part below when it creates a file where its SQLite has FTS5 with the trigram
+-- tokenizer.
 CREATE TABLE IF NOT EXISTS ctxc_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS ctxc_ranges (
   session TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL,
@@ -67,11 +75,11 @@ CREATE TABLE IF NOT EXISTS ctxc_messages (
   text TEXT NOT NULL,
   UNIQUE (session, id));
 CREATE INDEX IF NOT EXISTS ctxc_messages_session ON ctxc_messages (session);
+-- fts5
+CREATE VIRTUAL TABLE IF NOT EXISTS ctxc_fts USING fts5(
+  text, content='ctxc_messages', content_rowid='rowid', tokenize='trigram');
 """
-_FTS_TABLE = (
-    "CREATE VIRTUAL TABLE IF NOT EXISTS ctxc_fts USING fts5("
-    "text, content='ctxc_messages', content_rowid='rowid', tokenize='trigram')"
-)
+_SCHEMA, _FTS_TABLE = SCHEMA_SQL.split("\n-- fts5\n")
 
 QueryArg = Union[str, Sequence[str], RecallQuery, Dict[str, Any]]
 
