@@ -115,6 +115,28 @@ for (const [what, q] of QUERIES) {
   cpu.sort((a, b) => a - b);
   console.log(`${what.padEnd(16)} ${JSON.stringify(q).padEnd(26)} hits ${String(r.hits.length).padStart(2)} total ${String(r.total).padStart(6)}  median ${times[times.length >> 1].toFixed(2).padStart(8)}  min ${times[0].toFixed(2).padStart(8)}  cpu median ${cpu[cpu.length >> 1].toFixed(2).padStart(7)}`);
 }
+// The agent's tool call: recall.query (core), the search, recall.search_result
+// (core: the snippets), the JS<->wasm copies of the hits' text.
+const { ContextEngine } = await import("./index.js");
+const engine = await ContextEngine.create({ config: { context: { engine: "lossless" } }, store: s, sessionId: "bench-a" });
+for (const q of ["tests/parser_9 failed", "traceback"]) {
+  const args = { query: q, limit: 10 };
+  engine.handleToolCall("context_search", args);
+  const et = [];
+  const ec = [];
+  for (let i = 0; i < RUNS; i++) {
+    const c = process.cpuUsage();
+    const t = performance.now();
+    engine.handleToolCall("context_search", args);
+    et.push(performance.now() - t);
+    const u = process.cpuUsage(c);
+    ec.push((u.user + u.system) / 1000);
+  }
+  et.sort((a, b) => a - b);
+  ec.sort((a, b) => a - b);
+  console.log(`${"context_search".padEnd(16)} ${JSON.stringify(q).padEnd(26)} the tool call   median ${et[et.length >> 1].toFixed(2).padStart(8)}  min ${et[0].toFixed(2).padStart(8)}  cpu median ${ec[ec.length >> 1].toFixed(2).padStart(7)}`);
+}
+engine.close?.();
 s.close();
 
 // A total counted up to 1,000 (countLimit) instead of exactly.
