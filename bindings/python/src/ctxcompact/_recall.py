@@ -363,6 +363,23 @@ class RecallStore:
             finally:
                 self._dirlock.release()
 
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Several reads as one: one read transaction (one state of the file) under
+        one take of the store's locks (the lock directory is a mkdir and an rmdir,
+        about 3 ms on a busy ext4 disk). ``search_result`` reads its hits and their
+        count this way."""
+        with self._guard():
+            conn = self._c()
+            own = not conn.in_transaction
+            if own:
+                conn.execute("BEGIN")
+            try:
+                yield
+            finally:
+                if own and conn.in_transaction:
+                    conn.execute("COMMIT")
+
     def _c(self) -> sqlite3.Connection:
         conn = self._conn
         if conn is None:
@@ -631,8 +648,9 @@ def search_result(core: "Compactor", store: RecallStore, session: str, query: st
     limit = check_int("limit", limit)
     plan = cast(RecallQuery, core.call("recall.query", {"query": query}))
     n = max(1, min(limit, 50))
-    hits = store.search_rows(session, plan, limit=n)
-    total = len(hits) if len(hits) < n else store.count_rows(session, plan, store.count_limit)
+    with store.reading():
+        hits = store.search_rows(session, plan, limit=n)
+        total = len(hits) if len(hits) < n else store.count_rows(session, plan, store.count_limit)
     out = core.call("recall.search_result", {"query": query, "hits": hits, "limit": limit, "total": total})
     return cast(str, out["result"])
 
