@@ -98,8 +98,10 @@ func validateMessages(msgsV, formatV gjson.Result) (ValidateResult, error) {
 		name = sniffFormat(msgsV, nil)
 	}
 	readOne := chatReader{}.readOne
+	var f messageFormat // the format that read the items, when it is known
 	if name != "" {
-		readOne = formatOf(name).readOne
+		f = formatOf(name)
+		readOne = f.readOne
 	}
 	var items []item
 	var good []message
@@ -117,8 +119,22 @@ func validateMessages(msgsV, formatV gjson.Result) (ValidateResult, error) {
 	})
 	if name == "" {
 		name = detectFormat(good, false)
+		if rereadAs(name) {
+			f = formatOf(name)
+			readOne = f.readOne
+			for k := range items {
+				it := &items[k]
+				m, err := readOne(it.mv.Raw, it.path)
+				it.m, it.err = m, nil
+				if err != nil {
+					it.err = err.(*Error)
+				}
+			}
+		}
 	}
-	f := formatOf(name)
+	if f == nil {
+		f = formatOf(name)
+	}
 	v := &validation{res: ValidateResult{Problems: []Problem{}}, seen: map[string]bool{}}
 	for k := range items {
 		it := &items[k]
