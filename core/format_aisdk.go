@@ -156,19 +156,30 @@ func (st *aisdkState) note(role, content string) {
 }
 
 // answer is the call a part of a tool message answers: a tool-result's toolCallId,
-// or the call a tool-approval-response approves when no tool-result answers it.
+// or the call a tool-approval-response approves when no tool-result answers it. A
+// response to no request of the list answers the pseudo id approvalOrphanPrefix +
+// its approvalId, which no call has: sanitizing removes it as an orphan (the SDK
+// throws InvalidToolApprovalError on one). A response for a provider-executed call
+// answers nothing: the SDK sends it to the provider as it is.
 func (st *aisdkState) answer(p *aisdkPart) (string, bool) {
 	switch p.typ {
 	case "tool-result":
 		return p.id(), true
 	case "tool-approval-response":
-		id, ok := st.approvals[jsonraw.DecodeString(p.approvalID)]
-		if _, call := st.calls[id]; ok && call && !st.resulted[id] {
+		aid := jsonraw.DecodeString(p.approvalID)
+		id, ok := st.approvals[aid]
+		if !ok {
+			return approvalOrphanPrefix + aid, true
+		}
+		if _, call := st.calls[id]; call && !st.resulted[id] {
 			return id, true
 		}
 	}
 	return "", false
 }
+
+// approvalOrphanPrefix starts the id a tool-approval-response to no request answers.
+const approvalOrphanPrefix = "approval:"
 
 func (f aisdkFormat) read(v gjson.Result, tc tokenCounter, _ *jsonraw.ArrayParts) ([]message, error) {
 	if !v.Exists() {
@@ -561,7 +572,9 @@ func (f aisdkFormat) validateResults(v *validation, m *message, mv gjson.Result,
 		case "tool-approval-response":
 			aid := jsonraw.DecodeString(p.approvalID)
 			id, known := st.approvals[aid]
+			_, client := st.calls[id]
 			switch {
+			case known && !client: // a provider-executed call's: the provider's to pair
 			case !known:
 				v.add(ProblemOrphanToolResult, pp, "tool-approval-response "+strconv.Quote(aid)+" answers no tool-approval-request")
 			case v.answer(id):
