@@ -189,13 +189,27 @@ func checkAISDKGroups(t *testing.T, out []json.RawMessage) {
 // output, and the same compaction as the chat trace (the same boundaries, pruned
 // and summarized messages, estimates within 5%). Detection without "format" gives
 // the same result.
+//
+// The exact counter (o200k_base) is run at 64K: its counts of the two lists must
+// agree as well.
 func TestAISDKTraces(t *testing.T) {
+	type run struct {
+		window   int
+		encoding string
+	}
+	runs := []run{{16_000, ""}, {32_000, ""}, {64_000, ""}, {128_000, ""}, {64_000, EncodingO200k}}
 	for name, chat := range chatTraces(t) {
 		ai := chatToAISDK(t, chat)
 		chat := compactArguments(t, chat)
-		for _, window := range []int{16_000, 32_000, 64_000, 128_000} {
-			t.Run(fmt.Sprintf("%s/%dk", name, window/1000), func(t *testing.T) {
-				cfg := map[string]any{"model": map[string]any{"context_length": window}}
+		for _, r := range runs {
+			window := r.window
+			label := fmt.Sprintf("%s/%dk", name, window/1000)
+			cfg := map[string]any{"model": map[string]any{"context_length": window}}
+			if r.encoding != "" {
+				label += "/" + r.encoding
+				cfg["tokens"] = map[string]any{"encoding": r.encoding}
+			}
+			t.Run(label, func(t *testing.T) {
 				res, e := callOp(t, "compact.begin", map[string]any{"messages": chat, "config": cfg, "force": true, "summarizer": "builtin"})
 				require.Nil(t, e)
 				want := decodeResult(t, res)
