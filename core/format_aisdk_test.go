@@ -622,3 +622,82 @@ func TestAISDKScenarioMeanings(t *testing.T) {
 		t.Run(c.name, c.check)
 	}
 }
+
+// mergeToolMessages joins each run of consecutive tool messages into one, as the
+// SDK itself sends them (one tool message answering parallel calls).
+func mergeToolMessages(t testing.TB, msgs []json.RawMessage) []json.RawMessage {
+	var out []json.RawMessage
+	var parts []string
+	flush := func() {
+		if parts != nil {
+			out = append(out, json.RawMessage(`{"role":"tool","content":[`+strings.Join(parts, ",")+`]}`))
+			parts = nil
+		}
+	}
+	for _, raw := range msgs {
+		m := gjson.ParseBytes(raw)
+		if m.Get("role").Str != "tool" {
+			flush()
+			out = append(out, raw)
+			continue
+		}
+		for _, p := range m.Get("content").Array() {
+			parts = append(parts, p.Raw)
+		}
+	}
+	flush()
+	return out
+}
+
+// TestAISDKTracesMergedToolMessages compacts the converted traces with parallel
+// results joined into one tool message each, at 16K-128K: the invariants hold and
+// validate is clean (the item counts differ from chat's, so the boundaries may).
+func TestAISDKTracesMergedToolMessages(t *testing.T) {
+	merged := 0
+	for name, chat := range chatTraces(t) {
+		ai := chatToAISDK(t, chat)
+		m := mergeToolMessages(t, ai)
+		merged += len(ai) - len(m)
+		for _, window := range []int{16_000, 32_000, 64_000, 128_000} {
+			t.Run(fmt.Sprintf("%s/%dk", name, window/1000), func(t *testing.T) {
+				cfg := map[string]any{"model": map[string]any{"context_length": window}}
+				res, e := callOp(t, "compact.begin", map[string]any{"messages": m, "format": "ai-sdk", "config": cfg, "force": true, "summarizer": "builtin"})
+				require.Nil(t, e)
+				checkAISDKCompaction(t, m, decodeResult(t, res))
+			})
+		}
+	}
+	require.Positive(t, merged, "some trace has parallel results to join")
+}
+
+// TestAISDKDetection: AI SDK parts name the format when nothing else does; input
+// that fits several formats reads as Anthropic (blocks, or a top-level system); an
+// explicit format wins.
+func TestAISDKDetection(t *testing.T) {
+	ai := aiSession(1, 100)
+	both := cat(ai, turn("assistant", toolUse("u1", "Read", "a.py")), turn("user", toolResult("u1", "ok")))
+	detect := func(msgs []message, hasSystem bool) Format { return detectFormat(msgs, hasSystem) }
+	read := func(list []any) []message {
+		b, _ := marshal(list)
+		msgs, err := parseMessages(gjson.ParseBytes(b), roughCounter, nil)
+		require.NoError(t, err)
+		return msgs
+	}
+	require.Equal(t, FormatAISDK, detect(read(ai), false))
+	require.Equal(t, FormatAnthropic, detect(read(ai), true))
+	require.Equal(t, FormatAnthropic, detect(read(both), false))
+	require.Equal(t, FormatOpenAI, detect(read(smallSession(1)), false))
+
+	b, _ := marshal(ai)
+	f, msgs, err := readList(gjson.Result{}, gjson.ParseBytes(b), false, roughCounter, nil)
+	require.NoError(t, err)
+	require.Equal(t, FormatAISDK, f.name())
+	require.Equal(t, []string{"r0", "r1"}, msgs[3].answers(), "read again by the AI SDK reader")
+	f, _, err = readList(gjson.Parse(`"openai"`), gjson.ParseBytes(b), false, roughCounter, nil)
+	require.NoError(t, err)
+	require.Equal(t, FormatOpenAI, f.name(), "an explicit format wins")
+	p, ok := ParseFormat("ai-sdk")
+	require.True(t, ok)
+	require.Equal(t, FormatAISDK, p)
+	require.Contains(t, Formats(), FormatAISDK)
+}
