@@ -227,6 +227,13 @@ func TestAISDKTraces(t *testing.T) {
 				require.InEpsilon(t, w.TokensBefore, g.TokensBefore, 0.05, "tokens_before")
 				require.InEpsilon(t, w.TokensAfter, g.TokensAfter, 0.05, "tokens_after")
 
+				if r.encoding == "" { // the report's estimate is the format's count of the output
+					n, f := 0, newAISDKFormat()
+					for _, m := range got.Messages {
+						n += f.countItem(roughCounter, string(m))
+					}
+					require.Equal(t, n, g.TokensAfter, "tokens_after is the output's count")
+				}
 				res, e = callOp(t, "compact.begin", map[string]any{"messages": ai, "config": cfg, "force": true, "summarizer": "builtin"})
 				require.Nil(t, e)
 				detected := decodeResult(t, res)
