@@ -216,7 +216,7 @@ func TestAISDKTraces(t *testing.T) {
 				res, e = callOp(t, "compact.begin", map[string]any{"messages": ai, "format": "ai-sdk", "config": cfg, "force": true, "summarizer": "builtin"})
 				require.Nil(t, e)
 				got := decodeResult(t, res)
-				checkAISDKCompaction(t, ai, got)
+				checkAISDKCompaction(t, ai, got, cfg)
 
 				w, g := want.Report, got.Report
 				require.Equal(t, w.HeadEnd, g.HeadEnd, "head_end")
@@ -272,7 +272,7 @@ func compactArguments(t *testing.T, chat []json.RawMessage) []json.RawMessage {
 }
 
 // checkAISDKCompaction asserts a compaction's invariants on AI SDK messages.
-func checkAISDKCompaction(t *testing.T, input []json.RawMessage, r CompactResult) {
+func checkAISDKCompaction(t *testing.T, input []json.RawMessage, r CompactResult, cfg map[string]any) {
 	t.Helper()
 	require.True(t, r.Done)
 	rep := r.Report
@@ -297,6 +297,13 @@ func checkAISDKCompaction(t *testing.T, input []json.RawMessage, r CompactResult
 	for i, m := range input {
 		require.True(t, archived[i] || unchanged[string(m)] > 0, "input message %d is neither returned unchanged nor archived", i)
 	}
+	c, e := callOp(t, "tokens.count", map[string]any{"messages": r.Messages, "format": "ai-sdk", "config": cfg})
+	require.Nil(t, e)
+	perMessage := 0 // the total less the reply priming an exact count adds
+	for _, n := range gjson.GetBytes(c, "per_message").Array() {
+		perMessage += int(n.Int())
+	}
+	require.Equal(t, rep.TokensAfter, perMessage, "tokens.count of the output is the report's estimate")
 	for _, i := range rep.Pruned {
 		require.Contains(t, string(r.Messages[outIndex(t, r, i)]), `"output":{"type":"text","value":"`+PrunedPrefix)
 	}
@@ -483,7 +490,7 @@ func TestAISDKScenarioMeanings(t *testing.T) {
 		var input []json.RawMessage
 		b, _ := marshal(msgs)
 		require.NoError(t, json.Unmarshal(b, &input))
-		checkAISDKCompaction(t, input, r)
+		checkAISDKCompaction(t, input, r, cfg)
 		return r
 	}
 	sanitize := func(t *testing.T, msgs []any) (SanitizeResult, []json.RawMessage) {
@@ -670,7 +677,7 @@ func TestAISDKTracesMergedToolMessages(t *testing.T) {
 				cfg := map[string]any{"model": map[string]any{"context_length": window}}
 				res, e := callOp(t, "compact.begin", map[string]any{"messages": m, "format": "ai-sdk", "config": cfg, "force": true, "summarizer": "builtin"})
 				require.Nil(t, e)
-				checkAISDKCompaction(t, m, decodeResult(t, res))
+				checkAISDKCompaction(t, m, decodeResult(t, res), cfg)
 			})
 		}
 	}
