@@ -606,6 +606,9 @@ func (aisdkFormat) callPath(m *message, path string, k int) string {
 	return pointer(path+"/content", at)
 }
 
+// idKey: a tool-call part names its id toolCallId (validate's pointers).
+func (aisdkFormat) idKey() string { return "toolCallId" }
+
 // validateCall: a toolName, and an input (v4: args).
 func (aisdkFormat) validateCall(v *validation, c *toolCall, cp string) {
 	if c.name == "" {

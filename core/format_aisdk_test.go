@@ -432,6 +432,9 @@ func generateAISDKSuites(t *testing.T) map[string]genSuite {
 			aiMsg("assistant", map[string]any{"type": "tool-call", "toolCallId": "n1"}), aiMsg("tool", aiResult("n1", "", "ok"))}}},
 		{"ai-sdk-tool-content-must-be-parts", map[string]any{"format": "ai-sdk", "messages": []any{user("go"),
 			aiMsg("assistant", aiCall("s1", "shell", map[string]any{"command": "ls"})), map[string]any{"role": "tool", "content": "ok"}}}},
+		{"ai-sdk-empty-and-duplicate-ids", map[string]any{"format": "ai-sdk", "messages": []any{user("go"),
+			aiMsg("assistant", aiCall("", "shell", map[string]any{"command": "ls"}), aiCall("d", "shell", map[string]any{"command": "pwd"})), aiMsg("tool", aiResult("d", "shell", "/")),
+			aiMsg("assistant", aiCall("d", "shell", map[string]any{"command": "pwd"})), aiMsg("tool", aiResult("d", "shell", "/"))}}},
 		{"ai-sdk-developer-role-is-a-problem", map[string]any{"format": "ai-sdk", "messages": []any{map[string]any{"role": "developer", "content": "x"}, user("hi")}}},
 	} {
 		validate.Cases = append(validate.Cases, genCaseOut{c.name, c.request, want(t, "validate", c.request)})

@@ -158,9 +158,9 @@ func validateMessages(msgsV, formatV gjson.Result) (ValidateResult, error) {
 			cp := f.callPath(m, path, k)
 			switch {
 			case c.id == "":
-				v.add(ProblemEmptyToolCallID, cp+"/id", "a tool call needs a non-empty id")
+				v.add(ProblemEmptyToolCallID, cp+callIDKey(f), "a tool call needs a non-empty id")
 			case v.seen[c.id]:
-				v.add(ProblemDuplicateToolCallID, cp+"/id", "tool call id "+strconv.Quote(c.id)+" is used more than once")
+				v.add(ProblemDuplicateToolCallID, cp+callIDKey(f), "tool call id "+strconv.Quote(c.id)+" is used more than once")
 			default:
 				v.seen[c.id] = true
 				v.pending = append(v.pending, pendingCall{c.id, cp})
@@ -171,6 +171,15 @@ func validateMessages(msgsV, formatV gjson.Result) (ValidateResult, error) {
 	v.closeGroup()
 	v.res.OK = len(v.res.Problems) == 0
 	return v.res, nil
+}
+
+// callIDKey is the pointer suffix of a call's id in f: "/id", or the key a format
+// names by an idKey method (the AI SDK's toolCallId).
+func callIDKey(f messageFormat) string {
+	if k, ok := f.(interface{ idKey() string }); ok {
+		return "/" + k.idKey()
+	}
+	return "/id"
 }
 
 func opValidate(req opRequest) ([]byte, error) {
