@@ -628,6 +628,8 @@ func cacheMarksFor(msgsV, sys gjson.Result, f Format) (cacheMarks, error) {
 		f = FormatOpenAI
 		if detectLayout(msgsV, sys) == LayoutAnthropic {
 			f = FormatAnthropic
+		} else if hasAISDKParts(msgsV) {
+			f = FormatAISDK
 		}
 	} else if _, ok := ParseFormat(string(f)); !ok {
 		return nil, errorf(CodeInvalidRequest, "/format", "format must be one of %s", formatNames())

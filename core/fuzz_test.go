@@ -68,6 +68,7 @@ func knownCode(c ErrorCode) bool {
 func FuzzCompact(f *testing.F) {
 	f.Add([]byte(`[{"role":"system","content":"s"},{"role":"user","content":"u"},{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"a","content":"r"},{"role":"tool","tool_call_id":"zz","content":"orphan"},{"role":"user","content":"again"}]`), uint8(1), uint16(300))
 	f.Add([]byte(`[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"image_url","image_url":{"url":"x"}}]},{"role":"assistant","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":"c"}]`), uint8(0), uint16(50))
+	f.Add([]byte(`[{"role":"system","content":"s"},{"role":"user","content":"u"},{"role":"assistant","content":[{"type":"text","text":"t"},{"type":"tool-call","toolCallId":"a","toolName":"f","input":{}},{"type":"tool-call","toolCallId":"b","toolName":"g","input":{"x":1}},{"type":"tool-approval-request","approvalId":"p","toolCallId":"b"}]},{"role":"tool","content":[{"type":"tool-result","toolCallId":"a","toolName":"f","output":{"type":"json","value":[1,2]}},{"type":"tool-approval-response","approvalId":"p","approved":true},{"type":"tool-approval-response","approvalId":"q","approved":false}]},{"role":"tool","content":[{"type":"tool-result","toolCallId":"zz","toolName":"f","result":"orphan"}]},{"role":"user","content":"again"}]`), uint8(2), uint16(200))
 	f.Fuzz(func(t *testing.T, msgs []byte, lastN uint8, window uint16) {
 		if !json.Valid(msgs) {
 			return

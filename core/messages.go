@@ -28,6 +28,12 @@ type message struct {
 	results []string
 	// blocks is true when the content holds Anthropic tool_use or tool_result blocks.
 	blocks bool
+	// aiSDKParts is true when the content holds parts only AI SDK messages have
+	// (tool-call, tool-result, tool-approval-*): detectFormat reads it.
+	aiSDKParts bool
+	// partResults is true when results holds every call a role "tool" item answers
+	// (an AI SDK tool message of several parts), rather than resultFor.
+	partResults bool
 	// continuesTurn is true for an item that is a further part of the turn of the
 	// item before it (a format whose turn spans several items: a Responses message
 	// and its function_call items): counts of messages (protect_first_n,
@@ -212,7 +218,7 @@ func (m *message) kind() itemKind {
 // answers returns the ids of the calls m answers: its tool_call_id (OpenAI) or its
 // tool_result blocks' ids (Anthropic).
 func (m *message) answers() []string {
-	if m.role == "tool" {
+	if m.role == "tool" && !m.partResults {
 		return []string{m.resultFor}
 	}
 	return m.results
@@ -328,6 +334,8 @@ func rawContentText(raw string) string {
 			t = "[image]"
 		case "tool_result":
 			t = rawContentText(content)
+		case "tool-result": // AI SDK: the output's text
+			t = aisdkOutputText(part)
 		}
 		if t == "" {
 			return true
@@ -585,6 +593,8 @@ func readBlocks(m *message) {
 		case typ == "tool_result" && idKey == "tool_use_id":
 			m.results = append(m.results, id)
 			m.blocks = true
+		case isAISDKPartType(typ):
+			m.aiSDKParts = true
 		}
 		return true
 	})

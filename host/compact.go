@@ -32,6 +32,10 @@ const (
 	// content blocks, tool_use and tool_result among them, and the system prompt
 	// beside the messages (System), not in them.
 	FormatAnthropic = core.FormatAnthropic
+	// FormatAISDK is the Vercel AI SDK's ModelMessage: tool-call parts in assistant
+	// messages, tool-result parts in role "tool" messages, the system prompt a
+	// system message (no System). Detected from those parts.
+	FormatAISDK = core.FormatAISDK
 )
 
 // CompactRequest is the request of compact.begin and compact.finish. compact.finish
