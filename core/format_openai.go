@@ -18,9 +18,6 @@ type chatFormat struct{ chatReader }
 // OpenAI chat and Anthropic Messages (messages.go).
 type chatReader struct{}
 
-// chatEnvelope marks the formats that read the chat envelope (readsChat).
-func (chatReader) chatEnvelope() {}
-
 func (chatReader) read(v gjson.Result, tc tokenCounter, known *jsonraw.ArrayParts) ([]message, error) {
 	return parseMessages(v, tc, known)
 }
@@ -103,7 +100,7 @@ func (chatFormat) validateResults(v *validation, m *message, mv gjson.Result, pa
 	if !m.isToolResult() {
 		return false
 	}
-	if !mv.Get("tool_call_id").Exists() || m.resultFor == "" {
+	if !fieldOf(mv, "tool_call_id").Exists() || m.resultFor == "" {
 		v.add(ProblemMissingToolCallID, path+"/tool_call_id", "a tool message needs the tool_call_id of the call it answers")
 		return true
 	}

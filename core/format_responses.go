@@ -583,9 +583,9 @@ func (*responsesFormat) validateResults(v *validation, m *message, mv gjson.Resu
 	return true
 }
 
-// callIDKey: a call's id is its call_id (callId in the Agents SDK), an
+// callIDKeyOf: a call's id is its call_id (callId in the Agents SDK), an
 // mcp_approval_request's its id.
-func (*responsesFormat) callIDKey(c *toolCall) string {
+func (*responsesFormat) callIDKeyOf(c *toolCall) string {
 	switch {
 	case responsesType(c.raw) == "mcp_approval_request":
 		return "id"

@@ -71,6 +71,7 @@ func FuzzCompact(f *testing.F) {
 	f.Add([]byte(`[{"role":"system","content":"s"},{"role":"user","content":"u"},{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"a","content":"r"},{"role":"tool","tool_call_id":"zz","content":"orphan"},{"role":"user","content":"again"}]`), uint8(1), uint16(300))
 	f.Add([]byte(`[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"image_url","image_url":{"url":"x"}}]},{"role":"assistant","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":"c"}]`), uint8(0), uint16(50))
 	f.Add([]byte(`[{"type":"message","role":"developer","content":"s"},{"role":"user","content":"u"},{"type":"reasoning","id":"r","summary":[],"encrypted_content":"e"},{"type":"function_call","call_id":"a","name":"f","arguments":"{}"},{"type":"computer_call","call_id":"b","action":{}},{"type":"function_call_output","call_id":"a","output":"r"},{"type":"function_call_output","call_id":"zz","output":"orphan"},{"type":"compaction","encrypted_content":"x"},{"type":"compaction_trigger"},{"id":"ref"},{"type":"message","role":"user","content":[{"type":"input_text","text":"again"}]}]`), uint8(1), uint16(300))
+	f.Add([]byte(`[{"role":"system","content":"s"},{"role":"user","content":"u"},{"role":"assistant","content":[{"type":"text","text":"t"},{"type":"tool-call","toolCallId":"a","toolName":"f","input":{}},{"type":"tool-call","toolCallId":"b","toolName":"g","input":{"x":1}},{"type":"tool-approval-request","approvalId":"p","toolCallId":"b"}]},{"role":"tool","content":[{"type":"tool-result","toolCallId":"a","toolName":"f","output":{"type":"json","value":[1,2]}},{"type":"tool-approval-response","approvalId":"p","approved":true},{"type":"tool-approval-response","approvalId":"q","approved":false}]},{"role":"tool","content":[{"type":"tool-result","toolCallId":"zz","toolName":"f","result":"orphan"}]},{"role":"user","content":"again"}]`), uint8(2), uint16(200))
 	f.Fuzz(func(t *testing.T, msgs []byte, lastN uint8, window uint16) {
 		if !json.Valid(msgs) {
 			return
@@ -278,7 +279,7 @@ func FuzzSummaryText(f *testing.F) {
 		}
 		tool := message{role: "tool", contentRaw: string(text)}
 		require.Equal(t, lines, errorLines(&tool), "error lines of %q", s)
-		if got, want := jsonStringLen(s), len(appendJSONString(nil, s)); got != want {
+		if got, want := jsonStringLen(s), len(jsonraw.Stringify.Append(nil, s)); got != want {
 			t.Fatalf("jsonStringLen(%q) = %d, the encoding is %d bytes", s, got, want)
 		}
 		if got, want := string(appendQuote([]byte("x"), s)), "x"+strconv.Quote(s); got != want {
@@ -292,8 +293,8 @@ func FuzzSummaryText(f *testing.F) {
 	})
 }
 
-// gjsonContentText is contentText as gjson reads a content value, the definition
-// rawContentText is held to.
+// gjsonContentText is contentText as gjson reads a content value (of duplicate keys
+// the last, with fieldOf), the definition rawContentText is held to.
 func gjsonContentText(content gjson.Result) string {
 	switch {
 	case content.Type == gjson.String:
@@ -302,13 +303,13 @@ func gjsonContentText(content gjson.Result) string {
 		var parts []string
 		content.ForEach(func(_, p gjson.Result) bool {
 			var t string
-			switch p.Get("type").Str {
+			switch fieldOf(p, "type").Str {
 			case "text", "input_text", "output_text":
-				t = p.Get("text").Str
+				t = fieldOf(p, "text").Str
 			case "image_url", "image", "input_image":
 				t = "[image]"
 			case "tool_result":
-				t = gjsonContentText(p.Get("content"))
+				t = gjsonContentText(fieldOf(p, "content"))
 			}
 			if t != "" {
 				parts = append(parts, t)
@@ -358,8 +359,8 @@ func firstText(content gjson.Result) string {
 	if content.IsArray() {
 		var s string
 		content.ForEach(func(_, p gjson.Result) bool {
-			if p.Get("type").Str == "text" {
-				s = p.Get("text").Str
+			if fieldOf(p, "type").Str == "text" {
+				s = fieldOf(p, "text").Str
 				return false
 			}
 			return true
@@ -374,7 +375,7 @@ func firstText(content gjson.Result) string {
 func gjsonCanonical(dst []byte, v gjson.Result) []byte {
 	switch {
 	case v.Type == gjson.String:
-		return appendJSONString(dst, v.Str)
+		return jsonraw.Stringify.Append(dst, v.Str)
 	case v.IsObject():
 		dst = append(dst, '{')
 		first := true
@@ -383,7 +384,7 @@ func gjsonCanonical(dst []byte, v gjson.Result) []byte {
 				dst = append(dst, ',')
 			}
 			first = false
-			dst = appendJSONString(dst, k.Str)
+			dst = jsonraw.Stringify.Append(dst, k.Str)
 			dst = append(dst, ':')
 			dst = gjsonCanonical(dst, e)
 			return true

@@ -98,8 +98,10 @@ func validateMessages(msgsV, formatV gjson.Result) (ValidateResult, error) {
 		name = sniffFormat(msgsV, nil)
 	}
 	readOne := chatReader{}.readOne
+	var f messageFormat // the format that read the items, when it is known
 	if name != "" {
-		readOne = formatOf(name).readOne
+		f = formatOf(name)
+		readOne = f.readOne
 	}
 	var items []item
 	var good []message
@@ -117,8 +119,22 @@ func validateMessages(msgsV, formatV gjson.Result) (ValidateResult, error) {
 	})
 	if name == "" {
 		name = detectFormat(good, false)
+		if rereadAs(name) {
+			f = formatOf(name)
+			readOne = f.readOne
+			for k := range items {
+				it := &items[k]
+				m, err := readOne(it.mv.Raw, it.path)
+				it.m, it.err = m, nil
+				if err != nil {
+					it.err = err.(*Error)
+				}
+			}
+		}
 	}
-	f := formatOf(name)
+	if f == nil {
+		f = formatOf(name)
+	}
 	if tm, ok := f.(turnMarker); ok { // a format whose turns span items marks them in context
 		views := make([]message, len(items))
 		for k := range items {
@@ -152,15 +168,11 @@ func validateMessages(msgsV, formatV gjson.Result) (ValidateResult, error) {
 		for k := range m.calls {
 			c := &m.calls[k]
 			cp := f.callPath(m, path, k)
-			idPath := cp + "/id"
-			if ik, ok := f.(callIDKey); ok {
-				idPath = cp + "/" + ik.callIDKey(c)
-			}
 			switch {
 			case c.id == "":
-				v.add(ProblemEmptyToolCallID, idPath, "a tool call needs a non-empty id")
+				v.add(ProblemEmptyToolCallID, cp+callIDKey(f, c), "a tool call needs a non-empty id")
 			case v.seen[c.id]:
-				v.add(ProblemDuplicateToolCallID, idPath, "tool call id "+strconv.Quote(c.id)+" is used more than once")
+				v.add(ProblemDuplicateToolCallID, cp+callIDKey(f, c), "tool call id "+strconv.Quote(c.id)+" is used more than once")
 			default:
 				v.seen[c.id] = true
 				v.pending = append(v.pending, pendingCall{c.id, cp})
@@ -173,16 +185,25 @@ func validateMessages(msgsV, formatV gjson.Result) (ValidateResult, error) {
 	return v.res, nil
 }
 
-// callIDKey is implemented by a format whose calls name their id under another key
-// than "id" (Responses: call_id).
-type callIDKey interface{ callIDKey(c *toolCall) string }
+// callIDKey is the pointer suffix of call c's id in f: "/id", or the key a format
+// names by an idKey method (the AI SDK's toolCallId) or, per call, by a callIDKeyOf
+// method (Responses: call_id, callId or id).
+func callIDKey(f messageFormat, c *toolCall) string {
+	if k, ok := f.(interface{ callIDKeyOf(c *toolCall) string }); ok {
+		return "/" + k.callIDKeyOf(c)
+	}
+	if k, ok := f.(interface{ idKey() string }); ok {
+		return "/" + k.idKey()
+	}
+	return "/id"
+}
 
 // turnMarker is implemented by a format whose items continue the turn of the items
 // before them (continuesTurn), which only the items around them tell.
 type turnMarker interface{ markTurns(msgs []message) }
 
 func opValidate(req opRequest) ([]byte, error) {
-	res, err := validateMessages(req.Get("messages"), req.Get("format"))
+	res, err := validateMessages(req.Field("messages"), req.Field("format"))
 	if err != nil {
 		return nil, err
 	}
@@ -209,17 +230,18 @@ func validateInvalidUTF8(op string, request string) ([]byte, bool) {
 		return nil, false // invalid for another reason
 	}
 	fixed := []byte(strings.ToValidUTF8(request, "\uFFFD"))
-	if valid, depth := checkJSON(fixed, nil); !valid || depth > MaxNestingDepth {
+	var members []jsonraw.Member
+	if valid, depth := checkJSON(fixed, &members); !valid || depth > MaxNestingDepth {
 		return nil, false
 	}
-	req := gjson.ParseBytes(fixed)
-	if op == "" && req.Get("op").Str == "validate" {
+	req := newOpRequest(gjson.ParseBytes(fixed), members)
+	if op == "" && req.Field("op").Str == "validate" {
 		op = "validate"
 	}
-	if op != "validate" || !req.IsObject() {
+	if op != "validate" || !req.Whole().IsObject() {
 		return nil, false
 	}
-	res, err := validateMessages(req.Get("messages"), req.Get("format"))
+	res, err := validateMessages(req.Field("messages"), req.Field("format"))
 	if err != nil {
 		return errorEnvelope(err), true
 	}

@@ -28,8 +28,13 @@ from ._engine import CompactionEngine, ContextEngine
 from ._errors import CompactError, ErrABIMismatch, ErrBadBinary, ErrClosed, OptionError
 from ._runtime import ABI_VERSION
 from ._types import (
+    AISDKMessage,
+    AISDKPart,
     ArchiveRows,
     Format,
+    GeminiContent,
+    GeminiPart,
+    ResponsesItem,
     ArchivedMessage,
     CompactReport,
     CompactResult,
@@ -85,6 +90,11 @@ __all__ = [
     "AsyncSummarizer",
     "CompactError",
     "Format",
+    "AISDKMessage",
+    "AISDKPart",
+    "GeminiContent",
+    "GeminiPart",
+    "ResponsesItem",
     "CompactReport",
     "CompactResult",
     "CompactionEngine",

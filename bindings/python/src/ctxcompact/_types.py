@@ -8,6 +8,11 @@ from typing import Any, Dict, List, Literal, Optional, TypedDict, Union
 
 __all__ = [
     "Format",
+    "ResponsesItem",
+    "AISDKMessage",
+    "AISDKPart",
+    "GeminiContent",
+    "GeminiPart",
     "Message",
     "CompressionConfig",
     "PromptCachingConfig",
@@ -42,9 +47,84 @@ __all__ = [
     "ExpandResult",
 ]
 
-#: A message format: OpenAI chat ("openai", alias "openai-chat") or Anthropic
-#: Messages ("anthropic", alias "anthropic-messages").
-Format = Literal["openai", "openai-chat", "anthropic", "anthropic-messages"]
+class ResponsesItem(TypedDict, total=False):
+    """An OpenAI Responses input item (format "responses"): a message
+    ``{type?: "message", role, content, phase?}``, a ``function_call {call_id, name,
+    arguments}``, a ``function_call_output {call_id, output}``, or another item type
+    (reasoning, compaction, custom_tool_call, ...), which is kept byte for byte."""
+
+    type: str
+    role: str
+    content: Union[str, List[Dict[str, Any]]]
+    phase: str
+    call_id: str
+    name: str
+    arguments: str
+    output: Union[str, List[Dict[str, Any]]]
+    id: str
+    status: str
+    encrypted_content: str
+
+
+class AISDKPart(TypedDict, total=False):
+    """A content part of a Vercel AI SDK message: text, image, file, reasoning,
+    tool-call {toolCallId, toolName, input}, tool-result {toolCallId, toolName,
+    output: {type, value}}, tool-approval-request/-response, custom."""
+
+    type: str
+    text: str
+    toolCallId: str
+    toolName: str
+    input: Any
+    output: Dict[str, Any]
+    providerOptions: Dict[str, Any]
+
+
+class AISDKMessage(TypedDict, total=False):
+    """A Vercel AI SDK ModelMessage (format "ai-sdk"); cache breakpoints go in
+    ``providerOptions.anthropic.cacheControl``."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: Union[str, List[AISDKPart]]
+    providerOptions: Dict[str, Any]
+
+
+class GeminiPart(TypedDict, total=False):
+    """A part of a Gemini Content: text (thought), inlineData, fileData,
+    functionCall {id?, name, args}, functionResponse {id?, name, response}; a
+    thoughtSignature stays on the part it came on."""
+
+    text: str
+    thought: bool
+    thoughtSignature: str
+    inlineData: Dict[str, Any]
+    fileData: Dict[str, Any]
+    functionCall: Dict[str, Any]
+    functionResponse: Dict[str, Any]
+
+
+class GeminiContent(TypedDict):
+    """A Gemini Content (format "gemini"): ``{role: "user"|"model", parts}``. Pass
+    ``systemInstruction`` as ``system``."""
+
+    role: Literal["user", "model"]
+    parts: List[GeminiPart]
+
+
+#: A message format: OpenAI chat ("openai", alias "openai-chat"), Anthropic Messages
+#: ("anthropic", alias "anthropic-messages"), OpenAI Responses items ("responses",
+#: alias "openai-responses"), Vercel AI SDK messages ("ai-sdk") or Gemini contents
+#: ("gemini").
+Format = Literal[
+    "openai",
+    "openai-chat",
+    "anthropic",
+    "anthropic-messages",
+    "responses",
+    "openai-responses",
+    "ai-sdk",
+    "gemini",
+]
 
 #: An OpenAI chat message (role, content, tool_calls, tool_call_id, ...). Any extra
 #: keys are preserved byte for byte by the core.
