@@ -239,7 +239,7 @@ func compactErrorCases() []genCase {
 		{"rejects-bad-summarizer", map[string]any{"messages": []any{}, "summarizer": "gpt"}},
 		{"rejects-bad-force", map[string]any{"messages": []any{}, "force": "yes"}},
 		{"rejects-bad-output", map[string]any{"messages": []any{}, "output": "ids"}},
-		{"rejects-unknown-format", map[string]any{"messages": []any{}, "format": "gemini"}},
+		{"rejects-unknown-format", map[string]any{"messages": []any{}, "format": "gemini-x"}},
 		{"rejects-top-level-system-in-openai-layout", map[string]any{"messages": []any{user("hi")}, "format": "openai", "system": "s"}},
 		{"rejects-non-string-system", map[string]any{"messages": []any{user("hi")}, "system": 42}},
 		{"rejects-system-role-in-anthropic-layout", map[string]any{"messages": []any{sys("s"), user("hi")}, "format": "anthropic"}},

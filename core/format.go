@@ -20,16 +20,21 @@ const (
 	// tool_use blocks, their results as tool_result blocks of the next user turn, the
 	// system prompt the request's top-level "system".
 	FormatAnthropic Format = "anthropic"
+	// FormatGemini is the Gemini API's contents: user and model turns of parts, calls
+	// as functionCall parts answered by functionResponse parts of the next user turn,
+	// the system prompt the request's systemInstruction (format_gemini.go).
+	FormatGemini Format = "gemini"
 )
 
 // formatAliases maps every accepted name to its format.
 var formatAliases = map[string]Format{
 	"openai": FormatOpenAI, "openai-chat": FormatOpenAI,
 	"anthropic": FormatAnthropic, "anthropic-messages": FormatAnthropic,
+	"gemini": FormatGemini,
 }
 
 // Formats lists the formats by their canonical names.
-func Formats() []Format { return []Format{FormatOpenAI, FormatAnthropic} }
+func Formats() []Format { return []Format{FormatOpenAI, FormatAnthropic, FormatGemini} }
 
 // ParseFormat returns the format a name or an alias names, and false for any other.
 func ParseFormat(name string) (Format, bool) {
@@ -122,6 +127,9 @@ func formatOf(f Format) messageFormat {
 	if f == FormatAnthropic {
 		return messagesFormat{}
 	}
+	if f == FormatGemini {
+		return newGeminiFormat()
+	}
 	return chatFormat{}
 }
 
@@ -138,7 +146,7 @@ func readFormatParam(v gjson.Result) (Format, error) {
 
 // formatNames lists the accepted format names, aliases included, for errors.
 func formatNames() string {
-	return `"openai" (alias "openai-chat") or "anthropic" (alias "anthropic-messages")`
+	return `"openai" (alias "openai-chat"), "anthropic" (alias "anthropic-messages") or "gemini"`
 }
 
 // detectFormat is the format of msgs when the request names none: Anthropic when a
@@ -216,7 +224,12 @@ func sniffFormat(v gjson.Result, known *jsonraw.ArrayParts) Format {
 
 // sniffKey is the format a top-level item key belongs to only, "" when the chat
 // formats have it too or nobody does.
-func sniffKey(string) Format { return "" }
+func sniffKey(k string) Format {
+	if k == "parts" {
+		return FormatGemini
+	}
+	return ""
+}
 
 // joinNames joins the names of a typed string enum for an error message.
 func joinNames[S ~string](names []S) string {

@@ -306,6 +306,10 @@ func gjsonContentText(content gjson.Result) string {
 				t = "[image]"
 			case "tool_result":
 				t = gjsonContentText(p.Get("content"))
+			case "":
+				if !p.Get("type").Exists() {
+					t = gjsonGeminiText(p)
+				}
 			}
 			if t != "" {
 				parts = append(parts, t)
@@ -317,6 +321,39 @@ func gjsonContentText(content gjson.Result) string {
 	return ""
 }
 
+// gjsonGeminiText is the text of a Gemini part (one without "type"): its text when
+// it is not a thought, a functionResponse's output (or its response as compact
+// JSON), "[image]" or "[file]" for inlineData and fileData.
+func gjsonGeminiText(p gjson.Result) string {
+	switch media := p.Get("inlineData"); {
+	case p.Get("text").Type == gjson.String:
+		if p.Get("thought").Type == gjson.True {
+			return ""
+		}
+		return p.Get("text").Str
+	case p.Get("functionResponse").IsObject():
+		r := p.Get("functionResponse.response")
+		if !r.Exists() {
+			return ""
+		}
+		if out := r.Get("output"); r.IsObject() && out.Type == gjson.String {
+			return out.Str
+		}
+		return string(gjsonCanonical(nil, r))
+	default:
+		if !media.Exists() {
+			media = p.Get("fileData")
+		}
+		if !media.IsObject() {
+			return ""
+		}
+		if mime := media.Get("mimeType"); mime.Type == gjson.String && strings.HasPrefix(mime.Str, "image/") {
+			return "[image]"
+		}
+		return "[file]"
+	}
+}
+
 // FuzzContentText holds rawContentText (a walk over raw JSON) to gjson's reading
 // of the same content value.
 func FuzzContentText(f *testing.F) {
@@ -326,6 +363,8 @@ func FuzzContentText(f *testing.F) {
 		`[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"out"}]},{"type":"tool_result","content":"s"}]`,
 		`[{"text":"first","type":"text","text":"second"}]`, `[{"t\u0079pe":"text","text":"escaped key"}]`,
 		`[1,"x",null,{"type":7,"text":"n"},{"type":"text","text":5}]`, `[]`, `null`, `{"type":"text"}`,
+		`[{"text":"gemini"},{"text":"thinking","thought":true},{"inlineData":{"mimeType":"image/png","data":"AA=="}},{"fileData":{"mimeType":"application/pdf","fileUri":"f"}}]`,
+		`[{"functionResponse":{"name":"f","response":{"output":"out"}}},{"functionResponse":{"name":"g","response":{"n":1}}},{"text":5,"thought":true}]`,
 	} {
 		f.Add(s)
 	}
@@ -355,7 +394,7 @@ func firstText(content gjson.Result) string {
 	if content.IsArray() {
 		var s string
 		content.ForEach(func(_, p gjson.Result) bool {
-			if p.Get("type").Str == "text" {
+			if p.Get("type").Str == "text" || !p.Get("type").Exists() && p.Get("text").Type == gjson.String && p.Get("thought").Type != gjson.True {
 				s = p.Get("text").Str
 				return false
 			}

@@ -262,7 +262,7 @@ func firstTextPart(arr string) (text string) {
 			}
 			return true
 		})
-		if typ == `"text"` || haveType && typ[0] == '"' && jsonraw.DecodeString(typ) == "text" {
+		if typ == `"text"` || haveType && typ[0] == '"' && jsonraw.DecodeString(typ) == "text" || !haveType && haveText && isGeminiText(part) {
 			text = jsonraw.DecodeString(txt)
 			return false
 		}
@@ -329,6 +329,10 @@ func rawContentText(raw string) string {
 			t = "[image]"
 		case "tool_result":
 			t = rawContentText(content)
+		case "":
+			if typ == "" {
+				t = untypedPartText(part) // Gemini parts (format_gemini.go)
+			}
 		}
 		if t == "" {
 			return true

@@ -1,0 +1,313 @@
+package core
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
+)
+
+// geminiTrace is an OpenAI-chat trace converted to Gemini contents.
+type geminiTrace struct {
+	contents []json.RawMessage
+	system   json.RawMessage // systemInstruction, nil when the trace has no system message
+	// item[i] is the index of the content chat message i went into (-1: the system
+	// instruction).
+	item []int
+}
+
+// toGemini converts chat messages to Gemini contents, as an agent on the Gemini API
+// would have recorded the same session: leading system messages become the
+// systemInstruction, a user message a user content of text parts, an assistant
+// message a model content (its text, then one functionCall part per tool call, args
+// the decoded arguments object), and the tool rows after it one user content of
+// functionResponse parts {id, name, response: {"output": text}}. The first
+// functionCall part of each model turn carries a thoughtSignature (Gemini 3 models
+// sign the first call of a step, ai.google.dev/gemini-api/docs/thought-signatures).
+// withIDs false leaves out every id: calls and responses pair by name and order.
+func toGemini(t testing.TB, chat []json.RawMessage, withIDs bool) geminiTrace {
+	var g geminiTrace
+	var sysParts []any
+	names := map[string]string{}
+	var pending []any // functionResponse parts of the open tool group
+	flush := func() {
+		if len(pending) > 0 {
+			g.contents = append(g.contents, geminiJSON(t, map[string]any{"role": "user", "parts": pending}))
+			pending = nil
+		}
+	}
+	step := 0
+	for i, raw := range chat {
+		m := gjson.ParseBytes(raw)
+		role := m.Get("role").Str
+		if role != "tool" {
+			flush()
+		}
+		switch {
+		case (role == "system" || role == "developer") && len(g.contents) == 0:
+			sysParts = append(sysParts, map[string]any{"text": contentText(m.Get("content"))})
+			g.item = append(g.item, -1)
+			continue
+		case role == "system" || role == "developer" || role == "user":
+			g.contents = append(g.contents, geminiJSON(t, map[string]any{"role": "user", "parts": geminiParts(m.Get("content"))}))
+		case role == "assistant":
+			parts := []any{}
+			if text := contentText(m.Get("content")); text != "" {
+				parts = append(parts, map[string]any{"text": text})
+			}
+			for k, c := range m.Get("tool_calls").Array() {
+				name := c.Get("function.name").Str
+				names[c.Get("id").Str] = name
+				var args any
+				if err := json.Unmarshal([]byte(c.Get("function.arguments").Str), &args); err != nil {
+					args = map[string]any{"arguments": c.Get("function.arguments").Str}
+				} else if _, ok := args.(map[string]any); !ok {
+					args = map[string]any{"value": args}
+				}
+				call := map[string]any{"name": name, "args": args}
+				if withIDs {
+					call["id"] = c.Get("id").Str
+				}
+				part := map[string]any{"functionCall": call}
+				if k == 0 {
+					step++
+					part["thoughtSignature"] = base64.StdEncoding.EncodeToString([]byte(fmt.Sprintf("sig-%d-%s", step, name)))
+				}
+				parts = append(parts, part)
+			}
+			if len(parts) == 0 {
+				parts = append(parts, map[string]any{"text": ""})
+			}
+			g.contents = append(g.contents, geminiJSON(t, map[string]any{"role": "model", "parts": parts}))
+		case role == "tool":
+			id := m.Get("tool_call_id").Str
+			resp := map[string]any{"name": names[id], "response": map[string]any{"output": contentText(m.Get("content"))}}
+			if withIDs {
+				resp["id"] = id
+			}
+			pending = append(pending, map[string]any{"functionResponse": resp})
+			g.item = append(g.item, len(g.contents))
+			continue
+		}
+		_ = i
+		g.item = append(g.item, len(g.contents)-1)
+	}
+	flush()
+	if len(sysParts) > 0 {
+		g.system = geminiJSON(t, map[string]any{"parts": sysParts})
+	}
+	return g
+}
+
+// geminiParts converts a chat content to Gemini parts.
+func geminiParts(c gjson.Result) []any {
+	if c.Type == gjson.String || !c.IsArray() {
+		return []any{map[string]any{"text": c.Str}}
+	}
+	var parts []any
+	for _, p := range c.Array() {
+		switch p.Get("type").Str {
+		case "text":
+			parts = append(parts, map[string]any{"text": p.Get("text").Str})
+		case "image_url":
+			url := p.Get("image_url.url").Str
+			if strings.HasPrefix(url, "data:") {
+				mime, data, _ := strings.Cut(strings.TrimPrefix(url, "data:"), ";base64,")
+				parts = append(parts, map[string]any{"inlineData": map[string]any{"mimeType": mime, "data": data}})
+			} else {
+				parts = append(parts, map[string]any{"fileData": map[string]any{"mimeType": "image/png", "fileUri": url}})
+			}
+		}
+	}
+	if len(parts) == 0 {
+		parts = append(parts, map[string]any{"text": ""})
+	}
+	return parts
+}
+
+func geminiJSON(t testing.TB, v any) json.RawMessage {
+	b, err := marshal(v)
+	require.NoError(t, err)
+	return json.RawMessage(strings.TrimSpace(string(b)))
+}
+
+// chatTraces are the shared OpenAI-chat traces (not the Anthropic ones), parsed.
+func chatTraces(t *testing.T) map[string][]json.RawMessage {
+	out := map[string][]json.RawMessage{}
+	for name, msgs := range loadTraces(t) {
+		if strings.HasPrefix(name, "anthropic-") {
+			continue
+		}
+		var list []json.RawMessage
+		require.NoError(t, json.Unmarshal(msgs, &list))
+		out[name] = list
+	}
+	return out
+}
+
+// signedParts returns the parts of contents that carry a thoughtSignature, as bytes.
+func signedParts(contents []json.RawMessage) map[string]int {
+	out := map[string]int{}
+	for _, c := range contents {
+		for _, p := range gjson.GetBytes(c, "parts").Array() {
+			if p.Get("thoughtSignature").Exists() {
+				out[p.Raw]++
+			}
+		}
+	}
+	return out
+}
+
+// checkGeminiCompaction asserts the invariants on a compaction of Gemini contents:
+// validate is clean on the output, every input content is returned unchanged or
+// archived verbatim, the summarized range splits no tool group, and every part with
+// a thought signature in the output is an input part, byte for byte, and none of the
+// kept contents lost one.
+func checkGeminiCompaction(t *testing.T, input []json.RawMessage, r CompactResult) {
+	t.Helper()
+	require.True(t, r.Done)
+	rep := r.Report
+	out := r.Messages
+	require.Equal(t, len(input), rep.MessagesBefore)
+	require.Equal(t, len(out), rep.MessagesAfter)
+
+	v, e := callOp(t, "validate", map[string]any{"messages": out, "format": "gemini"})
+	require.Nil(t, e)
+	var vr ValidateResult
+	require.NoError(t, json.Unmarshal(v, &vr))
+	require.True(t, vr.OK, "validate found problems in the output: %+v", vr.Problems)
+
+	archived := map[int]ArchivedMessage{}
+	for _, a := range r.Archived {
+		require.JSONEq(t, string(input[a.Index]), string(a.Message), "archived content %d differs from the input", a.Index)
+		archived[a.Index] = a
+	}
+	returned := map[string]int{}
+	for _, m := range out {
+		returned[string(m)]++
+	}
+	for i, m := range input {
+		if _, ok := archived[i]; ok {
+			continue
+		}
+		require.Positive(t, returned[string(m)], "input content %d is neither returned unchanged nor archived", i)
+	}
+	if rep.Summarized != nil {
+		for i := rep.Summarized.From; i < rep.Summarized.To; i++ {
+			require.Equal(t, ArchivedSummarized, archived[i].Reason, "middle content %d not archived as summarized", i)
+		}
+		if rep.TailStart < len(input) {
+			require.Empty(t, responseIDs(input[rep.TailStart]), "the tail starts at a response turn: a group is split")
+		}
+	}
+
+	in := signedParts(input)
+	for p := range signedParts(out) {
+		require.Positive(t, in[p], "a signed part in the output is not an input part: %s", p)
+	}
+	for i, m := range input {
+		if a, ok := archived[i]; ok && a.Reason == ArchivedSummarized {
+			continue
+		}
+		want := signedParts([]json.RawMessage{m})
+		if len(want) == 0 {
+			continue
+		}
+		got := signedParts(out)
+		for p := range want {
+			require.Positive(t, got[p], "kept content %d lost its signed part", i)
+		}
+	}
+}
+
+func responseIDs(raw json.RawMessage) []string {
+	var ids []string
+	for _, p := range gjson.GetBytes(raw, "parts").Array() {
+		if r := p.Get("functionResponse"); r.Exists() {
+			ids = append(ids, r.Get("name").Str)
+		}
+	}
+	return ids
+}
+
+// mapIndex maps a chat boundary (an index into the chat messages) to the contents:
+// the content the first chat message at or after it went into.
+func (g geminiTrace) mapIndex(i int) int {
+	for ; i < len(g.item); i++ {
+		if g.item[i] >= 0 {
+			return g.item[i]
+		}
+	}
+	return len(g.contents)
+}
+
+// TestGeminiTraces converts every shared chat trace to Gemini contents (with ids,
+// and without: paired by name and order) and compacts it at 16K to 128K: no
+// invariant is broken, validate is clean, and the compaction is the chat trace's
+// (the same messages summarized, tokens within 5%). The chat system message is the
+// systemInstruction, not a content (protect_first_n counts it, as for Anthropic's
+// top-level system).
+func TestGeminiTraces(t *testing.T) {
+	traces := chatTraces(t)
+	names := make([]string, 0, len(traces))
+	for n := range traces {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	same, runs := 0, 0
+	var worst float64
+	for _, name := range names {
+		chat := traces[name]
+		for _, withIDs := range []bool{true, false} {
+			g := toGemini(t, chat, withIDs)
+			for _, window := range []int{16_000, 32_000, 64_000, 128_000} {
+				t.Run(fmt.Sprintf("%s/ids=%v/%dk", name, withIDs, window/1000), func(t *testing.T) {
+					cfg := map[string]any{"model": map[string]any{"context_length": window}}
+					res, e := callOp(t, "compact.begin", map[string]any{"messages": chat, "config": cfg, "force": true, "summarizer": "builtin"})
+					require.Nil(t, e)
+					cr := decodeResult(t, res)
+
+					req := map[string]any{"messages": g.contents, "config": cfg, "force": true, "summarizer": "builtin"}
+					if g.system != nil {
+						req["system"] = g.system
+					}
+					res, e = callOp(t, "compact.begin", req)
+					require.Nil(t, e)
+					gr := decodeResult(t, res)
+					checkGeminiCompaction(t, g.contents, gr)
+					if g.system != nil && gr.Report.Summarized != nil {
+						require.Contains(t, string(gr.System), "earlier turns of this conversation were compacted")
+					}
+
+					runs++
+					crep, grep := cr.Report, gr.Report
+					agree := g.mapIndex(crep.HeadEnd) == grep.HeadEnd && g.mapIndex(crep.TailStart) == grep.TailStart
+					diff := float64(grep.TokensAfter-crep.TokensAfter) / float64(max(crep.TokensAfter, 1))
+					if diff < 0 {
+						diff = -diff
+					}
+					worst = max(worst, diff)
+					if agree {
+						same++
+					}
+					t.Logf("chat head %d tail %d tokens %d->%d | gemini head %d tail %d tokens %d->%d (mapped %d %d) diff %.2f%%",
+						crep.HeadEnd, crep.TailStart, crep.TokensBefore, crep.TokensAfter, grep.HeadEnd, grep.TailStart, grep.TokensBefore, grep.TokensAfter,
+						g.mapIndex(crep.HeadEnd), g.mapIndex(crep.TailStart), 100*diff)
+					// protect_last_n counts messages: chat counts each tool row, Gemini one
+					// turn of responses, so when the count placed the chat tail, Gemini's
+					// 20 turns reach further back and its tail may start earlier.
+					countPlaced := crep.TailStart <= len(chat)-20 && grep.TailStart < g.mapIndex(crep.TailStart)
+					require.Equal(t, g.mapIndex(crep.HeadEnd), grep.HeadEnd, "the gemini head is not the chat head")
+					require.True(t, agree || countPlaced, "the gemini compaction summarizes other messages than the chat one")
+					require.Less(t, diff, 0.05, "tokens after differ by more than 5%%")
+				})
+			}
+		}
+	}
+	t.Logf("%d of %d runs summarize the same messages as chat; worst tokens-after difference %.2f%%", same, runs, 100*worst)
+}
