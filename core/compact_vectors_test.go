@@ -291,6 +291,9 @@ func generateCompactSuites(t *testing.T) map[string]genSuite {
 	for _, c := range compactErrorCases() {
 		begin.Cases = append(begin.Cases, genCaseOut{c.name, c.request, want(t, "compact.begin", c.request)})
 	}
+	for _, c := range geminiBeginCases() {
+		begin.Cases = append(begin.Cases, genCaseOut{c.name, c.request, want(t, "compact.begin", c.request)})
+	}
 
 	finish := genSuite{Op: "compact.finish", Comment: "Generated like compact.begin.json: compact.begin is run on each request to get its state; these cases finish it with a summary, an error, an empty summary, or a state that does not belong to the request."}
 	stateOf := func(req map[string]any) string {
@@ -344,6 +347,9 @@ func generateCompactSuites(t *testing.T) map[string]genSuite {
 		{"already-pruned-is-not-pruned-again", map[string]any{"messages": cat(sys("s"), user("u"), say("a"), toolTurn("c1", "terminal", args("command", "ls"), PrunedPrefix+" terminal(command=\"ls\") returned 9,000 characters here; call the tool again if you need the output."+code("pad", 300)), say("done"), user("next"), say(code("tail", 1400)), user("more")), "config": tinyWindow}},
 		{"rejects-non-array-messages", map[string]any{"messages": "hi"}},
 	} {
+		prune.Cases = append(prune.Cases, genCaseOut{c.name, c.request, want(t, "prune", c.request)})
+	}
+	for _, c := range geminiPruneCases() {
 		prune.Cases = append(prune.Cases, genCaseOut{c.name, c.request, want(t, "prune", c.request)})
 	}
 	return map[string]genSuite{"compact.begin": begin, "compact.finish": finish, "prune": prune}

@@ -311,3 +311,117 @@ func TestGeminiTraces(t *testing.T) {
 	}
 	t.Logf("%d of %d runs summarize the same messages as chat; worst tokens-after difference %.2f%%", same, runs, 100*worst)
 }
+
+// Gemini builders for the vectors: parts and contents.
+func gtext(s string) map[string]any { return map[string]any{"text": s} }
+
+// gcall is a functionCall part (id "" leaves it out); sig, when not "", is its
+// thoughtSignature.
+func gcall(name, id, path, sig string) map[string]any {
+	c := map[string]any{"name": name, "args": map[string]any{"path": path}}
+	if id != "" {
+		c["id"] = id
+	}
+	p := map[string]any{"functionCall": c}
+	if sig != "" {
+		p["thoughtSignature"] = sig
+	}
+	return p
+}
+
+// gresp is a functionResponse part (id "" leaves it out).
+func gresp(name, id, out string) map[string]any {
+	r := map[string]any{"name": name, "response": map[string]any{"output": out}}
+	if id != "" {
+		r["id"] = id
+	}
+	return map[string]any{"functionResponse": r}
+}
+
+func gturn(role string, parts ...any) map[string]any {
+	return map[string]any{"role": role, "parts": parts}
+}
+
+var gsystem = map[string]any{"parts": []any{gtext("You are a coding agent on Gemini.")}}
+
+// geminiSession is a short Gemini session: a request, signed read calls (with ids,
+// or without when ids is false) answered in the next user turn, and a final
+// exchange.
+func geminiSession(turns, size int, ids bool) []any {
+	id := func(s string) string {
+		if ids {
+			return s
+		}
+		return ""
+	}
+	m := []any{gturn("user", gtext("Refactor the parser module."))}
+	for i := 0; i < turns; i++ {
+		k := fmt.Sprintf("g%d", i)
+		m = append(m, gturn("model", gcall("read_file", id(k), fmt.Sprintf("src/part_%d.py", i), "c2lnLQ"+k)),
+			gturn("user", gresp("read_file", id(k), code(fmt.Sprintf("part%d", i), size))))
+	}
+	return append(m, gturn("model", gtext("The parser is split into a lexer and a grammar now.")), gturn("user", gtext("Now add tests for the lexer.")))
+}
+
+// geminiBeginCases are the Gemini compaction vectors (compact.begin.json).
+func geminiBeginCases() []genCase {
+	parallel := func(ids bool) (head, tail []any) {
+		id := func(s string) string {
+			if ids {
+				return s
+			}
+			return ""
+		}
+		head = cat(gturn("user", gtext("Check the three configs.")),
+			gturn("model", gtext("Reading all three at once."), gcall("read_file", id("p1"), "a.toml", "c2lnLXAx"), gcall("read_file", id("p2"), "b.toml", ""), gcall("read_file", id("p3"), "c.toml", "")),
+			gturn("user", gresp("read_file", id("p1"), code("a", 300)), gresp("read_file", id("p2"), code("b", 300)), gresp("read_file", id("p3"), code("c", 300))),
+			geminiSession(6, 800, ids)[1:])
+		s := geminiSession(6, 800, ids)
+		tail = cat(s[:len(s)-2],
+			gturn("model", gtext("Running the linters in parallel."), gcall("terminal", id("q1"), "ruff check src", "c2lnLXEx"), gcall("terminal", id("q2"), "mypy src", "")),
+			gturn("user", gresp("terminal", id("q2"), code("mypy", 500)), gresp("terminal", id("q1"), code("ruff", 500))),
+			gturn("model", gtext("Both linters pass.")), gturn("user", gtext("Ship it.")))
+		return head, tail
+	}
+	headIDs, tailIDs := parallel(true)
+	headNoIDs, tailNoIDs := parallel(false)
+	s := geminiSession(6, 800, true)
+	mismatch := cat(s[:len(s)-2],
+		gturn("model", gcall("read_file", "x1", "a.py", "c2lnLXgx"), gcall("read_file", "x2", "b.py", "")),
+		gturn("user", gresp("read_file", "x1", "ok"), gresp("read_file", "ghost", "stray")),
+		gturn("model", gcall("terminal", "", "make", "c2lnLXkx")), gturn("user", gtext("Did it build?")))
+	noIDs := geminiSession(6, 800, false)
+	byName := cat(noIDs[:len(noIDs)-2],
+		gturn("model", gcall("read_file", "", "a.py", "c2lnLWEx"), gcall("read_file", "", "b.py", "")),
+		gturn("user", gresp("read_file", "", "a")),
+		gturn("user", gtext("Did you read both?")))
+	gfmt := func(req map[string]any) map[string]any { req["format"] = "gemini"; return req }
+	return []genCase{
+		{"gemini-with-system-instruction", map[string]any{"messages": geminiSession(6, 800, true), "system": gsystem, "config": tinyWindow, "force": true, "summarizer": "builtin"}},
+		{"gemini-detected-from-parts", map[string]any{"messages": geminiSession(6, 800, true), "config": tinyWindow, "force": true, "summarizer": "builtin"}},
+		{"gemini-parallel-calls-at-head-boundary", gfmt(map[string]any{"messages": headIDs, "system": gsystem, "config": tinyWindow, "force": true, "summarizer": "builtin"})},
+		{"gemini-parallel-calls-at-tail-boundary", gfmt(map[string]any{"messages": tailIDs, "config": tinyWindow, "force": true, "summarizer": "builtin"})},
+		{"gemini-calls-without-id-at-head-boundary", gfmt(map[string]any{"messages": headNoIDs, "config": tinyWindow, "force": true, "summarizer": "builtin"})},
+		{"gemini-calls-without-id-at-tail-boundary", gfmt(map[string]any{"messages": tailNoIDs, "config": tinyWindow, "force": true, "summarizer": "builtin"})},
+		{"gemini-count-mismatch-repaired", gfmt(map[string]any{"messages": mismatch, "config": tinyWindow, "force": true, "summarizer": "builtin"})},
+		{"gemini-missing-response-by-name-stubbed-after", gfmt(map[string]any{"messages": byName, "config": tinyWindow, "force": true, "summarizer": "builtin"})},
+		{"gemini-long-responses-pruned-in-place", gfmt(map[string]any{"messages": geminiSession(6, 2400, true), "config": map[string]any{"model": map[string]any{"context_length": 8000}, "compression": map[string]any{"protect_last_n": 8}}, "force": true, "summarizer": "builtin"})},
+		{"gemini-summary-as-a-model-turn", gfmt(map[string]any{"messages": cat(gturn("user", gtext("Refactor the parser module.")), gturn("model", gtext("Reading.")), gturn("user", gtext(code("spec", 3000))),
+			gturn("model", gtext(code("plan", 3000))), gturn("user", gtext("Go on.")), gturn("model", gtext("Reading the lexer."), gcall("read_file", "", "lexer.py", "c2lnLW0x")), gturn("user", gresp("read_file", "", "ok"))),
+			"config": map[string]any{"model": map[string]any{"context_length": 2000}, "compression": map[string]any{"protect_last_n": 1, "protect_first_n": 1}}, "force": true, "summarizer": "builtin"})},
+		{"gemini-summary-request", map[string]any{"messages": geminiSession(6, 800, false), "system": gsystem, "format": "gemini", "config": tinyWindow, "force": true}},
+		{"gemini-rejects-assistant-role", map[string]any{"messages": []any{gturn("user", gtext("hi")), gturn("assistant", gtext("hello"))}, "format": "gemini"}},
+		{"gemini-rejects-string-system", map[string]any{"messages": []any{gturn("user", gtext("hi"))}, "system": "You are helpful.", "format": "gemini"}},
+		{"gemini-rejects-non-object-part", map[string]any{"messages": []any{map[string]any{"role": "user", "parts": []any{"hi"}}}, "format": "gemini"}},
+	}
+}
+
+// geminiPruneCases are the Gemini prune vectors (prune.json).
+func geminiPruneCases() []genCase {
+	return []genCase{
+		{"gemini-prunes-responses-keeping-signed-parts", map[string]any{"messages": cat(geminiSession(6, 900, true)[:5],
+			gturn("model", gcall("read_file", "s1", "src/signed.py", "")),
+			gturn("user", map[string]any{"functionResponse": map[string]any{"name": "read_file", "id": "s1", "response": map[string]any{"output": code("signed", 900)}}, "thoughtSignature": "c2lnLXMx"}),
+			geminiSession(6, 900, true)[5:]), "format": "gemini", "config": tinyWindow}},
+	}
+}
