@@ -425,3 +425,68 @@ func geminiPruneCases() []genCase {
 			geminiSession(6, 900, true)[5:]), "format": "gemini", "config": tinyWindow}},
 	}
 }
+
+// TestGeminiHostProtocol runs the host protocol over every converted trace at 32K:
+// compact.begin asks for a summary, compact.finish assembles the host's (the
+// invariants hold, the summary is a Gemini content), and compacting the result again
+// updates that summary (it is found in a Gemini content). With o200k_base the same
+// invariants hold and the exact counts are the report's.
+func TestGeminiHostProtocol(t *testing.T) {
+	for name, chat := range chatTraces(t) {
+		g := toGemini(t, chat, false)
+		for _, enc := range []string{"rough", "o200k_base"} {
+			t.Run(name+"/"+enc, func(t *testing.T) {
+				cfg := map[string]any{"model": map[string]any{"context_length": 32_000}, "tokens": map[string]any{"encoding": enc}}
+				req := map[string]any{"messages": g.contents, "config": cfg, "force": true, "format": "gemini"}
+				if g.system != nil {
+					req["system"] = g.system
+				}
+				res, e := callOp(t, "compact.begin", req)
+				require.Nil(t, e)
+				begin := decodeResult(t, res)
+				if begin.Done {
+					return
+				}
+				fin := map[string]any{"state": begin.State, "summary": "## Goal\nHost summary of " + name}
+				for k, v := range req {
+					fin[k] = v
+				}
+				res, e = callOp(t, "compact.finish", fin)
+				require.Nil(t, e)
+				r := decodeResult(t, res)
+				checkGeminiCompaction(t, g.contents, r)
+				require.False(t, r.Report.FallbackUsed)
+				summary := gjson.ParseBytes(r.Messages[r.Report.HeadEnd])
+				require.Contains(t, []string{"user", "model"}, summary.Get("role").Str)
+				require.Contains(t, summary.Get("parts.0.text").Str, "Host summary of "+name)
+
+				// The report's tokens are the output's, counted as read.
+				f := newGeminiFormat()
+				tc, err := counterFor(enc, "", 0, "", "")
+				require.NoError(t, err)
+				total := 0
+				for _, m := range r.Messages {
+					total += f.countItem(tc, string(m))
+				}
+				if r.System != nil {
+					n, err := f.checkSystem(gjson.ParseBytes(r.System), tc)
+					require.NoError(t, err)
+					total += n
+				}
+				require.InDelta(t, r.Report.TokensAfter, total+tc.replyPriming(), float64(systemNoteTokens), "tokens after are not the output's")
+
+				again := map[string]any{"messages": r.Messages, "config": cfg, "force": true}
+				if r.System != nil {
+					again["system"] = r.System
+				}
+				res, e = callOp(t, "compact.begin", again)
+				require.Nil(t, e)
+				second := decodeResult(t, res)
+				if !second.Done {
+					require.True(t, second.SummaryRequest.Iterative, "the Gemini summary content is found again")
+					require.Contains(t, second.SummaryRequest.Messages[1].Content, "Host summary of "+name)
+				}
+			})
+		}
+	}
+}
