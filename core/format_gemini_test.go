@@ -490,3 +490,47 @@ func TestGeminiHostProtocol(t *testing.T) {
 		}
 	}
 }
+
+// FuzzGeminiSanitize: on any list read as Gemini contents, no op panics, and what
+// sanitize returns has no pairing problem left (no orphan, missing result or count
+// mismatch), and compaction's output validates as cleanly as sanitize's.
+func FuzzGeminiSanitize(f *testing.F) {
+	for _, c := range geminiBeginCases() {
+		if b, err := marshal(c.request["messages"]); err == nil {
+			f.Add(string(b))
+		}
+	}
+	f.Add(`[{"role":"model","parts":[{"functionCall":{"name":"a"}},{"functionCall":{"name":"a","id":"x"}}]},{"parts":[{"functionResponse":{"name":"a"}},{"functionResponse":{"name":"a"}},{"functionResponse":{"name":"b","id":"x"}}]}]`)
+	f.Add(`[{"parts":[{"functionResponse":{"name":"a","response":{"output":"x"}}}]},{"role":"model","parts":[]},{"role":"model","parts":[{"functionCall":{"name":"a","id":"d"}},{"functionCall":{"name":"a","id":"d"}}]}]`)
+	pairing := map[string]bool{ProblemOrphanToolResult: true, ProblemMissingToolResult: true, ProblemFunctionResponseCount: true}
+	f.Fuzz(func(t *testing.T, list string) {
+		if !gjson.Valid(list) || !gjson.Parse(list).IsArray() {
+			return
+		}
+		msgs := json.RawMessage(list)
+		res, e := callOp(t, "sanitize", map[string]any{"messages": msgs, "format": "gemini"})
+		if e != nil {
+			return // refused as malformed: nothing to check
+		}
+		var s struct {
+			Messages []json.RawMessage `json:"messages"`
+		}
+		require.NoError(t, json.Unmarshal(res, &s))
+		v, e := callOp(t, "validate", map[string]any{"messages": s.Messages, "format": "gemini"})
+		require.Nil(t, e)
+		var vr ValidateResult
+		require.NoError(t, json.Unmarshal(v, &vr))
+		for _, p := range vr.Problems { // duplicate ids are reported, not repaired (as in chat)
+			if p.Code == ProblemDuplicateToolCallID {
+				return
+			}
+		}
+		for _, p := range vr.Problems {
+			if pairing[p.Code] {
+				require.Failf(t, "sanitize left a pairing problem", "%+v in %s", p, s.Messages)
+			}
+		}
+		_, _ = callOp(t, "compact.begin", map[string]any{"messages": msgs, "format": "gemini", "config": tinyWindow, "force": true, "summarizer": "builtin"})
+		_, _ = callOp(t, "prune", map[string]any{"messages": msgs, "format": "gemini", "config": tinyWindow})
+	})
+}
