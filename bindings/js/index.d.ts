@@ -80,6 +80,32 @@ export interface ToolMessage {
 
 export type Message = SystemMessage | UserMessage | AssistantMessage | ToolMessage;
 
+/**
+ * A part of a Gemini content (format "gemini"), as googleapis/js-genai 2.18.0 types
+ * `Part`: one of text (thought: true for the model's thoughts), inlineData,
+ * fileData, functionCall, functionResponse, or another kind, kept as it is. A
+ * thoughtSignature stays on the part it came on: the core never rewrites such a part.
+ */
+export interface GeminiPart {
+  text?: string;
+  thought?: boolean;
+  thoughtSignature?: string;
+  inlineData?: { mimeType?: string; data?: string; [extra: string]: unknown };
+  fileData?: { mimeType?: string; fileUri?: string; [extra: string]: unknown };
+  /** A call; without an id, its response pairs with it by name and order. */
+  functionCall?: { id?: string; name?: string; args?: Record<string, unknown>; [extra: string]: unknown };
+  /** The result of a call of the model turn before, in the next user turn. */
+  functionResponse?: { id?: string; name?: string; response?: Record<string, unknown>; [extra: string]: unknown };
+  [extra: string]: unknown;
+}
+
+/** A Gemini content (an item of `contents`, format "gemini"); a missing role is "user". The system prompt is `systemInstruction`, a content without a role. */
+export interface GeminiContent {
+  role?: "user" | "model";
+  parts: GeminiPart[];
+  [extra: string]: unknown;
+}
+
 // ---------------------------------------------------------------------------
 // Configuration (snake_case wire keys; every key optional; unknown keys are invalid_config)
 
@@ -306,8 +332,8 @@ export interface ValidateResult {
   problems: ValidationProblem[];
 }
 
-/** A message format: OpenAI chat ("openai", alias "openai-chat") or Anthropic Messages ("anthropic", alias "anthropic-messages"). */
-export type Format = "openai" | "openai-chat" | "anthropic" | "anthropic-messages";
+/** A message format: OpenAI chat ("openai", alias "openai-chat"), Anthropic Messages ("anthropic", alias "anthropic-messages"), Gemini contents ("gemini"). */
+export type Format = "openai" | "openai-chat" | "anthropic" | "anthropic-messages" | "gemini";
 
 /** What the summarizer is asked: send `messages` to an LLM with `max_tokens`, return its text. */
 export interface SummaryRequest {

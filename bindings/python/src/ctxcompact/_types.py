@@ -9,6 +9,8 @@ from typing import Any, Dict, List, Literal, Optional, TypedDict, Union
 __all__ = [
     "Format",
     "Message",
+    "GeminiPart",
+    "GeminiContent",
     "CompressionConfig",
     "PromptCachingConfig",
     "ModelConfig",
@@ -42,13 +44,37 @@ __all__ = [
     "ExpandResult",
 ]
 
-#: A message format: OpenAI chat ("openai", alias "openai-chat") or Anthropic
-#: Messages ("anthropic", alias "anthropic-messages").
-Format = Literal["openai", "openai-chat", "anthropic", "anthropic-messages"]
+#: A message format: OpenAI chat ("openai", alias "openai-chat"), Anthropic
+#: Messages ("anthropic", alias "anthropic-messages") or Gemini contents ("gemini").
+Format = Literal["openai", "openai-chat", "anthropic", "anthropic-messages", "gemini"]
 
 #: An OpenAI chat message (role, content, tool_calls, tool_call_id, ...). Any extra
 #: keys are preserved byte for byte by the core.
 Message = Dict[str, Any]
+
+
+class GeminiPart(TypedDict, total=False):
+    """A part of a Gemini content (format "gemini"), as googleapis/js-genai 2.18.0
+    types ``Part``: text (``thought`` for the model's thoughts), inlineData,
+    fileData, functionCall ``{id?, name, args}``, functionResponse ``{id?, name,
+    response}``, or another kind kept as it is. A part with a thoughtSignature is
+    never rewritten."""
+
+    text: str
+    thought: bool
+    thoughtSignature: str
+    inlineData: Dict[str, Any]
+    fileData: Dict[str, Any]
+    functionCall: Dict[str, Any]
+    functionResponse: Dict[str, Any]
+
+
+class GeminiContent(TypedDict, total=False):
+    """A Gemini content (an item of ``contents``); a missing role is "user". The
+    system prompt is ``systemInstruction``, a content without a role."""
+
+    role: Literal["user", "model"]
+    parts: List[GeminiPart]
 
 
 class CompressionConfig(TypedDict, total=False):
