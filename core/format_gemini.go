@@ -46,7 +46,9 @@ type geminiState struct {
 	// calls maps a call's view id to the call, for writing stub responses.
 	calls map[string]geminiCall
 	// answers maps a user turn's bytes to the view ids its responses answer, as
-	// read, for repairing it (fixResults gets only the bytes).
+	// first read, for repairing it (fixResults gets only the bytes). The same bytes
+	// at another index pair alike but for the turn in by-name ids (name#k@i), which
+	// withParts leaves out when it compares.
 	answers map[string][]string
 }
 
@@ -131,6 +133,20 @@ func indexOfPath(path string) int {
 		return -1
 	}
 	return n
+}
+
+// withoutTurn is a by-name id without its turn ("read#2@7" -> "read#2"); any other
+// id as it is. The responses of one turn all pair with one turn, so within a turn
+// this loses nothing.
+func withoutTurn(id string) string {
+	k := strings.LastIndexByte(id, '@')
+	if k < 0 || !strings.Contains(id[:k], "#") {
+		return id
+	}
+	if _, err := strconv.Atoi(id[k+1:]); err != nil {
+		return id
+	}
+	return id[:k]
 }
 
 func byNameID(name string, k, turn int) string {
@@ -249,7 +265,9 @@ func (f geminiFormat) readOne(raw, path string) (message, error) {
 	}
 	if len(responses) > 0 {
 		m.results = pairResponses(responses, f.st.turns[index-1], index-1)
-		f.st.answers[raw] = m.results
+		if _, seen := f.st.answers[raw]; !seen {
+			f.st.answers[raw] = m.results
+		}
 	}
 	return m, nil
 }
@@ -512,6 +530,10 @@ func (f geminiFormat) stubPart(view string) string {
 func (f geminiFormat) withParts(raw string, answers, stub, drop []string) string {
 	var parts []string
 	r, insert := 0, 0
+	dropped := make([]string, len(drop))
+	for k, id := range drop {
+		dropped[k] = withoutTurn(id)
+	}
 	jsonraw.ForEachElement(jsonraw.FindField(raw, "parts"), func(part string) bool {
 		if part[0] == '{' && jsonraw.FindField(part, "functionResponse") != "" {
 			id := ""
@@ -519,7 +541,7 @@ func (f geminiFormat) withParts(raw string, answers, stub, drop []string) string
 				id = answers[r]
 			}
 			r++
-			if contains(drop, id) {
+			if contains(dropped, withoutTurn(id)) {
 				return true
 			}
 			parts = append(parts, part)

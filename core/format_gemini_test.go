@@ -534,3 +534,25 @@ func FuzzGeminiSanitize(f *testing.F) {
 		_, _ = callOp(t, "prune", map[string]any{"messages": msgs, "format": "gemini", "config": tinyWindow})
 	})
 }
+
+// TestGeminiSanitizeIdenticalTurns: two user turns with the same bytes answering
+// different model turns (by name, so their view ids differ in the turn) are each
+// repaired as read.
+func TestGeminiSanitizeIdenticalTurns(t *testing.T) {
+	extra := gturn("user", gresp("bash", "", "ok"), gresp("bash", "", "ok"))
+	msgs := []any{gturn("user", gtext("Run it twice.")), gturn("model", gcall("bash", "", "make", "c2ln")), extra, gturn("model", gcall("bash", "", "make", "c2ln")), extra, gturn("model", gtext("Done."))}
+	res, e := callOp(t, "sanitize", map[string]any{"messages": msgs, "format": "gemini"})
+	require.Nil(t, e)
+	var s struct {
+		Messages []json.RawMessage `json:"messages"`
+		Repaired []int             `json:"repaired"`
+	}
+	require.NoError(t, json.Unmarshal(res, &s))
+	require.Equal(t, []int{2, 4}, s.Repaired)
+	v, e := callOp(t, "validate", map[string]any{"messages": s.Messages})
+	require.Nil(t, e)
+	require.JSONEq(t, `{"ok":true,"problems":[]}`, string(v))
+	for _, k := range []int{2, 4} {
+		require.Equal(t, `{"parts":[{"functionResponse":{"name":"bash","response":{"output":"ok"}}}],"role":"user"}`, string(s.Messages[k]))
+	}
+}
