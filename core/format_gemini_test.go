@@ -556,3 +556,25 @@ func TestGeminiSanitizeIdenticalTurns(t *testing.T) {
 		require.Equal(t, `{"parts":[{"functionResponse":{"name":"bash","response":{"output":"ok"}}}],"role":"user"}`, string(s.Messages[k]))
 	}
 }
+
+// TestGeminiLossless: the lossless engine's compaction of every converted trace at
+// 32K keeps the same invariants.
+func TestGeminiLossless(t *testing.T) {
+	for name, chat := range chatTraces(t) {
+		g := toGemini(t, chat, false)
+		t.Run(name, func(t *testing.T) {
+			cfg := map[string]any{"model": map[string]any{"context_length": 32000}, "context": map[string]any{"engine": "lossless"}}
+			req := map[string]any{"messages": g.contents, "config": cfg, "force": true, "summarizer": "builtin"}
+			if g.system != nil {
+				req["system"] = g.system
+			}
+			res, e := callOp(t, "compact.begin", req)
+			require.Nil(t, e)
+			r := decodeResult(t, res)
+			checkGeminiCompaction(t, g.contents, r)
+			if r.Report.Summarized != nil {
+				require.Contains(t, gjson.ParseBytes(r.Messages[r.Report.HeadEnd]).Get("parts.0.text").Str, SummaryPrefix)
+			}
+		})
+	}
+}
