@@ -6,8 +6,9 @@
 #           deterministic (fuzz targets replay their seeds and committed corpora)
 #   fuzz    explore every Fuzz target (FUZZTIME runs each, default 2000000x)
 #   bench   benchmarks and timings (ratios measured side by side in one run): core,
-#           token counting native vs wasm (bench/tokens), Python start-up; no test
-#           asserts on time, these print the numbers
+#           token counting native vs wasm (bench/tokens), Python start-up and Python
+#           beside Hermes Agent's compressor (bindings/python/bench_peers.py), the JS
+#           binding beside gpt-tokenizer; no test asserts on time, these print the numbers
 #   bench-wasm  the module on wazero: wasm/native ratio on the shared traces, cold start
 #           with and without the compilation cache, instantiate, per-call overhead, memory
 set -euo pipefail
@@ -111,8 +112,13 @@ cmd_bench() {
 	go test -run '^$' -bench '^BenchmarkSpeedTable$' -benchtime 1x ./bench/tokens
 	go test -run '^$' -bench '^Benchmark(Native|Wasm)' -benchtime "${BENCHTIME:-1s}" ./bench/tokens
 	# Python start-up: compile vs compiled-module cache, in process and in a fresh
-	# interpreter (builds and installs the wheel into the test venv first).
+	# interpreter (builds and installs the wheel into the test venv first); then
+	# bench_peers.py: start-up and end to end beside Hermes Agent's compressor.
 	bash bindings/python/test.sh --bench
+	# The JS binding beside gpt-tokenizer (a devDependency) in one process: exact
+	# counting, the per-turn count, the first compaction in a fresh process.
+	[[ -d node_modules/gpt-tokenizer ]] || npm ci --no-audit --no-fund --loglevel=error
+	node bindings/js/bench-peers.mjs
 }
 
 cmd_bench_wasm() {

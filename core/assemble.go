@@ -173,7 +173,7 @@ func mergeSummary(raw, text, role string) string {
 	if role == "assistant" {
 		delim = assistantDelimiter
 	}
-	c := gjson.Get(raw, "content")
+	c := fieldIn(raw, "content")
 	var out string
 	var err error
 	switch {

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -181,9 +182,9 @@ func partCanCarry(p gjson.Result, layout string) bool {
 	if !p.IsObject() {
 		return false
 	}
-	t := p.Get("type").Str
+	t := fieldOf(p, "type").Str
 	if t == "text" {
-		txt := p.Get("text")
+		txt := fieldOf(p, "text")
 		return txt.Type == gjson.String && txt.Str != ""
 	}
 	if layout == LayoutOpenAI {
@@ -221,7 +222,7 @@ func readCacheMessages(v gjson.Result, layout string, cm cacheMarks) ([]cacheMsg
 		msgs = append(msgs, cacheMsg{
 			v:        mv,
 			role:     m.role,
-			carrier:  cm.carrier(m.role, mv.Get("content"), layout),
+			carrier:  cm.carrier(m.role, fieldOf(mv, "content"), layout),
 			isSystem: m.isSystem(),
 		})
 		return true
@@ -331,14 +332,24 @@ func applyCache(msgsV, sys gjson.Result, opts CacheOptions) (CacheResult, error)
 
 // rebuildObject writes obj compactly, key by key in input order, with each value's
 // raw JSON as given, except that edit may replace a value (return it, true) or drop
-// the key (return "", false). extra is appended as further members (",k:v" pairs
-// without the leading comma are joined by the caller).
+// the key (return "", false). Of duplicate keys only the last is written (and
+// edited): it is the one every reader reads. extra is appended as further members
+// (",k:v" pairs without the leading comma are joined by the caller).
 func rebuildObject(obj gjson.Result, edit func(key string, v gjson.Result) (string, bool), extra string) string {
 	var b strings.Builder
 	b.Grow(len(obj.Raw) + len(extra) + 2)
 	b.WriteByte('{')
-	n := 0
+	var keys []string
+	obj.ForEach(func(k, _ gjson.Result) bool {
+		keys = append(keys, k.Str)
+		return true
+	})
+	n, at := 0, -1
 	obj.ForEach(func(k, v gjson.Result) bool {
+		at++
+		if slices.Contains(keys[at+1:], k.Str) {
+			return true // a later duplicate wins
+		}
 		raw, keep := v.Raw, true
 		if edit != nil {
 			raw, keep = edit(k.Str, v)
@@ -412,7 +423,7 @@ func stripPart(p gjson.Result) string {
 	if !hasMarker(p.Raw) || !p.IsObject() {
 		return p.Raw
 	}
-	isResult := p.Get("type").Str == "tool_result"
+	isResult := fieldOf(p, "type").Str == "tool_result"
 	return rebuildObject(p, func(key string, v gjson.Result) (string, bool) {
 		switch {
 		case key == "cache_control":
@@ -468,7 +479,7 @@ func markContent(content gjson.Result, c carrier, marker string) string {
 }
 
 // cacheTTLParam reads the TTL: the "ttl" param, else config.prompt_caching.cache_ttl.
-func cacheTTLParam(req gjson.Result, cfg Config) (string, error) {
+func cacheTTLParam(req params, cfg Config) (string, error) {
 	v := req.Get("ttl")
 	if !v.Exists() || v.Type == gjson.Null {
 		return cfg.PromptCaching.CacheTTL, nil
@@ -480,7 +491,7 @@ func cacheTTLParam(req gjson.Result, cfg Config) (string, error) {
 }
 
 // optString reads an optional string param.
-func optString(req gjson.Result, key string) (string, bool, error) {
+func optString(req params, key string) (string, bool, error) {
 	v := req.Get(key)
 	if !v.Exists() || v.Type == gjson.Null {
 		return "", false, nil
@@ -493,7 +504,7 @@ func optString(req gjson.Result, key string) (string, bool, error) {
 
 // cacheConfigTTL reads the config and the TTL (the ttl param, else the config's)
 // that both cache.apply and cache.policy start from.
-func cacheConfigTTL(req gjson.Result) (Config, string, error) {
+func cacheConfigTTL(req params) (Config, string, error) {
 	cfg, err := parseConfig(req.Get("config"), "/config")
 	if err != nil {
 		return cfg, "", err
@@ -503,23 +514,23 @@ func cacheConfigTTL(req gjson.Result) (Config, string, error) {
 }
 
 func opCacheApply(req opRequest) ([]byte, error) {
-	_, ttl, err := cacheConfigTTL(req.Result)
+	_, ttl, err := cacheConfigTTL(req.Fields())
 	if err != nil {
 		return nil, err
 	}
-	layout, _, err := optString(req.Result, "layout")
+	layout, _, err := optString(req.Fields(), "layout")
 	if err != nil {
 		return nil, err
 	}
-	sys := req.Get("system")
+	sys := req.Field("system")
 	if sys.Type == gjson.Null {
 		sys = gjson.Result{}
 	}
-	format, err := readFormatParam(req.Get("format"))
+	format, err := readFormatParam(req.Field("format"))
 	if err != nil {
 		return nil, err
 	}
-	res, err := applyCache(req.Get("messages"), sys, CacheOptions{Layout: layout, TTL: ttl, Format: format})
+	res, err := applyCache(req.Field("messages"), sys, CacheOptions{Layout: layout, TTL: ttl, Format: format})
 	if err != nil {
 		return nil, err
 	}
@@ -592,17 +603,17 @@ func ResolveCachePolicy(model, provider, ttl string) CachePolicy {
 }
 
 func opCachePolicy(req opRequest) ([]byte, error) {
-	cfg, ttl, err := cacheConfigTTL(req.Result)
+	cfg, ttl, err := cacheConfigTTL(req.Fields())
 	if err != nil {
 		return nil, err
 	}
 	model, provider := cfg.Model.Name, cfg.Model.Provider
-	if s, ok, err := optString(req.Result, "model"); err != nil {
+	if s, ok, err := optString(req.Fields(), "model"); err != nil {
 		return nil, err
 	} else if ok {
 		model = s
 	}
-	if s, ok, err := optString(req.Result, "provider"); err != nil {
+	if s, ok, err := optString(req.Fields(), "provider"); err != nil {
 		return nil, err
 	} else if ok {
 		provider = s
@@ -620,6 +631,8 @@ func cacheMarksFor(msgsV, sys gjson.Result, f Format) (cacheMarks, error) {
 		f = FormatOpenAI
 		if detectLayout(msgsV, sys) == LayoutAnthropic {
 			f = FormatAnthropic
+		} else if hasAISDKParts(msgsV) {
+			f = FormatAISDK
 		}
 	} else if _, ok := ParseFormat(string(f)); !ok {
 		return nil, errorf(CodeInvalidRequest, "/format", "format must be one of %s", formatNames())

@@ -137,21 +137,21 @@ func opTokensCalibrate(req opRequest) ([]byte, error) {
 		return nil, err
 	}
 	var opts CalibrateOptions
-	if opts.PromptTokens, err = requestInt(req.Result, "prompt_tokens", "/prompt_tokens", true); err != nil {
+	if opts.PromptTokens, err = requestInt(req.Fields(), "prompt_tokens", "/prompt_tokens", true); err != nil {
 		return nil, err
 	}
-	if opts.FixedOverhead, err = requestInt(req.Result, "fixed_overhead", "/fixed_overhead", false); err != nil {
+	if opts.FixedOverhead, err = requestInt(req.Fields(), "fixed_overhead", "/fixed_overhead", false); err != nil {
 		return nil, err
 	}
-	if b := req.Get("baseline"); b.Exists() && b.Type != gjson.Null {
+	if b := req.Field("baseline"); b.Exists() && b.Type != gjson.Null {
 		if !b.IsObject() {
 			return nil, errorf(CodeInvalidRequest, "/baseline", "baseline must be an object {message_count, prompt_tokens}")
 		}
 		opts.Baseline = &CalibrationBaseline{}
-		if opts.Baseline.MessageCount, err = requestInt(b, "message_count", "/baseline/message_count", true); err != nil {
+		if opts.Baseline.MessageCount, err = requestInt(objectFields(b), "message_count", "/baseline/message_count", true); err != nil {
 			return nil, err
 		}
-		if opts.Baseline.PromptTokens, err = requestInt(b, "prompt_tokens", "/baseline/prompt_tokens", true); err != nil {
+		if opts.Baseline.PromptTokens, err = requestInt(objectFields(b), "prompt_tokens", "/baseline/prompt_tokens", true); err != nil {
 			return nil, err
 		}
 	}
@@ -166,7 +166,7 @@ func opTokensCalibrate(req opRequest) ([]byte, error) {
 }
 
 // requestInt reads an integer field of obj; absent (when not required) gives 0.
-func requestInt(obj gjson.Result, key, path string, required bool) (int, error) {
+func requestInt(obj fieldReader, key, path string, required bool) (int, error) {
 	v := obj.Get(key)
 	if !v.Exists() || v.Type == gjson.Null {
 		if required {

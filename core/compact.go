@@ -662,7 +662,7 @@ func opCompactBegin(req opRequest, dst []byte) ([]byte, error) {
 	state := r.stateFor(p)
 	out := appendPending(dst, state, &sr)
 	if req.owned {
-		keepPending(req.params, len(req.Raw), state, r, p)
+		keepPending(req.params, len(req.Whole().Raw), state, r, p)
 	}
 	return out, nil
 }
@@ -723,16 +723,16 @@ func opCompactFinish(q opRequest, dst []byte) ([]byte, error) {
 		case v.Type == gjson.String:
 			failure = v.Str
 		case v.IsObject():
-			if c := v.Get("code"); c.Exists() && c.Type != gjson.Null {
+			if c := fieldOf(v, "code"); c.Exists() && c.Type != gjson.Null {
 				if c.Type != gjson.String || !slices.Contains(FallbackCodes, FallbackCode(c.Str)) {
 					return nil, errorf(CodeInvalidRequest, "/error/code", "error code must be one of %s, got %s", joinNames(FallbackCodes), c.Raw)
 				}
 				r.fallbackCode = FallbackCode(c.Str)
 			}
-			if m := v.Get("message"); m.Exists() && m.Type != gjson.String && m.Type != gjson.Null {
+			if m := fieldOf(v, "message"); m.Exists() && m.Type != gjson.String && m.Type != gjson.Null {
 				return nil, errorf(CodeInvalidRequest, "/error/message", "error message must be a string")
 			}
-			failure = strings.TrimSpace(v.Get("message").Str)
+			failure = strings.TrimSpace(fieldOf(v, "message").Str)
 			if failure == "" {
 				failure = string(r.fallbackCode)
 			}

@@ -134,7 +134,7 @@ type configReader struct {
 // get returns the value of key and whether it is set (not null); at(key) is its
 // JSON pointer, built only for an error.
 func (r *configReader) get(key string) (gjson.Result, bool) {
-	v := r.obj.Get(gjson.Escape(key))
+	v := fieldOf(r.obj, key)
 	return v, r.err == nil && v.Exists() && v.Type != gjson.Null
 }
 
@@ -260,7 +260,7 @@ func parseConfig(v gjson.Result, path string) (Config, error) {
 	c.integer("protect_last_n", &cc.ProtectLastN, 0, 100_000)
 	c.integer("min_tail_user_messages", &cc.MinTailUserMessages, 0, 1_000)
 	c.boolean("codex_gpt55_autoraise", &cc.CodexGPT55Autoraise)
-	if v := c.obj.Get("small_context_floor"); v.Exists() && v.Type == gjson.Null {
+	if v := fieldOf(c.obj, "small_context_floor"); v.Exists() && v.Type == gjson.Null {
 		cc.SmallContextFloor = 0 // null disables the floor, like 0
 	} else {
 		c.fraction("small_context_floor", &cc.SmallContextFloor, true)
@@ -275,18 +275,21 @@ func parseConfig(v gjson.Result, path string) (Config, error) {
 		if !mt.IsObject() {
 			c.fail(p, "model_thresholds must be an object mapping a model-name substring to a fraction")
 		}
-		mt.ForEach(func(k, f gjson.Result) bool {
-			kp := pointer(p, k.Str)
+		keys, values := configMembers(mt) // of duplicate keys the last, as everywhere
+		for k, key := range keys {
+			f, kp := gjson.Parse(values[k]), pointer(p, key)
 			switch {
-			case k.Str == "":
+			case key == "":
 				c.fail(kp, "model_thresholds keys must be non-empty model-name substrings")
 			case f.Type != gjson.Number || f.Num <= 0 || f.Num > 1:
-				c.fail(kp, "model_thresholds[%q] must be a number greater than 0 and at most 1, got %s", k.Str, f.Raw)
+				c.fail(kp, "model_thresholds[%q] must be a number greater than 0 and at most 1, got %s", key, f.Raw)
 			default:
-				cc.ModelThresholds = append(cc.ModelThresholds, ModelThreshold{Key: k.Str, Fraction: f.Num})
+				cc.ModelThresholds = append(cc.ModelThresholds, ModelThreshold{Key: key, Fraction: f.Num})
 			}
-			return c.err == nil
-		})
+			if c.err != nil {
+				break
+			}
+		}
 		sort.Slice(cc.ModelThresholds, func(i, j int) bool { return cc.ModelThresholds[i].Key < cc.ModelThresholds[j].Key })
 	}
 	if c.err != nil {
@@ -360,8 +363,8 @@ func mergeConfig(base, over gjson.Result) ([]byte, error) {
 	}
 	out := []byte{'{'}
 	for _, section := range configSections {
-		keys, values := configMembers(base.Get(section))
-		ok, ov := configMembers(over.Get(section))
+		keys, values := configMembers(fieldOf(base, section))
+		ok, ov := configMembers(fieldOf(over, section))
 		for k, key := range ok {
 			if at := slices.Index(keys, key); at >= 0 {
 				values[at] = ov[k]

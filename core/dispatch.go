@@ -33,11 +33,13 @@ func returning(op func(req opRequest) ([]byte, error)) handler {
 	}
 }
 
-// opRequest is an op's parameters: the JSON object, and its top-level fields as
-// the validating pass found them, so no op reads the (large) request again to
-// find a field.
+// opRequest is an op's parameters: the request object, and its top-level fields as
+// the validating pass found them, so no op reads the (large) request again to find
+// a field. A handler reads a field with Field (of duplicate keys the last, as every
+// reader of objects does) and the whole request only with Whole: the two do not
+// look alike.
 type opRequest struct {
-	gjson.Result
+	whole  gjson.Result
 	params params
 	// arrays holds what validation found in the fields that are arrays (messages).
 	arrays map[string]*jsonraw.ArrayParts
@@ -47,9 +49,9 @@ type opRequest struct {
 }
 
 // newOpRequest makes the opRequest of a validated request and the members
-// checkJSON recorded. As in paramsOf, the last of duplicate keys wins.
+// checkJSON recorded. Of duplicate keys the last wins.
 func newOpRequest(req gjson.Result, members []jsonraw.Member) opRequest {
-	r := opRequest{Result: req, params: make(params, len(members)), arrays: map[string]*jsonraw.ArrayParts{}}
+	r := opRequest{whole: req, params: make(params, len(members)), arrays: map[string]*jsonraw.ArrayParts{}}
 	for i := range members {
 		m := &members[i]
 		k := m.Key[1 : len(m.Key)-1]
@@ -65,6 +67,20 @@ func newOpRequest(req gjson.Result, members []jsonraw.Member) opRequest {
 	}
 	return r
 }
+
+// Field returns the request's top-level field key (the last of duplicates), a
+// string decoded; it does not exist when the request has no such field.
+func (q opRequest) Field(key string) gjson.Result { return q.params.Get(key) }
+
+// Fields returns the request's top-level fields, for code that reads several.
+func (q opRequest) Fields() params { return q.params }
+
+// Array returns what the validating pass recorded of the top-level field key, an
+// array (nil when it is not one, or was not recorded).
+func (q opRequest) Array(key string) *jsonraw.ArrayParts { return q.arrays[key] }
+
+// Whole returns the request object itself, for an op that reads it whole.
+func (q opRequest) Whole() gjson.Result { return q.whole }
 
 // ops is the table of every op. It is the only place that knows op names.
 var ops map[string]handler
@@ -184,11 +200,23 @@ func readEnvelope(op string, request []byte) (req gjson.Result, members []jsonra
 	case op != "":
 		return req, members, op, nil
 	}
-	v := req.Get("op")
+	v := memberField(members, "op")
 	if v.Type != gjson.String {
 		return req, nil, "", errorf(CodeInvalidRequest, "/op", "\"op\" must be a string naming an operation")
 	}
 	return req, members, v.Str, nil
+}
+
+// memberField returns the value of the last of members whose key is key, read as
+// opRequest.Field reads it.
+func memberField(members []jsonraw.Member, key string) gjson.Result {
+	for k := len(members) - 1; k >= 0; k-- {
+		m := &members[k]
+		if mk := m.Key[1 : len(m.Key)-1]; mk == key || jsonraw.HasByte(mk, '\\') && jsonraw.DecodeString(m.Key) == key {
+			return params{key: rawValue(m.Value)}.Get(key)
+		}
+	}
+	return gjson.Result{}
 }
 
 // invalidJSON is the error for a request checkJSON refused: where it stops being

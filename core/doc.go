@@ -11,9 +11,10 @@
 // the typed door for Go programs: option structs in, result structs out, errors as
 // *Error with a stable Code and a JSON-pointer Path. Both run the same ops.
 //
-// Messages are JSON in one of the Formats (OpenAI chat or Anthropic Messages),
-// detected when not given. Messages a call does not change come back in the
-// caller's bytes; every input message is accounted for in the result's Archived.
+// Messages are JSON in one of the Formats (OpenAI chat, Anthropic Messages, the
+// Vercel AI SDK's ModelMessage, ...), detected when not given. Messages a call does
+// not change come back in the caller's bytes; every input message is accounted for
+// in the result's Archived.
 //
 // Layout: the phases (boundary.go, prune.go, sanitize.go, assemble.go, summary.go,
 // fallback.go, validate.go) work on one view of a message and ask a messageFormat

@@ -179,7 +179,7 @@ func (s *EngineState) UpdateModel(m ModelUpdate) error {
 	var kept []byte
 	kept = append(kept, '{')
 	for _, section := range configSections {
-		if v := base.Get(section); section != "model" && v.Exists() {
+		if v := fieldOf(base, section); section != "model" && v.Exists() {
 			if len(kept) > 1 {
 				kept = append(kept, ',')
 			}
@@ -230,12 +230,12 @@ func NormalizeUsage(usage gjson.Result, path string) (Usage, error) {
 	var u Usage
 	var err error
 	count := func(key string) (int, bool) {
-		v := usage.Get(gjson.Escape(key))
+		v := fieldOf(usage, key)
 		if err != nil || !v.Exists() || v.Type == gjson.Null {
 			return 0, false
 		}
-		if v.IsObject() && v.Get("total").Exists() { // AI SDK provider usage: {total, noCache, ...}
-			v = v.Get("total")
+		if v.IsObject() && fieldOf(v, "total").Exists() { // AI SDK provider usage: {total, noCache, ...}
+			v = fieldOf(v, "total")
 		}
 		if v.Type != gjson.Number || v.Num < 0 || v.Num != math.Trunc(v.Num) || v.Num > math.MaxInt32 {
 			err = errorf(CodeInvalidRequest, pointer(path, key), "usage %s must be a non-negative integer, got %s", key, v.Raw)
@@ -252,7 +252,7 @@ func NormalizeUsage(usage gjson.Result, path string) (Usage, error) {
 		}
 		return false
 	}
-	has := func(key string) bool { return usage.Get(key).Exists() }
+	has := func(key string) bool { return fieldOf(usage, key).Exists() }
 	switch {
 	case has("prompt_tokens"):
 		u.Source = "openai"
@@ -388,7 +388,7 @@ var (
 		if err := json.Unmarshal([]byte(v.Raw), &r); err != nil {
 			return nil, errorf(CodeInvalidRequest, "/report", "report is not a compaction report: %v", err)
 		}
-		if !v.Get("fits").Exists() || !v.Get("tokens_after").Exists() {
+		if !fieldOf(v, "fits").Exists() || !fieldOf(v, "tokens_after").Exists() {
 			return nil, errorf(CodeInvalidRequest, "/report", "report needs fits and tokens_after: pass the report the compaction returned")
 		}
 		s.RecordCompaction(r)

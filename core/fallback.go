@@ -122,8 +122,10 @@ func extractiveSummary(msgs []message, p plan, why string) string {
 			if line := lines[k]; !seenErr[line] {
 				seenErr[line] = true
 				what := "a tool"
-				if c, ok := calls[m.answers()[0]]; ok {
-					what = c.name
+				if a := m.answers(); len(a) > 0 {
+					if c, ok := calls[a[0]]; ok {
+						what = c.name
+					}
 				}
 				newErrs = append(newErrs, "- #"+strconv.Itoa(i)+" "+what+": "+line)
 			}

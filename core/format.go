@@ -20,6 +20,10 @@ const (
 	// tool_use blocks, their results as tool_result blocks of the next user turn, the
 	// system prompt the request's top-level "system".
 	FormatAnthropic Format = "anthropic"
+	// FormatAISDK is the Vercel AI SDK's ModelMessage: {role, content: string or
+	// parts, providerOptions?}, tool calls as tool-call parts, their results as
+	// tool-result parts of the role "tool" messages after them (format_aisdk.go).
+	FormatAISDK Format = "ai-sdk"
 	// FormatGemini is the Gemini API's contents: user and model turns of parts, calls
 	// as functionCall parts answered by functionResponse parts of the next user turn,
 	// the system prompt the request's systemInstruction (format_gemini.go).
@@ -30,11 +34,14 @@ const (
 var formatAliases = map[string]Format{
 	"openai": FormatOpenAI, "openai-chat": FormatOpenAI,
 	"anthropic": FormatAnthropic, "anthropic-messages": FormatAnthropic,
+	"ai-sdk": FormatAISDK,
 	"gemini": FormatGemini,
 }
 
 // Formats lists the formats by their canonical names.
-func Formats() []Format { return []Format{FormatOpenAI, FormatAnthropic, FormatGemini} }
+func Formats() []Format {
+	return []Format{FormatOpenAI, FormatAnthropic, FormatAISDK, FormatGemini}
+}
 
 // ParseFormat returns the format a name or an alias names, and false for any other.
 func ParseFormat(name string) (Format, bool) {
@@ -127,6 +134,9 @@ func formatOf(f Format) messageFormat {
 	if f == FormatAnthropic {
 		return messagesFormat{}
 	}
+	if f == FormatAISDK {
+		return newAISDKFormat()
+	}
 	if f == FormatGemini {
 		return newGeminiFormat()
 	}
@@ -146,23 +156,35 @@ func readFormatParam(v gjson.Result) (Format, error) {
 
 // formatNames lists the accepted format names, aliases included, for errors.
 func formatNames() string {
-	return `"openai" (alias "openai-chat"), "anthropic" (alias "anthropic-messages") or "gemini"`
+	return `"openai" (alias "openai-chat"), "anthropic" (alias "anthropic-messages"), "ai-sdk" or "gemini"`
 }
 
 // detectFormat is the format of msgs when the request names none: Anthropic when a
 // top-level system prompt is given or a message holds tool_use or tool_result
-// blocks, OpenAI chat otherwise.
+// blocks, else the AI SDK when a message holds parts only it has (tool-call,
+// tool-result, tool-approval-*: the chat reader notes them), OpenAI chat otherwise.
+// An AI SDK list must then be read again by its reader (rereadAs).
 func detectFormat(msgs []message, hasSystem bool) Format {
 	if hasSystem {
 		return FormatAnthropic
 	}
+	aiSDK := false
 	for i := range msgs {
 		if msgs[i].blocks {
 			return FormatAnthropic
 		}
+		aiSDK = aiSDK || msgs[i].aiSDKParts
+	}
+	if aiSDK {
+		return FormatAISDK
 	}
 	return FormatOpenAI
 }
+
+// rereadAs reports whether a list the chat reader read and detectFormat named f
+// must be read again with f's reader: the AI SDK shares the chat envelope, not its
+// reader.
+func rereadAs(f Format) bool { return f == FormatAISDK }
 
 // readList reads a request's list v as the format formatV names, or, when it names
 // none, as the format sniffed from the items (sniffFormat) or detected from the chat
@@ -184,7 +206,11 @@ func readList(formatV, v gjson.Result, hasSystem bool, tc tokenCounter, known *j
 	if err != nil {
 		return nil, nil, err
 	}
-	return formatOf(detectFormat(msgs, hasSystem)), msgs, nil
+	mf := formatOf(detectFormat(msgs, hasSystem))
+	if rereadAs(mf.name()) {
+		msgs, err = mf.read(v, tc, known)
+	}
+	return mf, msgs, err
 }
 
 // sniffFormat names the format of a list whose items are not the chat formats'

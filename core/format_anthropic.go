@@ -87,7 +87,7 @@ func forEachLongResult(m *message, fn func(content, id string, chars int)) {
 // blocks for the missing ones first; the turn is removed when no block is left.
 func (messagesFormat) fixResults(raw string, missing, orphans []string) (string, bool) {
 	fixed := withResultBlocks(raw, missing, orphans)
-	return fixed, gjson.Get(fixed, "content.#").Int() > 0
+	return fixed, fieldIn(fixed, "content").Get("#").Int() > 0
 }
 
 // stubResults: stub tool_result blocks go first in the next user turn, or in a new
@@ -108,7 +108,7 @@ func withResultBlocks(raw string, stub, drop []string) string {
 		b, _ := marshal(map[string]any{"type": "tool_result", "tool_use_id": id, "content": stubResultText, "is_error": true})
 		blocks = append(blocks, string(b))
 	}
-	c := gjson.Get(raw, "content")
+	c := fieldIn(raw, "content")
 	switch {
 	case c.Type == gjson.String && c.Str != "":
 		b, _ := marshal(map[string]string{"type": "text", "text": c.Str})

@@ -70,8 +70,8 @@ type geminiPart struct {
 	media                         string // the raw inlineData or fileData object
 }
 
-// readGeminiPart reads the fields of a part object; of duplicate keys the first
-// counts, as gjson's Get reads them (rawContentText's rule).
+// readGeminiPart reads the fields of a part object; of duplicate keys the last
+// counts, as everywhere (JSON.parse's rule).
 func readGeminiPart(part string) (p geminiPart) {
 	jsonraw.ForEachField(part, func(k, raw string) bool {
 		var dst *string
@@ -91,7 +91,7 @@ func readGeminiPart(part string) (p geminiPart) {
 		case "inlineData", "fileData":
 			dst = &p.media
 		}
-		if dst != nil && *dst == "" {
+		if dst != nil {
 			*dst = raw
 		}
 		return true
@@ -398,11 +398,11 @@ func geminiPartTokens(tc tokenCounter, part string) int {
 // checkSystem: systemInstruction is a Content object, {parts: [...]}, its role
 // optional (the API ignores it).
 func (geminiFormat) checkSystem(sys gjson.Result, tc tokenCounter) (int, error) {
-	if !sys.IsObject() || !sys.Get("parts").IsArray() {
+	if !sys.IsObject() || !fieldOf(sys, "parts").IsArray() {
 		return 0, errorf(CodeInvalidRequest, "/system", "system must be a Gemini systemInstruction: a Content object {\"parts\": [{\"text\": ...}]}")
 	}
 	bad := -1
-	for k, p := range sys.Get("parts").Array() {
+	for k, p := range fieldOf(sys, "parts").Array() {
 		if !p.IsObject() && bad < 0 {
 			bad = k
 		}
@@ -556,7 +556,11 @@ func (f geminiFormat) withParts(raw string, answers, stub, drop []string) string
 		stubs = append(stubs, f.stubPart(id))
 	}
 	parts = append(parts[:insert], append(stubs, parts[insert:]...)...)
-	out, err := sjson.SetRaw(raw, "parts", "["+strings.Join(parts, ",")+"]")
+	joined := "[" + strings.Join(parts, ",") + "]"
+	if at := jsonraw.FindField(raw, "parts"); at != "" {
+		return splice(raw, at, joined)
+	}
+	out, err := sjson.SetRaw(raw, "parts", joined)
 	if err != nil {
 		return raw
 	}
@@ -572,7 +576,7 @@ func (f geminiFormat) fixResults(raw string, missing, orphans []string) (string,
 		answers = m.results
 	}
 	fixed := f.withParts(raw, answers, missing, orphans)
-	return fixed, gjson.Get(fixed, "parts.#").Int() > 0
+	return fixed, len(fieldIn(fixed, "parts").Array()) > 0
 }
 
 // stubResults: stub functionResponse parts go first in the next user turn, or in a

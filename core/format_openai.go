@@ -100,7 +100,7 @@ func (chatFormat) validateResults(v *validation, m *message, mv gjson.Result, pa
 	if !m.isToolResult() {
 		return false
 	}
-	if !mv.Get("tool_call_id").Exists() || m.resultFor == "" {
+	if !fieldOf(mv, "tool_call_id").Exists() || m.resultFor == "" {
 		v.add(ProblemMissingToolCallID, path+"/tool_call_id", "a tool message needs the tool_call_id of the call it answers")
 		return true
 	}

@@ -68,6 +68,7 @@ func knownCode(c ErrorCode) bool {
 func FuzzCompact(f *testing.F) {
 	f.Add([]byte(`[{"role":"system","content":"s"},{"role":"user","content":"u"},{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"a","content":"r"},{"role":"tool","tool_call_id":"zz","content":"orphan"},{"role":"user","content":"again"}]`), uint8(1), uint16(300))
 	f.Add([]byte(`[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"image_url","image_url":{"url":"x"}}]},{"role":"assistant","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":"c"}]`), uint8(0), uint16(50))
+	f.Add([]byte(`[{"role":"system","content":"s"},{"role":"user","content":"u"},{"role":"assistant","content":[{"type":"text","text":"t"},{"type":"tool-call","toolCallId":"a","toolName":"f","input":{}},{"type":"tool-call","toolCallId":"b","toolName":"g","input":{"x":1}},{"type":"tool-approval-request","approvalId":"p","toolCallId":"b"}]},{"role":"tool","content":[{"type":"tool-result","toolCallId":"a","toolName":"f","output":{"type":"json","value":[1,2]}},{"type":"tool-approval-response","approvalId":"p","approved":true},{"type":"tool-approval-response","approvalId":"q","approved":false}]},{"role":"tool","content":[{"type":"tool-result","toolCallId":"zz","toolName":"f","result":"orphan"}]},{"role":"user","content":"again"}]`), uint8(2), uint16(200))
 	f.Fuzz(func(t *testing.T, msgs []byte, lastN uint8, window uint16) {
 		if !json.Valid(msgs) {
 			return
@@ -275,7 +276,7 @@ func FuzzSummaryText(f *testing.F) {
 		}
 		tool := message{role: "tool", contentRaw: string(text)}
 		require.Equal(t, lines, errorLines(&tool), "error lines of %q", s)
-		if got, want := jsonStringLen(s), len(appendJSONString(nil, s)); got != want {
+		if got, want := jsonStringLen(s), len(jsonraw.Stringify.Append(nil, s)); got != want {
 			t.Fatalf("jsonStringLen(%q) = %d, the encoding is %d bytes", s, got, want)
 		}
 		if got, want := string(appendQuote([]byte("x"), s)), "x"+strconv.Quote(s); got != want {
@@ -289,8 +290,8 @@ func FuzzSummaryText(f *testing.F) {
 	})
 }
 
-// gjsonContentText is contentText as gjson reads a content value, the definition
-// rawContentText is held to.
+// gjsonContentText is contentText as gjson reads a content value (of duplicate keys
+// the last, with fieldOf), the definition rawContentText is held to.
 func gjsonContentText(content gjson.Result) string {
 	switch {
 	case content.Type == gjson.String:
@@ -299,15 +300,15 @@ func gjsonContentText(content gjson.Result) string {
 		var parts []string
 		content.ForEach(func(_, p gjson.Result) bool {
 			var t string
-			switch p.Get("type").Str {
+			switch fieldOf(p, "type").Str {
 			case "text", "input_text", "output_text":
-				t = p.Get("text").Str
+				t = fieldOf(p, "text").Str
 			case "image_url", "image", "input_image":
 				t = "[image]"
 			case "tool_result":
-				t = gjsonContentText(p.Get("content"))
+				t = gjsonContentText(fieldOf(p, "content"))
 			case "":
-				if !p.Get("type").Exists() {
+				if !fieldOf(p, "type").Exists() {
 					t = gjsonGeminiText(p)
 				}
 			}
@@ -325,29 +326,29 @@ func gjsonContentText(content gjson.Result) string {
 // it is not a thought, a functionResponse's output (or its response as compact
 // JSON), "[image]" or "[file]" for inlineData and fileData.
 func gjsonGeminiText(p gjson.Result) string {
-	switch media := p.Get("inlineData"); {
-	case p.Get("text").Type == gjson.String:
-		if p.Get("thought").Type == gjson.True {
+	switch media := fieldOf(p, "inlineData"); {
+	case fieldOf(p, "text").Type == gjson.String:
+		if fieldOf(p, "thought").Type == gjson.True {
 			return ""
 		}
-		return p.Get("text").Str
-	case p.Get("functionResponse").IsObject():
-		r := p.Get("functionResponse.response")
+		return fieldOf(p, "text").Str
+	case fieldOf(p, "functionResponse").IsObject():
+		r := fieldOf(fieldOf(p, "functionResponse"), "response")
 		if !r.Exists() {
 			return ""
 		}
-		if out := r.Get("output"); r.IsObject() && out.Type == gjson.String {
+		if out := fieldOf(r, "output"); r.IsObject() && out.Type == gjson.String {
 			return out.Str
 		}
 		return string(gjsonCanonical(nil, r))
 	default:
 		if !media.Exists() {
-			media = p.Get("fileData")
+			media = fieldOf(p, "fileData")
 		}
 		if !media.IsObject() {
 			return ""
 		}
-		if mime := media.Get("mimeType"); mime.Type == gjson.String && strings.HasPrefix(mime.Str, "image/") {
+		if mime := fieldOf(media, "mimeType"); mime.Type == gjson.String && strings.HasPrefix(mime.Str, "image/") {
 			return "[image]"
 		}
 		return "[file]"
@@ -394,8 +395,8 @@ func firstText(content gjson.Result) string {
 	if content.IsArray() {
 		var s string
 		content.ForEach(func(_, p gjson.Result) bool {
-			if p.Get("type").Str == "text" || !p.Get("type").Exists() && p.Get("text").Type == gjson.String && p.Get("thought").Type != gjson.True {
-				s = p.Get("text").Str
+			if fieldOf(p, "type").Str == "text" || !fieldOf(p, "type").Exists() && fieldOf(p, "text").Type == gjson.String && fieldOf(p, "thought").Type != gjson.True {
+				s = fieldOf(p, "text").Str
 				return false
 			}
 			return true
@@ -410,7 +411,7 @@ func firstText(content gjson.Result) string {
 func gjsonCanonical(dst []byte, v gjson.Result) []byte {
 	switch {
 	case v.Type == gjson.String:
-		return appendJSONString(dst, v.Str)
+		return jsonraw.Stringify.Append(dst, v.Str)
 	case v.IsObject():
 		dst = append(dst, '{')
 		first := true
@@ -419,7 +420,7 @@ func gjsonCanonical(dst []byte, v gjson.Result) []byte {
 				dst = append(dst, ',')
 			}
 			first = false
-			dst = appendJSONString(dst, k.Str)
+			dst = jsonraw.Stringify.Append(dst, k.Str)
 			dst = append(dst, ':')
 			dst = gjsonCanonical(dst, e)
 			return true

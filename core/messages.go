@@ -28,6 +28,12 @@ type message struct {
 	results []string
 	// blocks is true when the content holds Anthropic tool_use or tool_result blocks.
 	blocks bool
+	// aiSDKParts is true when the content holds parts only AI SDK messages have
+	// (tool-call, tool-result, tool-approval-*): detectFormat reads it.
+	aiSDKParts bool
+	// partResults is true when results holds every call a role "tool" item answers
+	// (an AI SDK tool message of several parts), rather than resultFor.
+	partResults bool
 	// continuesTurn is true for an item that is a further part of the turn of the
 	// item before it (a format whose turn spans several items: a Responses message
 	// and its function_call items): counts of messages (protect_first_n,
@@ -212,7 +218,7 @@ func (m *message) kind() itemKind {
 // answers returns the ids of the calls m answers: its tool_call_id (OpenAI) or its
 // tool_result blocks' ids (Anthropic).
 func (m *message) answers() []string {
-	if m.role == "tool" {
+	if m.role == "tool" && !m.partResults {
 		return []string{m.resultFor}
 	}
 	return m.results
@@ -252,17 +258,17 @@ func firstTextPart(arr string) (text string) {
 			return true
 		}
 		var typ, txt string
-		var haveType, haveText bool
+		var haveType bool
 		jsonraw.ForEachField(part, func(k, raw string) bool {
 			switch {
-			case k == "type" && !haveType:
+			case k == "type": // the last of duplicate keys, as everywhere
 				typ, haveType = raw, true
-			case k == "text" && !haveText:
-				txt, haveText = raw, true
+			case k == "text":
+				txt = raw
 			}
 			return true
 		})
-		if typ == `"text"` || haveType && typ[0] == '"' && jsonraw.DecodeString(typ) == "text" || !haveType && haveText && isGeminiText(part) {
+		if typ == `"text"` || haveType && typ[0] == '"' && jsonraw.DecodeString(typ) == "text" || !haveType && isGeminiText(part) {
 			text = jsonraw.DecodeString(txt)
 			return false
 		}
@@ -290,8 +296,7 @@ func contentText(content gjson.Result) string {
 
 // rawContentText is contentText of raw JSON: the decoded string, or the text
 // parts of an array joined by newlines (images as "[image]", tool_result blocks by
-// their content's text). A part's fields are read as gjson's Get reads them: the
-// first of duplicate keys.
+// their content's text). Of a part's duplicate keys the last is read.
 func rawContentText(raw string) string {
 	if len(raw) == 0 {
 		return ""
@@ -312,11 +317,11 @@ func rawContentText(raw string) string {
 		var typ, text, content string
 		jsonraw.ForEachField(part, func(k, v string) bool {
 			switch {
-			case k == "type" && typ == "":
+			case k == "type":
 				typ = v
-			case k == "text" && text == "":
+			case k == "text":
 				text = v
-			case k == "content" && content == "":
+			case k == "content":
 				content = v
 			}
 			return true
@@ -329,6 +334,8 @@ func rawContentText(raw string) string {
 			t = "[image]"
 		case "tool_result":
 			t = rawContentText(content)
+		case "tool-result": // AI SDK: the output's text
+			t = aisdkOutputText(part)
 		case "":
 			if typ == "" {
 				t = untypedPartText(part) // Gemini parts (format_gemini.go)
@@ -590,6 +597,8 @@ func readBlocks(m *message) {
 		case typ == "tool_result" && idKey == "tool_use_id":
 			m.results = append(m.results, id)
 			m.blocks = true
+		case isAISDKPartType(typ):
+			m.aiSDKParts = true
 		}
 		return true
 	})

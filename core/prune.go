@@ -1,7 +1,6 @@
 package core
 
 import (
-	"encoding/json"
 	"strconv"
 	"unicode/utf8"
 
@@ -163,12 +162,11 @@ func splice(s, part, with string) string {
 
 // setString is the JSON that sjson.Set writes for the string value s (the bytes
 // pruned messages always had): s quoted as it is when it holds nothing to escape,
-// else encoding/json's encoding, HTML characters escaped.
+// else encoding/json's encoding, HTML characters escaped (jsonraw.GoJSONHTML).
 func setString(s string) string {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < ' ' || c > 0x7f || c == '"' || c == '\\' {
-			b, _ := json.Marshal(s)
-			return string(b)
+			return string(jsonraw.GoJSONHTML.Append(nil, s))
 		}
 	}
 	return `"` + s + `"`

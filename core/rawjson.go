@@ -53,3 +53,32 @@ func rawValue(raw string) gjson.Result {
 	}
 	return gjson.Parse(raw)
 }
+
+// fieldOf returns the field key of the JSON object obj as obj.Get(key) returns it
+// for a plain key (a string decoded; Index its offset in obj.Raw), but of duplicate
+// keys the last, as JSON.parse and json.loads read them: one rule for every reader
+// of objects. It does not exist when obj is not an object or has no such field.
+func fieldOf(obj gjson.Result, key string) gjson.Result {
+	return fieldIn(obj.Raw, key)
+}
+
+// fieldIn is fieldOf of the raw JSON object obj.
+func fieldIn(obj, key string) gjson.Result {
+	v := jsonraw.FindField(obj, key)
+	if v == "" {
+		return gjson.Result{}
+	}
+	r := gjson.Parse(v)
+	r.Index = jsonraw.OffsetOf(obj, v)
+	return r
+}
+
+// fieldReader reads an object's fields by key, the last of duplicates: a request's
+// params, or objectFields of a nested object.
+type fieldReader interface{ Get(key string) gjson.Result }
+
+// objectFields reads the fields of a JSON object with fieldOf.
+type objectFields gjson.Result
+
+// Get returns fieldOf(o, key).
+func (o objectFields) Get(key string) gjson.Result { return fieldOf(gjson.Result(o), key) }

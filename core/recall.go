@@ -153,7 +153,7 @@ func opRecallArchive(req opRequest) ([]byte, error) {
 	var err error
 	archived.ForEach(func(k, a gjson.Result) bool {
 		at := pointer("/archived", int(k.Int()))
-		idx, reason, msg := a.Get("index"), a.Get("reason"), a.Get("message")
+		idx, reason, msg := fieldOf(a, "index"), fieldOf(a, "reason"), fieldOf(a, "message")
 		switch {
 		case !a.IsObject():
 			err = errorf(CodeInvalidRequest, at, "an archived entry must be an object {index, reason, message}")
@@ -181,20 +181,20 @@ func opRecallArchive(req opRequest) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s := report.Get("summarized"); s.IsObject() {
-		out.Range.FromIndex, out.Range.ToIndex = int(s.Get("from").Int()), int(s.Get("to").Int())
+	if s := fieldOf(report, "summarized"); s.IsObject() {
+		out.Range.FromIndex, out.Range.ToIndex = int(fieldOf(s, "from").Int()), int(fieldOf(s, "to").Int())
 	} else if lo >= 0 {
 		out.Range.FromIndex, out.Range.ToIndex = lo, hi
 	}
 	sm := p.Get("summary_message")
-	if (!sm.Exists() || sm.Type == gjson.Null) && p.Get("messages").IsArray() && report.Get("summarized").IsObject() {
-		sm = summaryMessageOf(p.Get("messages"), int(report.Get("head_end").Int()))
+	if (!sm.Exists() || sm.Type == gjson.Null) && p.Get("messages").IsArray() && fieldOf(report, "summarized").IsObject() {
+		sm = summaryMessageOf(p.Get("messages"), int(fieldOf(report, "head_end").Int()))
 	}
 	if sm.Exists() && sm.Type != gjson.Null {
 		if !sm.IsObject() {
 			return nil, errorf(CodeInvalidRequest, "/summary_message", "summary_message must be the summary message object, or null")
 		}
-		out.Range.Summary = contentText(sm.Get("content"))
+		out.Range.Summary = contentText(fieldOf(sm, "content"))
 		out.Rows = append(out.Rows, RecallRow{ID: rid.Str + ".summary", RangeID: rid.Str, Position: out.Range.FromIndex,
 			Role: "summary", Reason: "summary", JSON: sm.Raw, Text: capText("summary\n" + out.Range.Summary)})
 	}
@@ -208,7 +208,7 @@ func opRecallArchive(req opRequest) ([]byte, error) {
 func summaryMessageOf(msgs gjson.Result, headEnd int) gjson.Result {
 	all := msgs.Array()
 	isSummary := func(m gjson.Result) bool {
-		return m.IsObject() && strings.Contains(contentText(m.Get("content")), SummaryPrefix)
+		return m.IsObject() && strings.Contains(contentText(fieldOf(m, "content")), SummaryPrefix)
 	}
 	if headEnd >= 0 && headEnd < len(all) && isSummary(all[headEnd]) {
 		return all[headEnd]
@@ -222,10 +222,10 @@ func summaryMessageOf(msgs gjson.Result, headEnd int) gjson.Result {
 }
 
 func messageRole(m gjson.Result) string {
-	if r := m.Get("role"); r.Type == gjson.String && r.Str != "" {
+	if r := fieldOf(m, "role"); r.Type == gjson.String && r.Str != "" {
 		return r.Str
 	}
-	if t := m.Get("type"); t.Type == gjson.String && t.Str != "" {
+	if t := fieldOf(m, "type"); t.Type == gjson.String && t.Str != "" {
 		return t.Str // a Responses API item without a role: function_call, ...
 	}
 	return "unknown"
@@ -246,21 +246,21 @@ func RecallText(m gjson.Result) string {
 		b.WriteString(s)
 	}
 	add(messageRole(m))
-	if n := m.Get("name"); n.Type == gjson.String {
+	if n := fieldOf(m, "name"); n.Type == gjson.String {
 		add(n.Str)
 	}
-	addContent(m.Get("content"), add)
-	m.Get("tool_calls").ForEach(func(_, c gjson.Result) bool {
-		add(c.Get("function.name").Str)
-		add(argumentsText(c.Get("function.arguments")))
+	addContent(fieldOf(m, "content"), add)
+	fieldOf(m, "tool_calls").ForEach(func(_, c gjson.Result) bool {
+		add(fieldOf(fieldOf(c, "function"), "name").Str)
+		add(argumentsText(fieldOf(fieldOf(c, "function"), "arguments")))
 		return true
 	})
 	// Responses API items.
-	if m.Get("type").Str == "function_call" {
-		add(m.Get("name").Str)
-		add(argumentsText(m.Get("arguments")))
+	if fieldOf(m, "type").Str == "function_call" {
+		add(fieldOf(m, "name").Str)
+		add(argumentsText(fieldOf(m, "arguments")))
 	}
-	if o := m.Get("output"); o.Exists() {
+	if o := fieldOf(m, "output"); o.Exists() {
 		addContent(o, add)
 	}
 	return capText(b.String())
@@ -278,27 +278,27 @@ func addContent(c gjson.Result, add func(string)) {
 				add(part.Str)
 				return true
 			}
-			switch part.Get("type").Str {
+			switch fieldOf(part, "type").Str {
 			case "tool_use", "server_tool_use", "function_call":
-				add(part.Get("name").Str)
-				if in := part.Get("input"); in.Exists() {
+				add(fieldOf(part, "name").Str)
+				if in := fieldOf(part, "input"); in.Exists() {
 					add(in.Raw)
 				}
-				add(argumentsText(part.Get("arguments")))
+				add(argumentsText(fieldOf(part, "arguments")))
 			case "tool_result", "function_call_output":
-				addContent(part.Get("content"), add)
-				addContent(part.Get("output"), add)
+				addContent(fieldOf(part, "content"), add)
+				addContent(fieldOf(part, "output"), add)
 			case "image", "image_url", "input_image":
 				add("[image]")
 			default:
-				if t := part.Get("text"); t.Type == gjson.String {
+				if t := fieldOf(part, "text"); t.Type == gjson.String {
 					add(t.Str)
 				}
 			}
 			return true
 		})
 	case c.IsObject():
-		if t := c.Get("text"); t.Type == gjson.String {
+		if t := fieldOf(c, "text"); t.Type == gjson.String {
 			add(t.Str)
 		}
 	}
@@ -548,12 +548,12 @@ func opRecallSearchResult(req opRequest) ([]byte, error) {
 	var hits []RecallHit
 	hv.ForEach(func(k, h gjson.Result) bool {
 		at := pointer("/hits", int(k.Int()))
-		if !h.IsObject() || h.Get("id").Type != gjson.String || h.Get("text").Type != gjson.String {
+		if !h.IsObject() || fieldOf(h, "id").Type != gjson.String || fieldOf(h, "text").Type != gjson.String {
 			err = errorf(CodeInvalidRequest, at, "a hit must be an object with string id and text")
 			return false
 		}
-		hits = append(hits, RecallHit{ID: h.Get("id").Str, RangeID: h.Get("range_id").Str,
-			Position: int(h.Get("position").Int()), Role: h.Get("role").Str, Text: h.Get("text").Str})
+		hits = append(hits, RecallHit{ID: fieldOf(h, "id").Str, RangeID: fieldOf(h, "range_id").Str,
+			Position: int(fieldOf(h, "position").Int()), Role: fieldOf(h, "role").Str, Text: fieldOf(h, "text").Str})
 		return true
 	})
 	if err != nil {
@@ -629,7 +629,7 @@ func jsonTokens(s string) int { return (len(s) + roughCharsPerToken - 1) / rough
 // first that does not has its text (or tool_result content string) shortened.
 // ok is false when nothing useful fits.
 func cutMessage(m string, budget int) (string, bool) {
-	content := gjson.Get(m, "content") // Index relative to m
+	content := fieldIn(m, "content") // Index relative to m
 	keepBytes := budget*roughCharsPerToken - (len(m) - len(content.Raw)) - 16
 	if keepBytes <= 0 {
 		return "", false
@@ -652,7 +652,7 @@ func cutMessage(m string, budget int) (string, bool) {
 				return true
 			}
 			for _, key := range []string{"text", "content"} {
-				if f := gjson.Get(part.Raw, key); f.Type == gjson.String { // Index relative to part.Raw
+				if f := fieldIn(part.Raw, key); f.Type == gjson.String { // Index relative to part.Raw
 					rest := keepBytes - (len(part.Raw) - len(f.Raw))
 					if rest > 0 {
 						if n > 0 {
@@ -755,7 +755,7 @@ func CheckToolCall(name string, arguments gjson.Result) (args map[string]any, er
 		return fail(name + ": arguments must be a JSON object")
 	}
 	intArg := func(key string, lo int) (int, bool, string) {
-		v := a.Get(key)
+		v := fieldOf(a, key)
 		if !v.Exists() || v.Type == gjson.Null {
 			return 0, false, ""
 		}
@@ -766,7 +766,7 @@ func CheckToolCall(name string, arguments gjson.Result) (args map[string]any, er
 	}
 	switch name {
 	case ToolContextSearch:
-		q := a.Get("query")
+		q := fieldOf(a, "query")
 		if q.Type != gjson.String {
 			return fail("context_search: query is required, a string of words, paths or identifiers to find")
 		}
@@ -782,7 +782,7 @@ func CheckToolCall(name string, arguments gjson.Result) (args map[string]any, er
 		}
 		return map[string]any{"query": q.Str, "limit": min(limit, recallMaxLimit)}, ""
 	default:
-		id := a.Get("id")
+		id := fieldOf(a, "id")
 		if id.Type != gjson.String || strings.TrimSpace(id.Str) == "" {
 			return fail("context_expand: id is required, a range id (r2) or a message id (r2.17)")
 		}

@@ -131,7 +131,7 @@ func indexOf(list []string, s string) int {
 }
 
 func opSanitize(req opRequest) ([]byte, error) {
-	f, msgs, err := readList(req.Get("format"), req.Get("messages"), false, roughCounter, req.arrays["messages"])
+	f, msgs, err := readList(req.Field("format"), req.Field("messages"), false, roughCounter, req.arrays["messages"])
 	if err != nil {
 		return nil, err
 	}

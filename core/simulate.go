@@ -270,10 +270,10 @@ func buildSimConversation(msgsV, sys gjson.Result, layout string, format Format,
 		sm := simMsg{role: m.role, isSystem: m.isSystem, carrier: m.carrier, isAssistant: m.role == "assistant"}
 		sm.firstBlock = b.pos()
 		b.startMessage(m.role)
-		content := m.v.Get("content")
+		content := fieldOf(m.v, "content")
 		if m.role == "tool" {
 			// One tool_result block, whatever its content's shape.
-			b.block("tool_result\x00"+m.v.Get("tool_call_id").Raw+"\x00"+marks.stripContent(content), tc.content(content))
+			b.block("tool_result\x00"+fieldOf(m.v, "tool_call_id").Raw+"\x00"+marks.stripContent(content), tc.content(content))
 			if m.carrier.kind != carryNone {
 				sm.carrierEnd = b.pos()
 			}
@@ -282,9 +282,9 @@ func buildSimConversation(msgsV, sys gjson.Result, layout string, format Format,
 			if m.carrier.kind == carryString || m.carrier.kind == carryPart {
 				sm.carrierEnd = after[m.carrier.part]
 			}
-			m.v.Get("tool_calls").ForEach(func(_, call gjson.Result) bool {
-				fn := call.Get("function")
-				b.block(call.Raw, toolCallOverheadTokens+tc.value(fn.Get("name"))+tc.value(fn.Get("arguments")))
+			fieldOf(m.v, "tool_calls").ForEach(func(_, call gjson.Result) bool {
+				fn := fieldOf(call, "function")
+				b.block(call.Raw, toolCallOverheadTokens+tc.value(fieldOf(fn, "name"))+tc.value(fieldOf(fn, "arguments")))
 				return true
 			})
 			if m.carrier.kind == carryTopLevel {
@@ -295,7 +295,7 @@ func buildSimConversation(msgsV, sys gjson.Result, layout string, format Format,
 			if t := stamps[i]; t != math.MinInt64 {
 				sm.hasTime, sm.timeMS = true, t
 			}
-		} else if ts := m.v.Get("timestamp"); ts.Exists() && ts.Type != gjson.Null {
+		} else if ts := fieldOf(m.v, "timestamp"); ts.Exists() && ts.Type != gjson.Null {
 			t, ok := parseTimestamp(ts)
 			if !ok {
 				return nil, errorf(CodeInvalidMessages, pointer("/messages", i, "timestamp"), "timestamp must be an RFC 3339 date-time string or Unix seconds")
@@ -493,10 +493,10 @@ func detectLayout(msgsV, sys gjson.Result) string {
 	}
 	layout := LayoutOpenAI
 	msgsV.ForEach(func(_, m gjson.Result) bool {
-		c := m.Get("content")
+		c := fieldOf(m, "content")
 		if c.IsArray() {
 			c.ForEach(func(_, p gjson.Result) bool {
-				if t := p.Get("type").Str; t == "tool_use" || t == "tool_result" {
+				if t := fieldOf(p, "type").Str; t == "tool_use" || t == "tool_result" {
 					layout = LayoutAnthropic
 				}
 				return layout == LayoutOpenAI
@@ -626,7 +626,7 @@ func (r SimulateResult) MarshalJSON() ([]byte, error) {
 }
 
 func opCacheSimulate(req opRequest) ([]byte, error) {
-	cfg, err := parseConfig(req.Get("config"), "/config")
+	cfg, err := parseConfig(req.Field("config"), "/config")
 	if err != nil {
 		return nil, err
 	}
@@ -635,21 +635,21 @@ func opCacheSimulate(req opRequest) ([]byte, error) {
 		return nil, err
 	}
 	opts := SimulateOptions{Model: cfg.Model.Name, ProtectFirstN: cfg.Compression.ProtectFirstN}
-	if opts.TTL, err = cacheTTLParam(req.Result, cfg); err != nil {
+	if opts.TTL, err = cacheTTLParam(req.Fields(), cfg); err != nil {
 		return nil, err
 	}
-	if opts.Layout, _, err = optString(req.Result, "layout"); err != nil {
+	if opts.Layout, _, err = optString(req.Fields(), "layout"); err != nil {
 		return nil, err
 	}
-	if s, ok, err := optString(req.Result, "model"); err != nil {
+	if s, ok, err := optString(req.Fields(), "model"); err != nil {
 		return nil, err
 	} else if ok {
 		opts.Model = s
 	}
-	if opts.Format, err = readFormatParam(req.Get("format")); err != nil {
+	if opts.Format, err = readFormatParam(req.Field("format")); err != nil {
 		return nil, err
 	}
-	if v := req.Get("strategies"); v.Exists() && v.Type != gjson.Null {
+	if v := req.Field("strategies"); v.Exists() && v.Type != gjson.Null {
 		if !v.IsArray() {
 			return nil, errorf(CodeInvalidRequest, "/strategies", "strategies must be an array of strategy names")
 		}
@@ -661,19 +661,19 @@ func opCacheSimulate(req opRequest) ([]byte, error) {
 			opts.Strategies = append(opts.Strategies, Strategy(s.Str))
 		}
 	}
-	if v := req.Get("min_cacheable_tokens"); v.Exists() && v.Type != gjson.Null {
+	if v := req.Field("min_cacheable_tokens"); v.Exists() && v.Type != gjson.Null {
 		if v.Type != gjson.Number || v.Num != math.Trunc(v.Num) || v.Num < 0 || v.Num > 1e9 {
 			return nil, errorf(CodeInvalidRequest, "/min_cacheable_tokens", "min_cacheable_tokens must be a non-negative integer, got %s", v.Raw)
 		}
 		opts.MinCacheableTokens, opts.HasMinCacheable = int(v.Num), true
 	}
-	if v := req.Get("per_request"); v.Exists() && v.Type != gjson.Null {
+	if v := req.Field("per_request"); v.Exists() && v.Type != gjson.Null {
 		if !v.IsBool() {
 			return nil, errorf(CodeInvalidRequest, "/per_request", "per_request must be true or false")
 		}
 		opts.PerRequest = v.Bool()
 	}
-	if v := req.Get("timestamps"); v.Exists() && v.Type != gjson.Null {
+	if v := req.Field("timestamps"); v.Exists() && v.Type != gjson.Null {
 		if !v.IsArray() {
 			return nil, errorf(CodeInvalidRequest, "/timestamps", "timestamps must be an array with one time per message")
 		}
@@ -690,11 +690,11 @@ func opCacheSimulate(req opRequest) ([]byte, error) {
 			opts.Timestamps = append(opts.Timestamps, ms)
 		}
 	}
-	sys := req.Get("system")
+	sys := req.Field("system")
 	if sys.Type == gjson.Null {
 		sys = gjson.Result{}
 	}
-	res, err := simulateCache(req.Get("messages"), sys, opts, tc)
+	res, err := simulateCache(req.Field("messages"), sys, opts, tc)
 	if err != nil {
 		return nil, err
 	}

@@ -151,7 +151,7 @@ func tokensOf(n int, f float64) int {
 }
 
 func opThresholdResolve(req opRequest) ([]byte, error) {
-	cfg, err := parseConfig(req.Get("config"), "/config")
+	cfg, err := parseConfig(req.Field("config"), "/config")
 	if err != nil {
 		return nil, err
 	}

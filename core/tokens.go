@@ -206,7 +206,7 @@ func (c tokenCounter) part(p gjson.Result) int {
 		case "content":
 			dst = &content
 		}
-		if dst != nil && *dst == "" { // the first of duplicate keys, as gjson's Get
+		if dst != nil { // the last of duplicate keys, as everywhere
 			*dst = raw
 		}
 		return true
@@ -297,7 +297,7 @@ func canonicalLen(raw string) int {
 func canonicalJSON(dst []byte, v gjson.Result) []byte {
 	if v.Raw == "" { // a value made in Go, not read from a request
 		if v.Type == gjson.String {
-			return appendJSONString(dst, v.Str)
+			return jsonraw.Stringify.Append(dst, v.Str)
 		}
 		return dst
 	}
@@ -313,7 +313,7 @@ func appendCanonical(dst []byte, raw string) []byte {
 		if !jsonraw.HasByte(raw[1:len(raw)-1], '\\') { // valid JSON: no quote or control byte inside
 			return append(dst, raw...)
 		}
-		return appendJSONString(dst, jsonraw.DecodeString(raw))
+		return jsonraw.Stringify.Append(dst, jsonraw.DecodeString(raw))
 	case '{':
 		dst = append(dst, '{')
 		first := true
@@ -322,7 +322,7 @@ func appendCanonical(dst []byte, raw string) []byte {
 				dst = append(dst, ',')
 			}
 			first = false
-			dst = appendJSONString(dst, key)
+			dst = jsonraw.Stringify.Append(dst, key)
 			dst = append(dst, ':')
 			dst = appendCanonical(dst, value)
 			return true
@@ -344,8 +344,8 @@ func appendCanonical(dst []byte, raw string) []byte {
 	return append(dst, raw...)
 }
 
-// jsonStringLen is len(appendJSONString(nil, s)), counted without writing it: the
-// quotes, and what each byte to escape adds.
+// jsonStringLen is len(jsonraw.Stringify.Append(nil, s)), counted without writing
+// it: the quotes, and what each byte to escape adds.
 func jsonStringLen(s string) int {
 	n := len(s) + 2
 	for i := jsonraw.IndexSpecial(s, 0); i < len(s); i = jsonraw.IndexSpecial(s, i+1) {
@@ -357,33 +357,6 @@ func jsonStringLen(s string) int {
 		}
 	}
 	return n
-}
-
-func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	for i := 0; i < len(s); i++ {
-		b := s[i]
-		switch {
-		case b == '"' || b == '\\':
-			dst = append(dst, '\\', b)
-		case b == '\n':
-			dst = append(dst, '\\', 'n')
-		case b == '\r':
-			dst = append(dst, '\\', 'r')
-		case b == '\t':
-			dst = append(dst, '\\', 't')
-		case b == '\b':
-			dst = append(dst, '\\', 'b')
-		case b == '\f':
-			dst = append(dst, '\\', 'f')
-		case b < 0x20:
-			dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
-		default:
-			dst = append(dst, b)
-		}
-	}
-	return append(dst, '"')
 }
 
 // roughJSONString estimates a JSON string value from its raw literal, without

@@ -82,22 +82,33 @@ func (e *exactEncoding) value(v gjson.Result) int {
 
 // message counts one message with the rule above (without the reply priming).
 func (e *exactEncoding) message(m gjson.Result) int {
-	n := exactMessageTokens
+	var role, name, content, calls gjson.Result // the last of duplicate keys
 	m.ForEach(func(key, v gjson.Result) bool {
 		switch key.Str {
 		case "role":
-			n += e.value(v)
+			role = v
 		case "name":
-			n += e.value(v) + exactNameTokens
+			name = v
 		case "content":
-			n += e.counter().content(v)
+			content = v
 		case "tool_calls":
-			v.ForEach(func(_, call gjson.Result) bool {
-				fn := call.Get("function")
-				n += exactToolCallTokens + e.value(fn.Get("name")) + e.value(fn.Get("arguments"))
-				return true
-			})
+			calls = v
 		}
+		return true
+	})
+	n := exactMessageTokens
+	if role.Exists() {
+		n += e.value(role)
+	}
+	if name.Exists() {
+		n += e.value(name) + exactNameTokens
+	}
+	if content.Exists() {
+		n += e.counter().content(content)
+	}
+	calls.ForEach(func(_, call gjson.Result) bool {
+		fn := fieldOf(call, "function")
+		n += exactToolCallTokens + e.value(fieldOf(fn, "name")) + e.value(fieldOf(fn, "arguments"))
 		return true
 	})
 	return n

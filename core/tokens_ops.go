@@ -145,6 +145,57 @@ func requestCounter(req params, calibrated bool) (tokenCounter, error) {
 type tokensCountResult struct {
 	CountTokensResult
 	CacheHits *int `json:"cache_hits,omitempty"`
+	// System is the top-level system prompt's count (in Total), for a format that
+	// has one and a request that gives it.
+	System *int `json:"system,omitempty"`
+}
+
+// itemFormat returns the format a tokens.count request names or its items have,
+// when it is not one of the chat formats (whose messages tokens.count reads by the
+// chat counting rule); ok is false for the chat formats.
+func itemFormat(formatV, msgsV gjson.Result, known *jsonraw.ArrayParts) (messageFormat, bool, error) {
+	name, err := readFormatParam(formatV)
+	if err != nil {
+		return nil, false, err
+	}
+	if name == "" {
+		name = sniffFormat(msgsV, known)
+	}
+	if name == "" || name == FormatOpenAI || name == FormatAnthropic {
+		return nil, false, nil
+	}
+	return formatOf(name), true, nil
+}
+
+// countItems counts a list of f's items with c, as f's reader estimates them, and
+// the top-level system when given.
+func countItems(f messageFormat, req params, c tokenCounter, known *jsonraw.ArrayParts) (tokensCountResult, error) {
+	msgs, err := f.read(req.Get("messages"), c, known)
+	if err != nil {
+		return tokensCountResult{}, err
+	}
+	r := tokensCountResult{CountTokensResult: CountTokensResult{Encoding: c.name, Calibration: 1, PerMessage: make([]int, len(msgs))}}
+	if c.scale > 0 {
+		r.Calibration = c.scale
+	}
+	for i := range msgs {
+		r.PerMessage[i] = msgs[i].tokens
+		r.Total += msgs[i].tokens
+	}
+	if sys := req.Get("system"); sys.Exists() && sys.Type != gjson.Null {
+		if !f.topLevelSystem() {
+			return tokensCountResult{}, errorf(CodeInvalidRequest, "/system", "format %q has no top-level system prompt: put it in the list", f.name())
+		}
+		n, err := f.checkSystem(gjson.Parse(sys.Raw), c)
+		if err != nil {
+			return tokensCountResult{}, err
+		}
+		r.System, r.Total = &n, r.Total+n
+	}
+	if len(msgs) > 0 {
+		r.Total += c.replyPriming()
+	}
+	return r, nil
 }
 
 // opTokensCount: {messages, encoding?, config?, report_cache_hits?} ->
@@ -166,7 +217,16 @@ func opTokensCount(q opRequest) ([]byte, error) {
 		}
 		report = v.Bool()
 	}
-	r := tokensCountResult{CountTokensResult: countTokens(c, msgs)}
+	var r tokensCountResult
+	if f, ok, err := itemFormat(req.Get("format"), req.Get("messages"), q.arrays["messages"]); err != nil {
+		return nil, err
+	} else if ok { // a format whose items are not the chat envelope: counted by its reader
+		if r, err = countItems(f, req, c, q.arrays["messages"]); err != nil {
+			return nil, err
+		}
+		return marshal(r)
+	}
+	r.CountTokensResult = countTokens(c, msgs)
 	if report {
 		r.CacheHits = &r.CountTokensResult.CacheHits
 	}

@@ -92,7 +92,7 @@ func HygieneCheck(cfg Config, messages, reported, estimated int) HygieneResult {
 }
 
 func opShouldCompress(req opRequest) ([]byte, error) {
-	cfg, err := parseConfig(req.Get("config"), "/config")
+	cfg, err := parseConfig(req.Field("config"), "/config")
 	if err != nil {
 		return nil, err
 	}

@@ -98,8 +98,10 @@ func validateMessages(msgsV, formatV gjson.Result) (ValidateResult, error) {
 		name = sniffFormat(msgsV, nil)
 	}
 	readOne := chatReader{}.readOne
+	var f messageFormat // the format that read the items, when it is known
 	if name != "" {
-		readOne = formatOf(name).readOne
+		f = formatOf(name)
+		readOne = f.readOne
 	}
 	var items []item
 	var good []message
@@ -117,8 +119,22 @@ func validateMessages(msgsV, formatV gjson.Result) (ValidateResult, error) {
 	})
 	if name == "" {
 		name = detectFormat(good, false)
+		if rereadAs(name) {
+			f = formatOf(name)
+			readOne = f.readOne
+			for k := range items {
+				it := &items[k]
+				m, err := readOne(it.mv.Raw, it.path)
+				it.m, it.err = m, nil
+				if err != nil {
+					it.err = err.(*Error)
+				}
+			}
+		}
 	}
-	f := formatOf(name)
+	if f == nil {
+		f = formatOf(name)
+	}
 	v := &validation{res: ValidateResult{Problems: []Problem{}}, seen: map[string]bool{}}
 	for k := range items {
 		it := &items[k]
@@ -142,9 +158,9 @@ func validateMessages(msgsV, formatV gjson.Result) (ValidateResult, error) {
 			cp := f.callPath(m, path, k)
 			switch {
 			case c.id == "":
-				v.add(ProblemEmptyToolCallID, cp+"/id", "a tool call needs a non-empty id")
+				v.add(ProblemEmptyToolCallID, cp+callIDKey(f), "a tool call needs a non-empty id")
 			case v.seen[c.id]:
-				v.add(ProblemDuplicateToolCallID, cp+"/id", "tool call id "+strconv.Quote(c.id)+" is used more than once")
+				v.add(ProblemDuplicateToolCallID, cp+callIDKey(f), "tool call id "+strconv.Quote(c.id)+" is used more than once")
 			default:
 				v.seen[c.id] = true
 				v.pending = append(v.pending, pendingCall{c.id, cp})
@@ -157,8 +173,17 @@ func validateMessages(msgsV, formatV gjson.Result) (ValidateResult, error) {
 	return v.res, nil
 }
 
+// callIDKey is the pointer suffix of a call's id in f: "/id", or the key a format
+// names by an idKey method (the AI SDK's toolCallId).
+func callIDKey(f messageFormat) string {
+	if k, ok := f.(interface{ idKey() string }); ok {
+		return "/" + k.idKey()
+	}
+	return "/id"
+}
+
 func opValidate(req opRequest) ([]byte, error) {
-	res, err := validateMessages(req.Get("messages"), req.Get("format"))
+	res, err := validateMessages(req.Field("messages"), req.Field("format"))
 	if err != nil {
 		return nil, err
 	}
@@ -185,17 +210,18 @@ func validateInvalidUTF8(op string, request string) ([]byte, bool) {
 		return nil, false // invalid for another reason
 	}
 	fixed := []byte(strings.ToValidUTF8(request, "\uFFFD"))
-	if valid, depth := checkJSON(fixed, nil); !valid || depth > MaxNestingDepth {
+	var members []jsonraw.Member
+	if valid, depth := checkJSON(fixed, &members); !valid || depth > MaxNestingDepth {
 		return nil, false
 	}
-	req := gjson.ParseBytes(fixed)
-	if op == "" && req.Get("op").Str == "validate" {
+	req := newOpRequest(gjson.ParseBytes(fixed), members)
+	if op == "" && req.Field("op").Str == "validate" {
 		op = "validate"
 	}
-	if op != "validate" || !req.IsObject() {
+	if op != "validate" || !req.Whole().IsObject() {
 		return nil, false
 	}
-	res, err := validateMessages(req.Get("messages"), req.Get("format"))
+	res, err := validateMessages(req.Field("messages"), req.Field("format"))
 	if err != nil {
 		return errorEnvelope(err), true
 	}

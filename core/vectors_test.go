@@ -45,7 +45,8 @@ func TestVectorFilesAreWellFormed(t *testing.T) {
 			seen[c.Name] = true
 			hasResult, hasError := len(c.Want.Result) > 0, c.Want.Error != nil
 			require.True(t, hasResult != hasError, "%s/%s: want needs exactly one of result or error", f.Name, c.Name)
-			require.NotContains(t, string(c.Request), `"op":`, "%s/%s: request must not carry op", f.Name, c.Name)
+			require.NotContains(t, string(c.Request)+c.RequestJSON, `"op":`, "%s/%s: request must not carry op", f.Name, c.Name)
+			require.True(t, (len(c.Request) > 0) != (c.RequestJSON != ""), "%s/%s: a case has exactly one of request or request_json", f.Name, c.Name)
 		}
 	}
 	for _, op := range Ops() {

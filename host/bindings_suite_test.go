@@ -249,7 +249,7 @@ func (r *bindingsRun) step(at string, s bindingsStep) {
 		opts := ContextEngineOptions{Summarize: r.summarizer(s.Summarizer)}
 		if len(s.Options) > 0 {
 			co := r.compactOptions(at, s.Options)
-			if co.Force || co.PromptTokens != 0 || co.Config != nil || co.Output != "" {
+			if co.Force || co.PromptTokens != 0 || co.Config != nil || co.Output != "" || co.Format != "" || co.System != nil {
 				t.Fatalf("%s: a ContextEngine takes only timeout_ms among the options", at)
 			}
 			opts.Timeout = co.Timeout
@@ -286,7 +286,8 @@ func (r *bindingsRun) step(at string, s bindingsStep) {
 			t.Fatalf("%s: the ContextEngine's timeout is an engine.create option", at)
 		}
 		res, err := r.engine(at).Compress(ctx, r.messages(at, s.Messages),
-			CompressOptions{Force: co.Force, PromptTokens: co.PromptTokens, Config: co.Config, Output: co.Output})
+			CompressOptions{Force: co.Force, PromptTokens: co.PromptTokens, Config: co.Config, Output: co.Output,
+				Format: co.Format, System: co.System})
 		if r.check(at, s.Want, err) {
 			r.checkResult(at, s.Want, res)
 			r.checkStatus(at, s.Want)
@@ -339,6 +340,10 @@ func (r *bindingsRun) compactOptions(at string, raw json.RawMessage) CompactOpti
 			err = json.Unmarshal(v, &opts.PromptTokens)
 		case "output":
 			err = json.Unmarshal(v, &opts.Output)
+		case "format":
+			err = json.Unmarshal(v, &opts.Format)
+		case "system":
+			opts.System = v
 		case "timeout_ms":
 			var ms int64
 			err = json.Unmarshal(v, &ms)

@@ -15,12 +15,43 @@ import (
 	"github.com/ctxcompact/ctxcompact/core"
 )
 
+// Format names the shape of a conversation's messages, so the core reads roles,
+// tool calls and the system prompt where that API puts them. The zero value
+// detects it: FormatAnthropic when a top-level System is given or a message has
+// tool_use or tool_result blocks, else FormatOpenAI. More formats come as the
+// core learns them; a name it does not know is invalid_request at /format.
+type Format = core.Format
+
+// The formats the core knows (core.Formats lists them; core.ParseFormat reads a
+// name or an alias such as "openai-chat").
+const (
+	// FormatOpenAI is OpenAI chat completions: system, developer, user,
+	// assistant (with tool_calls) and tool messages.
+	FormatOpenAI = core.FormatOpenAI
+	// FormatAnthropic is Anthropic Messages: user and assistant messages with
+	// content blocks, tool_use and tool_result among them, and the system prompt
+	// beside the messages (System), not in them.
+	FormatAnthropic = core.FormatAnthropic
+	// FormatAISDK is the Vercel AI SDK's ModelMessage: tool-call parts in assistant
+	// messages, tool-result parts in role "tool" messages, the system prompt a
+	// system message (no System). Detected from those parts.
+	FormatAISDK = core.FormatAISDK
+)
+
 // CompactRequest is the request of compact.begin and compact.finish. compact.finish
-// must get the same Messages, Config, Force and PromptTokens as the compact.begin
-// whose State it finishes (any instance, any process, any runtime).
+// must get the same Messages, System, Format, Config, Force and PromptTokens as the
+// compact.begin whose State it finishes (any instance, any process, any runtime).
 type CompactRequest struct {
 	// Messages is the conversation, a JSON array of chat messages.
 	Messages json.RawMessage
+	// Format is the messages' shape; "" detects it (see Format).
+	Format Format
+	// System is the Anthropic top-level system prompt (a JSON string or array of
+	// content blocks), nil for none. It counts as the first head message and
+	// receives the compaction note; the result's System is the one to send. With
+	// FormatOpenAI the system prompt is a message instead, and a System is
+	// invalid_request at /system.
+	System json.RawMessage
 	// Config is a JSON config object; nil for the defaults.
 	Config json.RawMessage
 	// Force compacts even below the threshold.
@@ -63,6 +94,23 @@ type CompactOptions struct {
 	Config json.RawMessage
 	// ArchiveID is CompactRequest.ArchiveID.
 	ArchiveID string
+	// Format is CompactRequest.Format: the messages' shape, "" to detect it.
+	Format Format
+	// System is CompactRequest.System: the Anthropic top-level system prompt.
+	System json.RawMessage
+}
+
+// CompactAnswer is what compact.finish adds to the CompactRequest of the
+// compact.begin it finishes: that begin's State and the summarizer's answer.
+type CompactAnswer struct {
+	// State is the opaque State compact.begin returned.
+	State string
+	// Summary is the summarizer's text.
+	Summary string
+	// SummaryError, when not "", says why the summarizer gave no summary; the
+	// core then writes its extractive summary (the report's fallback_code is
+	// "error") and ignores Summary.
+	SummaryError string
 }
 
 // DefaultSummarizeTimeout is how long Compact waits for the summarizer when
@@ -85,10 +133,10 @@ func (e *Engine) CompactBegin(ctx context.Context, req CompactRequest) (core.Com
 	return r, err
 }
 
-// CompactFinish runs compact.finish with the summary, or with summaryErr (non-empty)
-// when the summarizer failed (the report's fallback_code is then "error").
-func (e *Engine) CompactFinish(ctx context.Context, req CompactRequest, state, summary, summaryErr string) (core.CompactResult, error) {
-	return e.compactFinish(ctx, req, state, summary, stringFailure(summaryErr))
+// CompactFinish runs compact.finish: the compaction req began, with the summary
+// or the summarizer's failure in ans.
+func (e *Engine) CompactFinish(ctx context.Context, req CompactRequest, ans CompactAnswer) (core.CompactResult, error) {
+	return e.compactFinish(ctx, req, ans.State, ans.Summary, stringFailure(ans.SummaryError))
 }
 
 func (e *Engine) compactFinish(ctx context.Context, req CompactRequest, state, summary string, failure json.RawMessage) (core.CompactResult, error) {
@@ -109,8 +157,8 @@ func stringFailure(summaryErr string) json.RawMessage {
 // instance that ran CompactBegin with req.Ticket finishes the compaction it kept.
 // When the call lands on another instance (or the kept compaction was evicted),
 // the core answers invalid_state at /messages and the whole finish is sent.
-func (e *Engine) CompactFinishKept(ctx context.Context, req CompactRequest, state, summary, summaryErr string) (core.CompactResult, error) {
-	return e.compactFinishKept(ctx, req, state, summary, stringFailure(summaryErr))
+func (e *Engine) CompactFinishKept(ctx context.Context, req CompactRequest, ans CompactAnswer) (core.CompactResult, error) {
+	return e.compactFinishKept(ctx, req, ans.State, ans.Summary, stringFailure(ans.SummaryError))
 }
 
 func (e *Engine) compactFinishKept(ctx context.Context, req CompactRequest, state, summary string, failure json.RawMessage) (core.CompactResult, error) {
@@ -173,8 +221,9 @@ func (e *Engine) Compact(ctx context.Context, messages, cfg json.RawMessage, sum
 		}
 		cfg = merged
 	}
-	req := CompactRequest{Messages: messages, Config: cfg, Force: opts.Force, PromptTokens: opts.PromptTokens,
-		Summarizer: core.SummarizerHost, Output: opts.Output, ArchiveID: opts.ArchiveID}
+	req := CompactRequest{Messages: messages, Format: opts.Format, System: opts.System, Config: cfg,
+		Force: opts.Force, PromptTokens: opts.PromptTokens, Summarizer: core.SummarizerHost,
+		Output: opts.Output, ArchiveID: opts.ArchiveID}
 	if summarize == nil {
 		req.Summarizer = core.SummarizerBuiltin
 	} else {
@@ -293,7 +342,7 @@ func (req CompactRequest) finishParams(state, summary string, failure json.RawMe
 
 // params starts the request of op with every field but the messages.
 func (req CompactRequest) params(op string) *request {
-	return newRequest(op).raw("config", req.Config).
+	return newRequest(op).str("format", string(req.Format)).raw("system", req.System).raw("config", req.Config).
 		flag("force", req.Force).num("prompt_tokens", req.PromptTokens).
 		str("summarizer", string(req.Summarizer)).str("output", req.Output).str("ticket", req.Ticket).
 		str("archive_id", req.ArchiveID)

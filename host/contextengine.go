@@ -81,6 +81,11 @@ type CompressOptions struct {
 	Config json.RawMessage
 	// Output is "messages" (or "") or "refs".
 	Output string
+	// Format is the messages' shape; "" detects it (see Format).
+	Format Format
+	// System is the Anthropic top-level system prompt (see CompactRequest.System);
+	// the result's System is the one to send next.
+	System json.RawMessage
 }
 
 // engineResult is what every engine.* op returns, with the fields some add.
@@ -198,7 +203,8 @@ func (ce *ContextEngine) Compress(ctx context.Context, messages json.RawMessage,
 		archiveID = id
 	}
 	res, err := ce.e.Compact(ctx, messages, cfg, ce.summarize, CompactOptions{Force: opts.Force, PromptTokens: prompt,
-		Output: opts.Output, Timeout: ce.timeout, Config: opts.Config, ArchiveID: archiveID})
+		Output: opts.Output, Timeout: ce.timeout, Config: opts.Config, ArchiveID: archiveID,
+		Format: opts.Format, System: opts.System})
 	if err != nil {
 		return res, err
 	}

@@ -21,7 +21,15 @@
 // when 0): one that does not answer in time is abandoned, even if it ignores its
 // context, and the compaction falls back to the extractive summary with the
 // report's fallback_code "timeout". When Compact's own context is done first,
-// Compact returns its error and sends no compact.finish.
+// Compact returns its error and sends no compact.finish. CompactOptions.Format
+// names the messages' shape (FormatOpenAI, FormatAnthropic; "" detects it), and
+// CompactOptions.System carries Anthropic's top-level system prompt, which the
+// result's System returns with the compaction note.
+//
+// The other ops have typed methods (TokensCount, Prune, CacheApply, CacheSimulate,
+// ...): what an op takes beyond its messages is an options struct whose zero value
+// is the op's default, and results are structs, not raw JSON. Invoke runs any op
+// by name.
 //
 // OpenAISummarizer (chat completions or the Responses API) and AnthropicSummarizer
 // are ready summarizers over plain HTTP: the template in the system slot, the size

@@ -76,3 +76,43 @@ func ExampleContextEngine() {
 	saved := ce.State() // persist it; host.ContextEngineOptions{State: saved} resumes
 	_ = saved
 }
+
+// An Anthropic Messages conversation compacts with its top-level system prompt
+// beside the messages: the result's System is the prompt to send next, with the
+// compaction note appended when the core added one.
+func ExampleEngine_Compact_anthropic() {
+	ctx := context.Background()
+	eng, err := host.New(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer eng.Close(ctx)
+	messages := json.RawMessage(`[{"role":"user","content":[{"type":"text","text":"Fix the parser."}]}]`)
+	res, err := eng.Compact(ctx, messages, json.RawMessage(`{"model":{"context_length":200000}}`), nil,
+		host.CompactOptions{Format: host.FormatAnthropic, System: json.RawMessage(`"You are a coding agent."`)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Done, len(res.System) > 0)
+	// Prints: true true (TestCompactFormatAndSystem checks this flow against the
+	// native ops).
+}
+
+// CacheApply places Anthropic cache_control breakpoints; the result says where.
+func ExampleEngine_CacheApply() {
+	ctx := context.Background()
+	eng, err := host.New(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer eng.Close(ctx)
+	messages := json.RawMessage(`[{"role":"user","content":"Fix the parser."}]`)
+	res, err := eng.CacheApply(ctx, messages, host.CacheApplyOptions{Layout: core.LayoutAnthropic,
+		System: json.RawMessage(`"You are a coding agent."`), TTL: core.CacheTTL1h})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Markers, res.SystemMarked, res.Marked)
+	// Prints: 2 true [0] (TestTypedCacheMethods checks these results against the
+	// native op).
+}

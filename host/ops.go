@@ -17,8 +17,9 @@ import (
 // *core.Error, so errors.Is(err, &core.Error{Code: core.CodeInvalidConfig}) works;
 // host-level failures are as documented on Call.
 //
-// The typed methods (Info, Compact, Prune, ...) cover most ops; Invoke is for the
-// rest (cache.apply, cache.simulate) and for ops added later.
+// The typed methods (Info, Compact, Prune, CacheApply, ...) cover the main ops;
+// Invoke is for the rest (recall.*, engine.*: ContextEngine wraps those) and for
+// ops added later.
 func (e *Engine) Invoke(ctx context.Context, op string, params, result any) error {
 	req, err := envelope(op, params)
 	if err != nil {

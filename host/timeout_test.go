@@ -31,7 +31,7 @@ func compactSmall(t *testing.T, e *Engine, ctx context.Context, summarize Summar
 
 // requireFallback checks that res is a finished compaction that fell back with
 // code, and that the reason contains reason.
-func requireFallback(t *testing.T, what string, res core.CompactResult, err error, code, reason string) {
+func requireFallback(t *testing.T, what string, res core.CompactResult, err error, code core.FallbackCode, reason string) {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
@@ -40,7 +40,7 @@ func requireFallback(t *testing.T, what string, res core.CompactResult, err erro
 	if !res.Done || r == nil || !r.FallbackUsed || !strings.Contains(r.FallbackReason, reason) {
 		t.Fatalf("%s: want a fallback whose reason contains %q, got %+v", what, reason, r)
 	}
-	if got := r.FallbackCode; string(got) != code {
+	if got := r.FallbackCode; got != code {
 		t.Fatalf("%s: fallback_code %q, want %q (reason %q)", what, got, code, r.FallbackReason)
 	}
 }

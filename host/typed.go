@@ -9,9 +9,11 @@ import (
 )
 
 // The typed methods below run one op each (see docs/OPS.md). messages is a JSON
-// array of chat messages and cfg a JSON config object (nil for the defaults); both
-// are sent as they are. A request the core rejects returns its *core.Error.
-// cache.apply and cache.simulate have no wrapper yet: use Invoke.
+// array of chat messages and a Config field or cfg a JSON config object (nil for
+// the defaults); both are sent as they are. What an op takes beyond its messages
+// is an options struct whose zero value is the op's default, so a call names what
+// it sets and a new option does not break callers. A request the core rejects
+// returns its *core.Error. The cache ops are in cache.go.
 
 // ThresholdResolve resolves the trigger threshold and the budgets of cfg.
 func (e *Engine) ThresholdResolve(ctx context.Context, cfg json.RawMessage) (core.ThresholdResult, error) {
@@ -33,66 +35,102 @@ func (e *Engine) MergeConfig(ctx context.Context, base, over json.RawMessage) (j
 	return r.Config, err
 }
 
+// ShouldCompressOptions are the optional parameters of ShouldCompress.
+type ShouldCompressOptions struct {
+	// Config is a JSON config object; nil for the defaults.
+	Config json.RawMessage
+	// LastCompactionTokens is the tokens_after of the previous compaction when it
+	// did not fit (0 for none), so that compaction does not trigger again and
+	// again: the breaker.
+	LastCompactionTokens int
+}
+
 // ShouldCompress reports whether promptTokens, the API-reported prompt tokens of the
-// last response, reach the threshold. lastCompactionTokens (0 for none) is the
-// tokens_after of the previous compaction, so a compaction that could not fit does
-// not trigger again and again.
-func (e *Engine) ShouldCompress(ctx context.Context, cfg json.RawMessage, promptTokens, lastCompactionTokens int) (core.ShouldCompressResult, error) {
+// last response, reach the threshold.
+func (e *Engine) ShouldCompress(ctx context.Context, promptTokens int, opts ShouldCompressOptions) (core.ShouldCompressResult, error) {
 	var r core.ShouldCompressResult
-	req := newRequest("should_compress").raw("config", cfg).
+	req := newRequest("should_compress").raw("config", opts.Config).
 		raw("prompt_tokens", json.RawMessage(fmt.Sprint(promptTokens))).
-		num("last_compaction_tokens", lastCompactionTokens)
+		num("last_compaction_tokens", opts.LastCompactionTokens)
 	err := e.run(ctx, req, &r)
 	return r, err
+}
+
+// HygieneOptions are the optional parameters of HygieneCheck.
+type HygieneOptions struct {
+	// Config is a JSON config object; nil for the defaults.
+	Config json.RawMessage
+	// PromptTokens is the API-reported prompt tokens, preferred over the
+	// estimate; 0 for unknown.
+	PromptTokens int
 }
 
 // HygieneCheck is the gateway's safety net: whether messages should be compacted
-// before the agent runs. promptTokens (0 for unknown) is preferred over the estimate.
-func (e *Engine) HygieneCheck(ctx context.Context, messages, cfg json.RawMessage, promptTokens int) (core.HygieneResult, error) {
+// before the agent runs.
+func (e *Engine) HygieneCheck(ctx context.Context, messages json.RawMessage, opts HygieneOptions) (core.HygieneResult, error) {
 	var r core.HygieneResult
-	req := newRequest("hygiene.check").raw("messages", messages).raw("config", cfg).num("prompt_tokens", promptTokens)
+	req := newRequest("hygiene.check").raw("messages", messages).raw("config", opts.Config).num("prompt_tokens", opts.PromptTokens)
 	err := e.run(ctx, req, &r)
 	return r, err
 }
 
-// TokensCount counts the tokens of messages with encoding ("" for the one cfg
-// selects, else "rough").
-func (e *Engine) TokensCount(ctx context.Context, messages json.RawMessage, encoding string, cfg json.RawMessage) (core.CountTokensResult, error) {
+// TokensCountOptions are the optional parameters of TokensCount.
+type TokensCountOptions struct {
+	// Encoding is the token encoding (core.Encodings, or "auto" for the model's);
+	// "" for the one Config selects, else "rough".
+	Encoding string
+	// Config is a JSON config object; nil for the defaults.
+	Config json.RawMessage
+}
+
+// TokensCount counts the tokens of messages, in all and per message.
+func (e *Engine) TokensCount(ctx context.Context, messages json.RawMessage, opts TokensCountOptions) (core.CountTokensResult, error) {
 	var r core.CountTokensResult
-	req := newRequest("tokens.count").raw("messages", messages).str("encoding", encoding).raw("config", cfg)
+	req := newRequest("tokens.count").raw("messages", messages).str("encoding", opts.Encoding).raw("config", opts.Config)
 	err := e.run(ctx, req, &r)
 	return r, err
 }
 
 // Validate lists the problems of messages without changing them.
-func (e *Engine) Validate(ctx context.Context, messages json.RawMessage) (core.ValidateResult, error) {
+func (e *Engine) Validate(ctx context.Context, messages json.RawMessage, opts ValidateOptions) (core.ValidateResult, error) {
 	var r core.ValidateResult
-	err := e.run(ctx, newRequest("validate").raw("messages", messages), &r)
+	err := e.run(ctx, newRequest("validate").raw("messages", messages).str("format", string(opts.Format)), &r)
 	return r, err
+}
+
+// ValidateOptions are the optional parameters of Validate.
+type ValidateOptions struct {
+	// Format is the messages' shape; "" detects it.
+	Format Format
+}
+
+// CalibrateOptions are the optional parameters of TokensCalibrate.
+type CalibrateOptions struct {
+	// Config is a JSON config object; nil for the defaults.
+	Config json.RawMessage
+	// Encoding is the encoding to estimate with; "" for the one Config selects.
+	Encoding string
+	// FixedOverhead is the part of the prompt tokens the messages do not carry
+	// (a system prompt sent apart, tool schemas); 0 for none. Not with Baseline.
+	FixedOverhead int
+	// Baseline, when not nil, is an earlier observation of the same conversation:
+	// the delta method then calibrates on the messages added since, which leaves
+	// out whatever overhead both observations share (so FixedOverhead must be 0:
+	// invalid_request at /fixed_overhead otherwise).
+	Baseline *core.CalibrationBaseline
 }
 
 // TokensCalibrate returns the factor that scales the estimate of messages to
 // promptTokens, the API-reported count (config.tokens.calibration takes it).
-// fixedOverhead (0 for none) is the part of promptTokens the messages do not carry;
-// a non-nil baseline selects the delta method instead.
-func (e *Engine) TokensCalibrate(ctx context.Context, messages, cfg json.RawMessage, encoding string, promptTokens, fixedOverhead int, baseline *core.CalibrationBaseline) (core.CalibrateResult, error) {
+func (e *Engine) TokensCalibrate(ctx context.Context, messages json.RawMessage, promptTokens int, opts CalibrateOptions) (core.CalibrateResult, error) {
 	var r core.CalibrateResult
-	req := newRequest("tokens.calibrate").raw("messages", messages).raw("config", cfg).str("encoding", encoding).
-		raw("prompt_tokens", json.RawMessage(fmt.Sprint(promptTokens))).num("fixed_overhead", fixedOverhead)
-	if baseline != nil {
+	req := newRequest("tokens.calibrate").raw("messages", messages).raw("config", opts.Config).str("encoding", opts.Encoding).
+		raw("prompt_tokens", json.RawMessage(fmt.Sprint(promptTokens))).num("fixed_overhead", opts.FixedOverhead)
+	if b := opts.Baseline; b != nil {
 		req.raw("baseline", json.RawMessage(fmt.Sprintf(`{"message_count":%d,"prompt_tokens":%d}`,
-			baseline.MessageCount, baseline.PromptTokens)))
+			b.MessageCount, b.PromptTokens)))
 	}
 	err := e.run(ctx, req, &r)
-	return r, err
-}
-
-// CachePolicy decides whether prompt-cache markers apply to the model and provider
-// of cfg (model and provider, when not "", override them) and returns the status
-// line a host shows.
-func (e *Engine) CachePolicy(ctx context.Context, cfg json.RawMessage, model, provider string) (core.CachePolicy, error) {
-	var r core.CachePolicy
-	err := e.run(ctx, newRequest("cache.policy").raw("config", cfg).str("model", model).str("provider", provider), &r)
 	return r, err
 }
 
@@ -105,17 +143,40 @@ type MessagesResult[R any] struct {
 	Report   R                      `json:"-"`
 }
 
+// PruneOptions are the optional parameters of Prune.
+type PruneOptions struct {
+	// Config is a JSON config object; nil for the defaults.
+	Config json.RawMessage
+	// Output is "messages" (or "") or "refs" (unchanged messages as indices).
+	Output string
+	// Format is the messages' layout; "" detects it as compaction does (see
+	// CompactOptions.Format).
+	Format Format
+	// System is the Anthropic top-level system prompt (FormatAnthropic only): it
+	// counts toward the head and the tokens before.
+	System json.RawMessage
+}
+
 // Prune replaces old tool outputs outside the protected tail with a placeholder,
-// with no summary. output is "messages" (or "") or "refs".
-func (e *Engine) Prune(ctx context.Context, messages, cfg json.RawMessage, output string) (MessagesResult[core.PruneResult], error) {
-	req := newRequest("prune").raw("messages", messages).raw("config", cfg).str("output", output)
+// with no summary.
+func (e *Engine) Prune(ctx context.Context, messages json.RawMessage, opts PruneOptions) (MessagesResult[core.PruneResult], error) {
+	req := newRequest("prune").raw("messages", messages).raw("config", opts.Config).str("output", opts.Output).
+		str("format", string(opts.Format)).raw("system", opts.System)
 	return runMessages[core.PruneResult](ctx, e, req)
 }
 
+// SanitizeOptions are the optional parameters of Sanitize.
+type SanitizeOptions struct {
+	// Output is "messages" (or "") or "refs" (unchanged messages as indices).
+	Output string
+	// Format is the messages' shape; "" detects it.
+	Format Format
+}
+
 // Sanitize repairs tool pairs: orphan results are removed, calls without a result
-// get a stub. output is "messages" (or "") or "refs".
-func (e *Engine) Sanitize(ctx context.Context, messages json.RawMessage, output string) (MessagesResult[core.SanitizeResult], error) {
-	req := newRequest("sanitize").raw("messages", messages).str("output", output)
+// get a stub.
+func (e *Engine) Sanitize(ctx context.Context, messages json.RawMessage, opts SanitizeOptions) (MessagesResult[core.SanitizeResult], error) {
+	req := newRequest("sanitize").raw("messages", messages).str("output", opts.Output).str("format", string(opts.Format))
 	return runMessages[core.SanitizeResult](ctx, e, req)
 }
 

@@ -78,38 +78,38 @@ func TestTypedMethods(t *testing.T) {
 	if thr.ThresholdTokens <= 0 || thr.ContextLength != 32000 {
 		t.Errorf("ThresholdResolve: %+v", thr)
 	}
-	sc, err := e.ShouldCompress(ctx, cfg, 30000, 0)
+	sc, err := e.ShouldCompress(ctx, 30000, ShouldCompressOptions{Config: cfg})
 	check("ShouldCompress", sc, native[core.ShouldCompressResult](t, []byte(`{"op":"should_compress","config":{"model":{"context_length":32000}},"prompt_tokens":30000}`)), err)
 	if !sc.ShouldCompress {
 		t.Errorf("ShouldCompress(30000 of 32000) = %+v", sc)
 	}
-	hy, err := e.HygieneCheck(ctx, msgs, cfg, 0)
+	hy, err := e.HygieneCheck(ctx, msgs, HygieneOptions{Config: cfg})
 	check("HygieneCheck", hy, native[core.HygieneResult](t, env(t, newRequest("hygiene.check").raw("messages", msgs).raw("config", cfg))), err)
-	tc, err := e.TokensCount(ctx, msgs, "", nil)
+	tc, err := e.TokensCount(ctx, msgs, TokensCountOptions{})
 	check("TokensCount", tc, native[core.CountTokensResult](t, env(t, newRequest("tokens.count").raw("messages", msgs))), err)
 	if tc.Total <= 0 || len(tc.PerMessage) == 0 {
 		t.Errorf("TokensCount: total %d over %d messages", tc.Total, len(tc.PerMessage))
 	}
-	va, err := e.Validate(ctx, msgs)
+	va, err := e.Validate(ctx, msgs, ValidateOptions{})
 	check("Validate", va, native[core.ValidateResult](t, env(t, newRequest("validate").raw("messages", msgs))), err)
-	pr, err := e.Prune(ctx, msgs, cfg, "refs")
+	pr, err := e.Prune(ctx, msgs, PruneOptions{Config: cfg, Output: "refs"})
 	wantPr := native[MessagesResult[core.PruneResult]](t, env(t, newRequest("prune").raw("messages", msgs).raw("config", cfg).str("output", "refs")))
 	wantPr.Report = native[core.PruneResult](t, env(t, newRequest("prune").raw("messages", msgs).raw("config", cfg).str("output", "refs")))
 	check("Prune", pr, wantPr, err)
 	if len(pr.Messages) == 0 || pr.Report.TokensBefore <= 0 {
 		t.Errorf("Prune: %d messages, report %+v", len(pr.Messages), pr.Report)
 	}
-	cal, err := e.TokensCalibrate(ctx, msgs, nil, "", 9000, 0, nil)
+	cal, err := e.TokensCalibrate(ctx, msgs, 9000, CalibrateOptions{})
 	check("TokensCalibrate", cal, native[core.CalibrateResult](t, env(t, newRequest("tokens.calibrate").raw("messages", msgs).raw("prompt_tokens", json.RawMessage("9000")))), err)
 	if cal.Factor <= 0 || cal.PromptTokens != 9000 {
 		t.Errorf("TokensCalibrate: %+v", cal)
 	}
-	pol, err := e.CachePolicy(ctx, nil, "anthropic/claude-sonnet-4", "openrouter")
+	pol, err := e.CachePolicy(ctx, CachePolicyOptions{Model: "anthropic/claude-sonnet-4", Provider: "openrouter"})
 	check("CachePolicy", pol, native[core.CachePolicy](t, []byte(`{"op":"cache.policy","model":"anthropic/claude-sonnet-4","provider":"openrouter"}`)), err)
 	if !pol.Enabled || pol.Status == "" {
 		t.Errorf("CachePolicy for Claude on OpenRouter: %+v", pol)
 	}
-	sa, err := e.Sanitize(ctx, json.RawMessage(`[{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"x","content":"orphan"}]`), "")
+	sa, err := e.Sanitize(ctx, json.RawMessage(`[{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"x","content":"orphan"}]`), SanitizeOptions{})
 	if err != nil || !reflect.DeepEqual(sa.Report.Removed, []int{1}) || len(sa.Messages) != 1 || len(sa.Archived) != 1 {
 		t.Errorf("Sanitize of an orphan result: %+v, %v", sa, err)
 	}
@@ -117,7 +117,7 @@ func TestTypedMethods(t *testing.T) {
 	if !errors.Is(err, &core.Error{Code: core.CodeInvalidConfig}) {
 		t.Errorf("ThresholdResolve with context_length 0: %v, want invalid_config", err)
 	}
-	if _, err := e.Validate(ctx, json.RawMessage(`[{"role":`)); !errors.Is(err, &core.Error{Code: core.CodeInvalidJSON}) {
+	if _, err := e.Validate(ctx, json.RawMessage(`[{"role":`), ValidateOptions{}); !errors.Is(err, &core.Error{Code: core.CodeInvalidJSON}) {
 		t.Errorf("Validate of invalid JSON: %v, want invalid_json", err)
 	}
 }
@@ -179,7 +179,7 @@ func TestCompact(t *testing.T) {
 		t.Errorf("Compact canceled during summarize: %v, want context.Canceled", err)
 	}
 
-	_, err = e.CompactFinish(ctx, req, "ccs1.bogus", summary, "")
+	_, err = e.CompactFinish(ctx, req, CompactAnswer{State: "ccs1.bogus", Summary: summary})
 	if !errors.Is(err, &core.Error{Code: core.CodeInvalidState}) {
 		t.Errorf("CompactFinish with a bogus state: %v, want invalid_state", err)
 	}
@@ -275,18 +275,18 @@ func TestFinishKept(t *testing.T) {
 	}
 	noMessages := req
 	noMessages.Messages = nil
-	got, err := kept.CompactFinishKept(ctx, noMessages, begin.State, "## Goal\nRebook.", "")
+	got, err := kept.CompactFinishKept(ctx, noMessages, CompactAnswer{State: begin.State, Summary: "## Goal\nRebook."})
 	if err != nil {
 		t.Fatalf("the finish without messages on the instance that began it: %v", err)
 	}
 	requireSameResult(t, want, got)
 
-	_, err = kept.CompactFinishKept(ctx, noMessages, begin.State, "## Goal\nRebook.", "")
+	_, err = kept.CompactFinishKept(ctx, noMessages, CompactAnswer{State: begin.State, Summary: "## Goal\nRebook."})
 	if !errors.Is(err, &core.Error{Code: core.CodeInvalidState}) {
 		t.Fatalf("a second finish without messages (nothing kept, none to send): %v", err)
 	}
 	other := newEngine(t, WithPoolSize(1))
-	got, err = other.CompactFinishKept(ctx, req, begin.State, "## Goal\nRebook.", "")
+	got, err = other.CompactFinishKept(ctx, req, CompactAnswer{State: begin.State, Summary: "## Goal\nRebook."})
 	if err != nil {
 		t.Fatalf("the whole finish after the miss: %v", err)
 	}

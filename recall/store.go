@@ -15,8 +15,11 @@ package recall
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,25 +43,24 @@ const (
 	ModeLike = "like"
 )
 
-const schema = `
-CREATE TABLE IF NOT EXISTS ctxc_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS ctxc_ranges (
-  session TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL,
-  from_index INTEGER NOT NULL, to_index INTEGER NOT NULL,
-  summary TEXT NOT NULL,
-  PRIMARY KEY (session, id));
-CREATE TABLE IF NOT EXISTS ctxc_messages (
-  rowid INTEGER PRIMARY KEY,
-  session TEXT NOT NULL, id TEXT NOT NULL, range_id TEXT NOT NULL,
-  position INTEGER NOT NULL,
-  role TEXT NOT NULL, reason TEXT NOT NULL,
-  json TEXT NOT NULL,
-  text TEXT NOT NULL,
-  UNIQUE (session, id));
-`
+// SchemaSQL is the store's schema, schema.sql: the statements above its "-- fts5"
+// line run on every open; the one below it creates the FTS5 index of a new file
+// where SQLite has FTS5 with the trigram tokenizer. Every runtime's store runs this
+// same text (the JS store reads the file, the Python store's copy is tested to be it).
+//
+//go:embed schema.sql
+var SchemaSQL string
 
-const ftsSchema = `CREATE VIRTUAL TABLE IF NOT EXISTS ctxc_fts USING fts5(
-  text, content='ctxc_messages', content_rowid='rowid', tokenize='trigram')`
+var schema, ftsSchema = splitSchema(SchemaSQL)
+
+// splitSchema splits the schema at its "-- fts5" line.
+func splitSchema(sql string) (base, fts string) {
+	base, fts, ok := strings.Cut(sql, "\n-- fts5\n")
+	if !ok {
+		panic("recall: schema.sql has no -- fts5 line")
+	}
+	return base + "\n", fts
+}
 
 // Options are the optional parameters of OpenWith.
 type Options struct {
@@ -66,14 +68,24 @@ type Options struct {
 	// without FTS5). A new store is then created without the FTS index; an existing
 	// store with one keeps it in sync.
 	ForceLike bool
+	// LockTimeout is how long an operation waits for the store's lock (the
+	// <file>.lock directory, see Store); 0 is BusyTimeout.
+	LockTimeout time.Duration
 }
 
 // Store is a recall store. It is safe for concurrent use: one connection, under a
-// mutex; other processes' writes are serialized by SQLite's file lock.
+// mutex. Across processes, every use of a file store takes the directory
+// <absolute path>.lock (made with mkdir, removed after): the lock of the Node 20
+// WebAssembly driver, which cannot take POSIX locks, and which every runtime's
+// store takes, so that processes of different runtimes use one file one at a time.
+// The file has a rollback journal, not WAL (that driver cannot share a WAL).
 type Store struct {
 	mu   sync.Mutex
 	conn *sqlite3.Conn
 	path string
+	// lockDir is the cross-runtime lock ("" in memory); lockWait how long to wait for it.
+	lockDir  string
+	lockWait time.Duration
 	// hasFTS: ctxc_fts exists (kept in sync on every write); useFTS: search with it.
 	hasFTS, useFTS bool
 	// window is recentWindow (tests set 0 to search the index at once).
@@ -89,11 +101,26 @@ func OpenWith(path string, opts Options) (*Store, error) {
 	if path == "" {
 		path = ":memory:"
 	}
+	s := &Store{path: path, window: recentWindow, lockWait: opts.LockTimeout}
+	if s.lockWait <= 0 {
+		s.lockWait = BusyTimeout
+	}
+	if path != ":memory:" {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, fmt.Errorf("ctxcompact: opening the recall store %s: %w", path, err)
+		}
+		s.lockDir = abs + ".lock"
+	}
+	if err := s.takeDir(context.Background()); err != nil {
+		return nil, err
+	}
+	defer s.dropDir()
 	conn, err := sqlite3.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("ctxcompact: opening the recall store %s: %w", path, err)
 	}
-	s := &Store{conn: conn, path: path, window: recentWindow}
+	s.conn = conn
 	if err := s.init(opts); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("ctxcompact: opening the recall store %s: %w", path, err)
@@ -101,12 +128,53 @@ func OpenWith(path string, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// ErrLocked is the error (wrapped) of an operation that waited longer than the
+// lock timeout for the store's lock directory.
+var ErrLocked = errors.New("ctxcompact: the recall store's lock is held by another process")
+
+// takeDir takes the cross-runtime lock directory of a file store, waiting up to
+// lockWait (or until ctx is done).
+func (s *Store) takeDir(ctx context.Context) error {
+	if s.lockDir == "" {
+		return nil
+	}
+	deadline := time.Now().Add(s.lockWait)
+	delay := time.Millisecond
+	for {
+		err := os.Mkdir(s.lockDir, 0o755)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("ctxcompact: taking the recall store's lock %s: %w", s.lockDir, err)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: %s held for more than %s (every runtime takes it around each use of the file; a process that crashed can leave it behind: remove it when no process uses the store)", ErrLocked, s.lockDir, s.lockWait)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 20*time.Millisecond)
+	}
+}
+
+func (s *Store) dropDir() {
+	if s.lockDir != "" {
+		os.Remove(s.lockDir)
+	}
+}
+
 func (s *Store) init(opts Options) (err error) {
 	if err = s.conn.BusyTimeout(BusyTimeout); err != nil {
 		return err
 	}
 	if s.path != ":memory:" {
-		if err = s.conn.Exec(`PRAGMA journal_mode = WAL`); err != nil {
+		// A rollback journal: a connection that kept a WAL open across another
+		// runtime's writes (the Node 20 driver turns a WAL file back into a
+		// rollback journal) would read and write a stale log.
+		if err = s.conn.Exec(`PRAGMA journal_mode = DELETE`); err != nil {
 			return err
 		}
 	}
@@ -209,8 +277,12 @@ func (s *Store) lock(ctx context.Context) (unlock func(), err error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	if err := s.takeDir(ctx); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
 	old := s.conn.SetInterrupt(ctx)
-	return func() { s.conn.SetInterrupt(old); s.mu.Unlock() }, nil
+	return func() { s.conn.SetInterrupt(old); s.dropDir(); s.mu.Unlock() }, nil
 }
 
 // NextRangeID is the id the session's next archived range gets: r<k>, k being 1

@@ -80,31 +80,92 @@ export interface ToolMessage {
 
 export type Message = SystemMessage | UserMessage | AssistantMessage | ToolMessage;
 
-/**
- * A part of a Gemini content (format "gemini"), as googleapis/js-genai 2.18.0 types
- * `Part`: one of text (thought: true for the model's thoughts), inlineData,
- * fileData, functionCall, functionResponse, or another kind, kept as it is. A
- * thoughtSignature stays on the part it came on: the core never rewrites such a part.
- */
-export interface GeminiPart {
-  text?: string;
-  thought?: boolean;
-  thoughtSignature?: string;
-  inlineData?: { mimeType?: string; data?: string; [extra: string]: unknown };
-  fileData?: { mimeType?: string; fileUri?: string; [extra: string]: unknown };
-  /** A call; without an id, its response pairs with it by name and order. */
-  functionCall?: { id?: string; name?: string; args?: Record<string, unknown>; [extra: string]: unknown };
-  /** The result of a call of the model turn before, in the next user turn. */
-  functionResponse?: { id?: string; name?: string; response?: Record<string, unknown>; [extra: string]: unknown };
+// --- OpenAI Responses input items (format "responses", alias "openai-responses") ---
+
+export interface ResponsesMessageItem {
+  type?: "message";
+  role: "user" | "assistant" | "system" | "developer";
+  content: string | Array<{ type: "input_text" | "output_text" | "input_image" | "input_file" | "refusal" | (string & {}); [extra: string]: unknown }>;
+  phase?: string;
   [extra: string]: unknown;
 }
 
-/** A Gemini content (an item of `contents`, format "gemini"); a missing role is "user". The system prompt is `systemInstruction`, a content without a role. */
+export interface ResponsesFunctionCall {
+  type: "function_call";
+  call_id: string;
+  name: string;
+  /** The arguments as a JSON string. */
+  arguments: string;
+  id?: string;
+  status?: string;
+  [extra: string]: unknown;
+}
+
+export interface ResponsesFunctionCallOutput {
+  type: "function_call_output";
+  call_id: string;
+  output: string | Array<{ type: string; [extra: string]: unknown }>;
+  [extra: string]: unknown;
+}
+
+/** Any other item (custom_tool_call, computer_call, reasoning, compaction, web_search_call, …): kept byte for byte. */
+export interface ResponsesOtherItem {
+  type: string;
+  [extra: string]: unknown;
+}
+
+export type ResponsesItem = ResponsesMessageItem | ResponsesFunctionCall | ResponsesFunctionCallOutput | ResponsesOtherItem;
+
+// --- Vercel AI SDK ModelMessage (format "ai-sdk") ---
+
+export type AISDKPart =
+  | { type: "text"; text: string; providerOptions?: Record<string, unknown>; [extra: string]: unknown }
+  | { type: "tool-call"; toolCallId: string; toolName: string; input: unknown; [extra: string]: unknown }
+  | {
+      type: "tool-result";
+      toolCallId: string;
+      toolName: string;
+      output: { type: "text" | "json" | "error-text" | "error-json" | "content" | "execution-denied"; value?: unknown; [extra: string]: unknown };
+      [extra: string]: unknown;
+    }
+  | { type: "image" | "file" | "reasoning" | "tool-approval-request" | "tool-approval-response" | "custom" | (string & {}); [extra: string]: unknown };
+
+export interface AISDKMessage {
+  role: "system" | "user" | "assistant" | "tool";
+  content: string | AISDKPart[];
+  /** Cache breakpoints go in providerOptions.anthropic.cacheControl. */
+  providerOptions?: Record<string, unknown>;
+  [extra: string]: unknown;
+}
+
+// --- Gemini contents (format "gemini") ---
+
+export interface GeminiPart {
+  text?: string;
+  thought?: boolean;
+  /** Stays on the part it came on. */
+  thoughtSignature?: string;
+  inlineData?: { mimeType: string; data: string };
+  fileData?: { mimeType?: string; fileUri: string };
+  functionCall?: { id?: string; name: string; args?: Record<string, unknown> };
+  functionResponse?: { id?: string; name: string; response: Record<string, unknown> };
+  [extra: string]: unknown;
+}
+
 export interface GeminiContent {
-  role?: "user" | "model";
+  role: "user" | "model";
   parts: GeminiPart[];
   [extra: string]: unknown;
 }
+
+/** Gemini's systemInstruction (pass it as `system` with format "gemini"). */
+export interface GeminiSystemInstruction {
+  role?: string;
+  parts: GeminiPart[];
+}
+
+/** An item of a conversation in any format: unchanged items come back as your objects. */
+export type Item = Message | ResponsesItem | AISDKMessage | GeminiContent;
 
 // ---------------------------------------------------------------------------
 // Configuration (snake_case wire keys; every key optional; unknown keys are invalid_config)
@@ -300,9 +361,9 @@ export interface ArchivedEntry {
   message: Message;
 }
 
-export interface PruneResult {
+export interface PruneResult<M extends Item = Message> {
   /** The pruned list; unchanged messages are the caller's own objects. */
-  messages: Message[];
+  messages: M[];
   /** Input indices of pruned tool outputs. */
   pruned: number[];
   archived: ArchivedEntry[];
@@ -310,8 +371,8 @@ export interface PruneResult {
   tokens_after: number;
 }
 
-export interface SanitizeResult {
-  messages: Message[];
+export interface SanitizeResult<M extends Item = Message> {
+  messages: M[];
   /** Input indices of orphan tool results removed. */
   removed: number[];
   /** tool_call ids that got a stub result. */
@@ -332,8 +393,13 @@ export interface ValidateResult {
   problems: ValidationProblem[];
 }
 
-/** A message format: OpenAI chat ("openai", alias "openai-chat"), Anthropic Messages ("anthropic", alias "anthropic-messages"), Gemini contents ("gemini"). */
-export type Format = "openai" | "openai-chat" | "anthropic" | "anthropic-messages" | "gemini";
+/** A message format: OpenAI chat, Anthropic Messages, OpenAI Responses items, Vercel AI SDK messages or Gemini contents (with aliases). */
+export type Format =
+  | "openai" | "openai-chat"
+  | "anthropic" | "anthropic-messages"
+  | "responses" | "openai-responses"
+  | "ai-sdk"
+  | "gemini";
 
 /** What the summarizer is asked: send `messages` to an LLM with `max_tokens`, return its text. */
 export interface SummaryRequest {
@@ -394,21 +460,21 @@ export interface CompactReport {
   repaired: number[];
 }
 
-export interface CompactResult {
+export interface CompactResult<M extends Item = Message> {
   /** The compacted list; unchanged messages are the caller's own objects. */
-  messages: Message[];
+  messages: M[];
   report: CompactReport;
   /** Every input message not returned unchanged, with its input index. */
   archived: ArchivedEntry[];
   /** Anthropic layout: the top-level system prompt to send with `messages` (with the compaction note when one was added). */
-  system?: string | ContentPart[];
+  system?: string | ContentPart[] | GeminiSystemInstruction;
 }
 
-export interface CacheApplyResult {
+export interface CacheApplyResult<M extends Item = Message> {
   /** The messages with breakpoints (new objects; the input is not mutated). */
-  messages: Message[];
+  messages: M[];
   /** The Anthropic top-level system value, when one was given. */
-  system?: string | ContentPart[];
+  system?: string | ContentPart[] | GeminiSystemInstruction;
   /** Indices of the messages that carry a marker. */
   marked: number[];
   system_marked: boolean;
@@ -470,9 +536,11 @@ export interface CalibrateResult {
 
 export interface CacheApplyParams {
   /** Anthropic top-level system value to mark too. */
-  system?: string | ContentPart[];
-  /** "anthropic" (top-level markers on tool rows) or "openai" (part markers, OpenRouter). */
+  system?: string | ContentPart[] | GeminiSystemInstruction;
+  /** "anthropic" (top-level markers on tool rows) or "openai" (part markers, OpenRouter): where the request is sent. */
   layout?: "anthropic" | "openai";
+  /** The messages' shape (absent: detected); a format without breakpoints (Gemini) is an invalid_request. */
+  format?: Format;
   /** Marker TTL (default config.prompt_caching.cache_ttl). */
   ttl?: "5m" | "1h";
   /** Config for this call, merged per section over the compactor's. */
@@ -495,6 +563,8 @@ export interface CacheSimulateParams {
   strategies?: string[];
   /** Layout of the markers. */
   layout?: "anthropic" | "openai";
+  /** The messages' shape (absent: detected). */
+  format?: Format;
   /** Model name (pricing and minimum cacheable length). */
   model?: string;
   /** TTL (default config.prompt_caching.cache_ttl). */
@@ -506,7 +576,7 @@ export interface CacheSimulateParams {
   /** One time per message (RFC 3339 string, Unix seconds, or null) for TTL expiry. */
   timestamps?: Array<string | number | null>;
   /** Anthropic top-level system value. */
-  system?: string | ContentPart[];
+  system?: string | ContentPart[] | GeminiSystemInstruction;
   /** Config for this call, merged per section over the compactor's. */
   config?: Config;
 }
@@ -628,7 +698,7 @@ export interface CompactOptions {
   /** The messages' shape; absent: Anthropic when `system` is given or tool_use/tool_result blocks appear. */
   format?: Format;
   /** Anthropic layout: the top-level system prompt (it counts as the first head message and gets the compaction note). */
-  system?: string | ContentPart[];
+  system?: string | ContentPart[] | GeminiSystemInstruction;
   /** How long the summarizer may take, in ms (default 120000; Infinity: no limit). Past it, the fallback summary is used (fallback_code "timeout"). */
   timeoutMs?: number;
   /** Cancels the call: compact rejects with `signal.reason` and sends nothing more to the core. */
@@ -654,11 +724,24 @@ export interface CountTokensOptions {
   encoding?: string;
   /** Config for this call, merged over the compactor's. */
   config?: Config;
+  /** The messages' shape (absent: detected). */
+  format?: Format;
+  /** A format's top-level system prompt (Responses instructions, Gemini systemInstruction), counted in total. */
+  system?: string | ContentPart[] | GeminiSystemInstruction;
 }
 
 export interface PruneOptions {
   /** Config for this call, merged over the compactor's. */
   config?: Config;
+  /** The messages' shape (absent: detected). */
+  format?: Format;
+  /** A format's top-level system prompt. */
+  system?: string | ContentPart[] | GeminiSystemInstruction;
+}
+
+export interface SanitizeOptions {
+  /** The messages' shape (absent: detected). */
+  format?: Format;
 }
 
 /** The engine state: a JSON object to persist between runs (its keys are the core's). */
@@ -759,7 +842,7 @@ export interface CompressOptions {
   /** The messages' shape (absent: detected). */
   format?: Format;
   /** Anthropic layout: the top-level system prompt. */
-  system?: string | ContentPart[];
+  system?: string | ContentPart[] | GeminiSystemInstruction;
 }
 
 export interface UpdateModelOptions {
@@ -863,20 +946,28 @@ export declare class Compactor {
   info(): InfoResult;
   resolveThreshold(config?: Config): ThresholdResult;
   shouldCompress(promptTokens: number, options?: ShouldCompressOptions): ShouldCompressResult;
-  hygieneCheck(messages: Message[], options?: HygieneOptions): HygieneResult;
-  countTokens(messages: Message[], options?: CountTokensOptions): TokenCountResult;
-  prune(messages: Message[], options?: PruneOptions): PruneResult;
-  sanitize(messages: Message[]): SanitizeResult;
-  validate(messages: Message[]): ValidateResult;
-  compact(messages: Message[], options?: CompactOptions): Promise<CompactResult>;
+  hygieneCheck(messages: Item[], options?: HygieneOptions): HygieneResult;
+  /**
+   * Token count per message and in total. Counts are kept per message object, so
+   * counting a conversation again after appending a message sends only the new
+   * one to the module; a message edited in place is seen (each lookup compares it
+   * with what was counted) and counted again. Only plain data (object literals,
+   * JSON.parse output) is kept; other messages are counted on every call, as are
+   * calls with a format or a system.
+   */
+  countTokens(messages: Item[], options?: CountTokensOptions): TokenCountResult;
+  prune<M extends Item>(messages: M[], options?: PruneOptions): PruneResult<M>;
+  sanitize<M extends Item>(messages: M[], options?: SanitizeOptions): SanitizeResult<M>;
+  validate(messages: Item[], options?: SanitizeOptions): ValidateResult;
+  compact<M extends Item>(messages: M[], options?: CompactOptions): Promise<CompactResult<M>>;
   /** Places Anthropic cache_control breakpoints (system_and_3); the input is not mutated. */
-  cacheApply(messages: Message[], params?: CacheApplyParams): CacheApplyResult;
+  cacheApply<M extends Item>(messages: M[], params?: CacheApplyParams): CacheApplyResult<M>;
   /** Whether prompt caching applies, with a status line. */
   cachePolicy(params?: CachePolicyParams): CachePolicyResult;
   /** Replays the conversation request by request and prices cache strategies. */
-  cacheSimulate(messages: Message[], params?: CacheSimulateParams): CacheSimulateResult;
+  cacheSimulate(messages: Item[], params?: CacheSimulateParams): CacheSimulateResult;
   /** A calibration factor for estimates from the API-reported prompt tokens. */
-  calibrate(messages: Message[], promptTokens: number, params?: CalibrateParams): CalibrateResult;
+  calibrate(messages: Item[], promptTokens: number, params?: CalibrateParams): CalibrateResult;
   /** A context engine over this compactor (config merged over the compactor's, or a saved state). */
   engine(options?: EngineOptions): ContextEngine;
 }
@@ -923,7 +1014,7 @@ export declare class ContextEngine {
   /** Whether the last reported (or given) prompt size calls for compaction; the breaker holds it back. */
   shouldCompress(promptTokens?: number): boolean;
   /** Compacts with the state's config, the last prompt tokens and the summarizer, then records the report. */
-  compress(messages: Message[], options?: CompressOptions): Promise<CompactResult>;
+  compress<M extends Item>(messages: M[], options?: CompressOptions): Promise<CompactResult<M>>;
   /** Switches the model (threshold re-resolved, breaker cleared). */
   updateModel(model: string, contextLength: number, options?: UpdateModelOptions): void;
   /** /new or /reset: counters, usage, breaker zeroed; config kept. */

@@ -4,6 +4,7 @@
 
 import { CompactError, ErrABIMismatch, ErrBadBinary, ErrClosed } from "./errors.js";
 import { ABI_VERSION, Instance, checkModule, loadModule, unwrap, utf8 } from "./runtime.js";
+import { CountCache } from "./counts.js";
 import { T, checkOptions, checkValue, describe, serialize } from "./options.js";
 
 export { ABI_VERSION, CompactError, ErrABIMismatch, ErrBadBinary, ErrClosed };
@@ -19,6 +20,11 @@ const DEFAULT_MAX_INSTANCE_MEMORY = 512 * 1024 * 1024;
 /** `,"key":<json>` for a value that is not absent, else "" (JSON.stringify of a checked option). */
 function field(key, value) {
   return value === undefined || value === null ? "" : `,"${key}":${JSON.stringify(value)}`;
+}
+
+/** The "system" field of a request (a format's top-level system prompt), "" when absent. */
+function systemField(system) {
+  return system === undefined || system === null ? "" : `,"system":${serialize(system, "/system", "invalid_messages")}`;
 }
 
 // Tickets name this process's compactions in flight (unique within the process,
@@ -44,14 +50,15 @@ const COMPACT_OPTIONS = {
 };
 const SHOULD_COMPRESS_OPTIONS = { config: CONFIG, lastCompactionTokens: [T.count] };
 const HYGIENE_OPTIONS = { config: CONFIG, promptTokens: [T.count] };
-const COUNT_OPTIONS = { encoding: [T.string], config: CONFIG };
-const PRUNE_OPTIONS = { config: CONFIG };
+const COUNT_OPTIONS = { encoding: [T.string], config: CONFIG, format: [T.string], system: [T.system] };
+const PRUNE_OPTIONS = { config: CONFIG, format: [T.string], system: [T.system] };
+const SANITIZE_OPTIONS = { format: [T.string] };
 // The cache and calibration ops take their parameters under their wire names.
-const CACHE_APPLY_PARAMS = { system: [T.system], layout: [T.string], ttl: [T.string], config: CONFIG };
+const CACHE_APPLY_PARAMS = { system: [T.system], layout: [T.string], format: [T.string], ttl: [T.string], config: CONFIG };
 const CACHE_POLICY_PARAMS = { model: [T.string], provider: [T.string], ttl: [T.string], config: CONFIG };
 const CACHE_SIMULATE_PARAMS = {
   strategies: [T.strings], layout: [T.string], model: [T.string], ttl: [T.string], min_cacheable_tokens: [T.count],
-  per_request: [T.boolean], timestamps: [T.array], system: [T.system], config: CONFIG,
+  per_request: [T.boolean], timestamps: [T.array], system: [T.system], format: [T.string], config: CONFIG,
 };
 const CALIBRATE_PARAMS = { fixed_overhead: [T.integer], baseline: [T.object], encoding: [T.string], config: CONFIG };
 const ENGINE_OPTIONS = {
@@ -117,6 +124,8 @@ export class Compactor {
   #replacing = null;
   #closed = false;
   #maxMemory;
+  /** countTokens' per-message counts. */
+  #counts = new CountCache();
 
   /** Use Compactor.create. */
   constructor(module, instance, options, token) {
@@ -313,29 +322,45 @@ export class Compactor {
       `${this.#configField(o.config)},"messages":${messagesJSON(messages)}}`));
   }
 
-  /** Token estimate per message and in total. */
+  /**
+   * Token estimate per message and in total. Counts are kept per message object
+   * (see CountCache): a conversation counted again after a message was appended
+   * sends only the new message to the module.
+   */
   countTokens(messages, options) {
     const o = checkOptions("countTokens()", options, COUNT_OPTIONS);
-    return unwrap(this.callRaw(`{"op":"tokens.count"${field("encoding", o.encoding)}` +
-      `${this.#configField(o.config)},"messages":${messagesJSON(messages)}}`));
+    if (o.format !== undefined || o.system !== undefined) { // another format's rule: counted whole, not cached
+      return unwrap(this.callRaw(`{"op":"tokens.count"${field("encoding", o.encoding)}${field("format", o.format)}` +
+        `${systemField(o.system)}${this.#configField(o.config)},"messages":${messagesJSON(messages)}}`));
+    }
+    if (!Array.isArray(messages)) messagesJSON(messages); // throws invalid_messages
+    // The key of the counts: the encoding asked for and the call's config as sent
+    // (the compactor's config never changes), which decide the counter.
+    const config = o.config === undefined || o.config === null ? undefined : o.config;
+    const key = `${o.encoding ?? ""}\n${config === undefined ? "" : serialize(config, "/config", "invalid_config")}`;
+    return this.#counts.count(key, messages, (body) => unwrap(this.callRaw(`{"op":"tokens.count"${field("encoding", o.encoding)}` +
+      `${this.#configField(config)},"messages":${body}}`)));
   }
 
   /** Phase 1 alone: old tool outputs become placeholders. Unchanged messages are your objects. */
   prune(messages, options) {
     const o = checkOptions("prune()", options, PRUNE_OPTIONS);
-    const res = unwrap(this.callRaw(`{"op":"prune","output":"refs"${this.#configField(o.config)},"messages":${messagesJSON(messages)}}`));
+    const res = unwrap(this.callRaw(`{"op":"prune","output":"refs"${field("format", o.format)}${systemField(o.system)}` +
+      `${this.#configField(o.config)},"messages":${messagesJSON(messages)}}`));
     return materialize(res, messages);
   }
 
   /** Tool-pair repair: orphan results removed, missing results stubbed. */
-  sanitize(messages) {
-    const res = unwrap(this.callRaw(`{"op":"sanitize","output":"refs","messages":${messagesJSON(messages)}}`));
+  sanitize(messages, options) {
+    const o = checkOptions("sanitize()", options, SANITIZE_OPTIONS);
+    const res = unwrap(this.callRaw(`{"op":"sanitize","output":"refs"${field("format", o.format)},"messages":${messagesJSON(messages)}}`));
     return materialize(res, messages);
   }
 
   /** Structural problems of a message list, without changing it. */
-  validate(messages) {
-    return unwrap(this.callRaw(`{"op":"validate","messages":${messagesJSON(messages)}}`));
+  validate(messages, options) {
+    const o = checkOptions("validate()", options, SANITIZE_OPTIONS);
+    return unwrap(this.callRaw(`{"op":"validate"${field("format", o.format)},"messages":${messagesJSON(messages)}}`));
   }
 
   /** Places Anthropic cache_control breakpoints (system_and_3); the input is not mutated. */
@@ -402,8 +427,7 @@ export class Compactor {
     // The ticket names this compaction, so that finish may leave the messages out.
     const params = `${configJSON === undefined ? "" : `,"config":${configJSON}`}${field("force", o.force)}` +
       `${field("prompt_tokens", o.promptTokens)}${field("format", o.format)}${field("archive_id", o.archiveId)}` +
-      `${o.system === undefined || o.system === null ? "" : `,"system":${serialize(o.system, "/system", "invalid_messages")}`}` +
-      `,"output":"refs"${summarize ? field("ticket", newTicket()) : ""}`;
+      `${systemField(o.system)},"output":"refs"${summarize ? field("ticket", newTicket()) : ""}`;
     const encoded = utf8(messagesJSON(messages));
     const withMessages = [`${params},"messages":`, encoded, "}"];
     const begun = unwrap(this.#callParts([`{"op":"compact.begin","summarizer":"${summarize ? "host" : "builtin"}"`, ...withMessages]));

@@ -57,7 +57,7 @@ export const T = {
   string: [(v) => typeof v === "string", "a string"],
   strings: [(v) => Array.isArray(v) && v.every((s) => typeof s === "string"), "an array of strings"],
   array: [(v) => Array.isArray(v), "an array"],
-  system: [(v) => typeof v === "string" || Array.isArray(v), "a string or an array of content parts"],
+  system: [(v) => typeof v === "string" || Array.isArray(v) || isObject(v), "a string, an array of content parts, or an object (Gemini's systemInstruction)"],
   signal: [isAbortSignal, "an AbortSignal"],
 };
 

@@ -95,6 +95,8 @@ export declare class RecallStore {
   readonly closed: boolean;
   /** The bound on a search's total, or null (exact). */
   readonly countLimit: number | null;
+  /** How the last search ran (a diagnostic): the terms given to the FTS5 MATCH, the bands of rowids it read, whether its total was exact. */
+  readonly lastSearchPlan: { exact: boolean; match: string[]; bands?: number } | null;
   /** The id the next compaction archives under: `r<k>`, k = 1 + the session's ranges. */
   nextRangeId(session: string): string;
   ranges(session: string): StoredRange[];
@@ -110,3 +112,6 @@ export declare class RecallStore {
 
 /** Splits a query as the core's recall.query does. */
 export declare function parseQuery(query: string): ParsedQuery;
+
+/** The store's schema, recall/schema.sql (the one every runtime's store runs). */
+export declare const SCHEMA_SQL: string;

@@ -8,7 +8,8 @@
 // node:fs: real file persistence, FTS5 with the trigram tokenizer). Both are
 // synchronous, so every method is atomic within a process.
 
-import { closeSync, openSync, readSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, readFileSync, readSync, rmdirSync } from "node:fs";
+import { resolve as resolvePath } from "node:path";
 import { CompactError } from "./errors.js";
 
 /** The schema version this binding writes (ctxc_meta.schema_version). */
@@ -20,24 +21,17 @@ export const MAX_SEARCH_LIMIT = 50;
 
 const BUSY_TIMEOUT_MS = 5000;
 
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS ctxc_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS ctxc_ranges (
-  session TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL,
-  from_index INTEGER NOT NULL, to_index INTEGER NOT NULL,
-  summary TEXT NOT NULL,
-  PRIMARY KEY (session, id));
-CREATE TABLE IF NOT EXISTS ctxc_messages (
-  rowid INTEGER PRIMARY KEY,
-  session TEXT NOT NULL, id TEXT NOT NULL, range_id TEXT NOT NULL,
-  position INTEGER NOT NULL,
-  role TEXT NOT NULL, reason TEXT NOT NULL,
-  json TEXT NOT NULL,
-  text TEXT NOT NULL,
-  UNIQUE (session, id));
-`;
-const FTS_TABLE = `CREATE VIRTUAL TABLE IF NOT EXISTS ctxc_fts USING fts5(
-  text, content='ctxc_messages', content_rowid='rowid', tokenize='trigram');`;
+// The schema: recall/schema.sql of the repository (packaged with ctxcompact/recall),
+// the one text every runtime's store runs: the part above its "-- fts5" line on
+// every open, the part below to create the index of a new file.
+const SCHEMA_SQL = readFileSync(new URL("../../recall/schema.sql", import.meta.url), "utf8");
+const [SCHEMA, FTS_TABLE] = (() => {
+  const at = SCHEMA_SQL.indexOf("\n-- fts5\n");
+  if (at < 0) throw new Error("ctxcompact: recall/schema.sql has no -- fts5 line");
+  return [SCHEMA_SQL.slice(0, at + 1), SCHEMA_SQL.slice(at + "\n-- fts5\n".length)];
+})();
+/** The schema text this store runs (recall/schema.sql). */
+export { SCHEMA_SQL };
 
 const fail = (message, path = "", cause) =>
   new CompactError("invalid_request", `ctxcompact: ${message}`, path, cause === undefined ? undefined : { cause });
@@ -108,11 +102,86 @@ class Driver {
   exec(sql) { this.db.exec(sql); }
 }
 
+/**
+ * The lock every runtime's store takes around its use of a file: the directory
+ * `<absolute path>.lock` (mkdir is atomic), the lock of node-sqlite3-wasm's VFS,
+ * which cannot take POSIX locks. The wasm driver's VFS takes it itself (per
+ * statement, or from BEGIN IMMEDIATE to COMMIT); node:sqlite, Python and Go take
+ * it in the store. Re-entrant (a depth count); waits up to the busy timeout, then
+ * an error naming it.
+ */
+class DirLock {
+  constructor(file, timeoutMs) {
+    this.dir = `${resolvePath(file)}.lock`;
+    this.timeoutMs = timeoutMs;
+    this.depth = 0;
+  }
+
+  acquire() {
+    if (this.depth++ > 0) return;
+    const deadline = Date.now() + this.timeoutMs;
+    let delay = 1;
+    for (;;) {
+      try {
+        mkdirSync(this.dir);
+        return;
+      } catch (err) {
+        if (err?.code !== "EEXIST") {
+          this.depth = 0;
+          throw err;
+        }
+      }
+      if (Date.now() >= deadline) {
+        this.depth = 0;
+        throw new CompactError("internal", `ctxcompact: recall store: ${this.dir} is held by another process for more than ${this.timeoutMs / 1000} s (the store's lock, taken by every runtime around each use of the file; a process that crashed can leave it behind: remove it when no process uses the store)`, "/path");
+      }
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, delay);
+      delay = Math.min(delay * 2, 20);
+    }
+  }
+
+  release() {
+    if (this.depth === 0 || --this.depth > 0) return;
+    try { rmdirSync(this.dir); } catch { /* gone already */ }
+  }
+}
+
 class NodeSqliteDriver extends Driver {
-  all(sql, params = []) { return this.stmt(sql).all(...params); }
-  get(sql, params = []) { return this.stmt(sql).get(...params) ?? null; }
+  /** @param {DirLock | null} lock the file's lock directory (null in memory) */
+  constructor(kind, db, lock) {
+    super(kind, db);
+    this.lock = lock;
+  }
+
+  #locked(fn) {
+    if (!this.lock) return fn();
+    this.lock.acquire();
+    try {
+      return fn();
+    } finally {
+      this.lock.release();
+    }
+  }
+
+  // A transaction holds the lock from BEGIN to COMMIT or ROLLBACK.
+  exec(sql) {
+    const begin = /^\s*BEGIN\b/i.test(sql);
+    const end = /^\s*(COMMIT|ROLLBACK)\b/i.test(sql);
+    if (this.lock && begin) this.lock.acquire();
+    try {
+      this.#locked(() => this.db.exec(sql));
+    } catch (err) {
+      if (this.lock && begin) this.lock.release();
+      throw err;
+    } finally {
+      if (this.lock && end) this.lock.release();
+    }
+  }
+
+  all(sql, params = []) { return this.#locked(() => this.stmt(sql).all(...params)); }
+  get(sql, params = []) { return this.#locked(() => this.stmt(sql).get(...params) ?? null); }
   run(sql, params = []) {
-    const r = this.stmt(sql).run(...params);
+    const r = this.#locked(() => this.stmt(sql).run(...params));
     return { changes: Number(r.changes), lastInsertRowid: Number(r.lastInsertRowid) };
   }
   close() {
@@ -154,10 +223,17 @@ async function openDriver(path, which) {
   if (which === "auto" || which === "node:sqlite") {
     const mod = await loadNodeSqlite();
     if (mod) {
-      const d = new NodeSqliteDriver("node:sqlite", new mod.DatabaseSync(file));
-      d.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
-      if (path) d.all("PRAGMA journal_mode = WAL");
-      return d;
+      const lock = path ? new DirLock(path, BUSY_TIMEOUT_MS) : null;
+      lock?.acquire();
+      try {
+        const d = new NodeSqliteDriver("node:sqlite", new mod.DatabaseSync(file), lock);
+        d.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+        // A rollback journal, as every runtime's store keeps (the wasm driver cannot share a WAL).
+        if (path) d.all("PRAGMA journal_mode = DELETE");
+        return d;
+      } finally {
+        lock?.release();
+      }
     }
     if (which === "node:sqlite") throw fail("recall store: this runtime has no node:sqlite (Node 22.5+; 22.5-22.12 need --experimental-sqlite)", "/driver");
   }
@@ -242,7 +318,7 @@ export function parseQuery(query) {
     }
   }
   if (terms.length === 0) throw fail("recall: query must have at least one word to search for", "/query");
-  const fts = terms.filter((t) => [...t].length >= 3).map((t) => `"${t.replace(/"/g, '""')}"`).join(" AND ");
+  const fts = terms.filter((t) => [...t].length >= 3).map(ftsPhrase).join(" AND ");
   return { terms, fts, like: terms.map(likePattern) };
 }
 
@@ -266,6 +342,17 @@ const int = (v, path) => {
 };
 
 const RANGE_ID = /^r[1-9][0-9]*$/;
+
+/** A term as an FTS5 phrase (the core's recall.query writes the same). */
+const ftsPhrase = (t) => `"${t.replace(/"/g, '""')}"`;
+
+/** Whether the trigram index decides a term alone (see RecallStore#conditions). */
+const decidedByIndex = (t) => [...t].length >= 3 && /^[\x00-\x7f]*$/.test(t) && !/[ksKS]/.test(t);
+
+/** A bounded search reads the index in bands of rowids, newest first, the first this wide (then 16 times as wide each time). */
+const BAND_ROWIDS = 256;
+/** A term with this many matches in the first band is common (left out of a MATCH of several terms). */
+const PROBE_HITS = 64;
 
 // ---------------------------------------------------------------------------
 
@@ -481,58 +568,161 @@ export class RecallStore {
     const limit = options?.limit ?? DEFAULT_SEARCH_LIMIT;
     if (!Number.isSafeInteger(limit) || limit < 1) throw fail("recall store: limit must be a positive integer", "/limit");
     const d = this.#db();
-    // With the index: its candidates joined to their rows. The hits must be exactly the LIKE fallback's (every term an ASCII
-    // case-insensitive substring of the text): the trigram index matches a term of
-    // 3+ characters as a substring with Unicode case folding, which for an ASCII
-    // term differs only where the text has one of the two non-ASCII characters the
-    // tokenizer folds to ASCII letters (U+212A KELVIN SIGN to k, U+017F LONG S to s;
-    // found by indexing every code point). So the LIKE check (which reads the text)
-    // is kept only for terms the index cannot decide: under 3 characters, non-ASCII,
-    // or with a k or an s.
-    const fts = this.#useFTS && q.fts !== "";
+    const max = Math.min(limit, MAX_SEARCH_LIMIT);
+    // One read transaction: the search's statements see one state of the file, and
+    // the file's lock (the `<file>.lock` directory, a mkdir and an rmdir: about 3 ms
+    // on a busy ext4 disk) is taken once, not once per statement.
+    try {
+      d.exec("BEGIN");
+    } catch (err) {
+      throw dbError(`search in session ${JSON.stringify(session)}`, err);
+    }
+    try {
+      if (this.#countLimit === null) return this.#searchExact(d, session, q, max);
+      return this.#searchBounded(d, session, q, max, Math.max(this.#countLimit, max));
+    } catch (err) {
+      throw dbError(`search in session ${JSON.stringify(session)}`, err);
+    } finally {
+      try { d.exec("COMMIT"); } catch { try { d.exec("ROLLBACK"); } catch { /* none open */ } }
+    }
+  }
+
+  /** How the last search found its rows (a diagnostic for tests and the benchmark). */
+  get lastSearchPlan() { return this.#plan; }
+
+  #plan = null;
+
+  /**
+   * The WHERE conditions of a search over `ctxc_messages m` (joined to `ctxc_fts f`
+   * when `match` is not empty): the MATCH expression of the terms `match` holds,
+   * and LIKE for every other term and for the terms the index cannot decide.
+   *
+   * The hits must be exactly the LIKE fallback's (every term an ASCII
+   * case-insensitive substring of the text). The trigram index matches a term of 3+
+   * characters as a substring with Unicode case folding, which for an ASCII term
+   * differs only where the text has one of the two non-ASCII characters the
+   * tokenizer folds to ASCII letters (U+212A KELVIN SIGN to k, U+017F LONG S to s;
+   * found by indexing every code point); for any term, MATCH finds every row LIKE
+   * finds. So a term in the MATCH needs no LIKE when it is ASCII, 3+ characters
+   * and has no k or s; any other term is checked with LIKE (which reads the text),
+   * whether it is in the MATCH or not: any subset of the terms in the MATCH gives
+   * the same rows.
+   */
+  #conditions(session, q, match) {
     const where = [];
     const params = [];
-    if (fts) {
+    if (match === null || match.length > 0) {
       where.push("ctxc_fts MATCH ?");
-      params.push(q.fts);
+      params.push(match === null || (match.length === q.terms.length && q.terms.length > 0) ? q.fts : match.map(ftsPhrase).join(" AND "));
     }
-    where.push("m.session = ?");
+    // With a MATCH the index's rows are the outer loop (CROSS JOIN) and the session
+    // is a test on each (+: not a lookup of the session's rows in its index, which
+    // would then run the MATCH once per row).
+    where.push(where.length > 0 ? "+m.session = ?" : "m.session = ?");
     params.push(session);
-    const terms = q.terms.length === q.like.length ? q.terms : null;
+    const inMatch = new Set(match ?? []);
     q.like.forEach((p, i) => {
-      const t = terms?.[i];
-      const decided = fts && t !== undefined && [...t].length >= 3 && /^[\x00-\x7f]*$/.test(t) && !/[ksKS]/.test(t);
-      if (!decided) {
+      const t = match !== null ? q.terms[i] : undefined;
+      if (!(t !== undefined && inMatch.has(t) && decidedByIndex(t))) {
         where.push("m.text LIKE ? ESCAPE '\\'");
         params.push(p);
       }
     });
-    const from = fts ? "ctxc_fts f JOIN ctxc_messages m ON m.rowid = f.rowid" : "ctxc_messages m";
-    const max = Math.min(limit, MAX_SEARCH_LIMIT);
-    try {
-      const cond = `${from} WHERE ${where.join(" AND ")}`;
-      const cols = "m.id AS id, m.range_id AS range_id, m.position AS position, m.role AS role, m.text AS text";
-      const hits = [];
-      let total;
-      if (this.#countLimit === null) {
-        // Exact: one pass over the matches gives the total and the newest `max`
-        // rowids (ascending: FTS5 walks its doclists forwards much faster than
-        // backwards), then their rows.
-        const ids = d.all(`SELECT m.rowid AS r FROM ${cond} ORDER BY ${fts ? "f" : "m"}.rowid`, params);
-        total = ids.length;
-        for (let i = total - 1; i >= 0 && hits.length < max; i--) {
-          hits.push({ ...d.get("SELECT id, range_id, position, role, text FROM ctxc_messages WHERE rowid = ?", [ids[i].r]) });
-        }
-      } else {
-        // Bounded: the newest hits, then matches counted up to the bound.
-        for (const r of d.all(`SELECT ${cols} FROM ${cond} ORDER BY ${fts ? "f" : "m"}.rowid DESC LIMIT ?`, [...params, max])) hits.push({ ...r });
-        total = hits.length < max ? hits.length
-          : Number(d.get(`SELECT count(*) AS n FROM (SELECT 1 FROM ${cond} LIMIT ?)`, [...params, Math.max(this.#countLimit, max)]).n);
-      }
-      return { hits, total };
-    } catch (err) {
-      throw dbError(`search in session ${JSON.stringify(session)}`, err);
+    return { where, params, from: where[0].startsWith("ctxc_fts") ? "ctxc_fts f CROSS JOIN ctxc_messages m ON m.rowid = f.rowid" : "ctxc_messages m" };
+  }
+
+  /** The terms the index can take (3+ characters), or null when the query has no terms to choose from. */
+  #ftsTerms(q) {
+    if (!this.#useFTS || q.fts === "") return [];
+    if (q.terms.length !== q.like.length) return null; // a hand-made plan: its fts as given, LIKE for all
+    return q.terms.filter((t) => [...t].length >= 3);
+  }
+
+  /** Exact totals (countLimit null): one pass over all the matches, then the newest `max` rows. */
+  #searchExact(d, session, q, max) {
+    const terms = this.#ftsTerms(q);
+    const fts = terms === null || terms.length > 0;
+    const { where, params, from } = this.#conditions(session, q, terms);
+    // Ascending: FTS5 walks its doclists forwards much faster than backwards.
+    const ids = d.all(`SELECT m.rowid AS r FROM ${from} WHERE ${where.join(" AND ")} ORDER BY ${fts ? "f" : "m"}.rowid`, params);
+    this.#plan = { exact: true, match: fts ? (terms ?? q.terms) : [] };
+    const rowids = [];
+    for (let i = ids.length - 1; i >= 0 && rowids.length < max; i--) rowids.push(ids[i].r);
+    return { hits: this.#rows(d, rowids), total: ids.length };
+  }
+
+  /**
+   * Bounded totals: the session's newest `want` matching rows (want = max(limit,
+   * countLimit)); the hits are the first `max` of them, the total how many there are.
+   *
+   * With the index, the rows are read in bands of rowids from the newest down
+   * (the first BAND_ROWIDS rowids, then 16 times as many each time), each band in
+   * ascending order: FTS5 reads a doclist forwards cheaply, but backwards
+   * (ORDER BY rowid DESC) it first loads the whole doclist of every trigram of a
+   * phrase, which for a common word is most of the index. A common query is
+   * answered from the first band; a rare one reads the index about once.
+   *
+   * When two or more terms go to the index, each is first counted in the first
+   * band (up to PROBE_HITS matches); a term found that often is left out of the
+   * MATCH and checked with LIKE on the other terms' candidates instead (a phrase
+   * is matched by positions, and a common word's position lists are long),
+   * unless every term is common. Any subset of the terms in the MATCH gives the
+   * same rows (RecallStore#conditions), and the bands cover every rowid below the
+   * session's newest once, newest band first: the rows are those of one query
+   * over the whole session, newest first.
+   */
+  #searchBounded(d, session, q, max, want) {
+    let terms = this.#ftsTerms(q);
+    if (terms !== null && terms.length === 0) {
+      // LIKE alone: one pass over the session's rows.
+      const { where, params } = this.#conditions(session, q, []);
+      this.#plan = { exact: false, match: [], bands: 0 };
+      const rows = d.all(`SELECT m.rowid AS r FROM ctxc_messages m WHERE ${where.join(" AND ")} ORDER BY m.rowid DESC LIMIT ?`, [...params, want]);
+      return this.#answer(d, rows.map((r) => r.r), max);
     }
+    const top = d.get("SELECT max(rowid) AS r FROM ctxc_messages WHERE session = ?", [session])?.r;
+    if (top === null || top === undefined) {
+      this.#plan = { exact: false, match: terms ?? q.terms, bands: 0 };
+      return { hits: [], total: 0 };
+    }
+    let hi = Number(top) + 1;
+    if (terms !== null && terms.length > 1) {
+      const lo = Math.max(0, hi - BAND_ROWIDS);
+      const counts = terms.map((t) => Number(d.get(
+        `SELECT count(*) AS n FROM (SELECT 1 FROM ctxc_fts WHERE ctxc_fts MATCH ? AND rowid >= ? AND rowid < ? LIMIT ${PROBE_HITS})`,
+        [ftsPhrase(t), lo, hi]).n));
+      const rare = terms.filter((_, i) => counts[i] < PROBE_HITS);
+      if (rare.length > 0) terms = rare;
+    }
+    const { where, params, from } = this.#conditions(session, q, terms);
+    const sql = `SELECT m.rowid AS r FROM ${from} WHERE f.rowid >= ? AND f.rowid < ? AND ${where.join(" AND ")} ORDER BY f.rowid`;
+    const found = [];
+    let size = BAND_ROWIDS;
+    let bands = 0;
+    while (hi > 0 && found.length < want) {
+      const lo = Math.max(0, hi - size);
+      const rows = d.all(sql, [lo, hi, ...params]);
+      bands++;
+      for (let i = rows.length - 1; i >= 0 && found.length < want; i--) found.push(rows[i].r);
+      hi = lo;
+      size *= 16;
+    }
+    this.#plan = { exact: false, match: terms ?? q.terms, bands };
+    return this.#answer(d, found, max);
+  }
+
+  #answer(d, rowids, max) {
+    return { hits: this.#rows(d, rowids.slice(0, max)), total: rowids.length };
+  }
+
+  /** The hit rows of rowids, in that order. */
+  #rows(d, rowids) {
+    if (rowids.length === 0) return [];
+    const byId = new Map();
+    for (const r of d.all(`SELECT rowid AS r, id, range_id, position, role, text FROM ctxc_messages WHERE rowid IN (${rowids.map(() => "?").join(", ")})`, rowids)) {
+      byId.set(r.r, { id: r.id, range_id: r.range_id, position: r.position, role: r.role, text: r.text });
+    }
+    return rowids.map((r) => byId.get(r));
   }
 
   /**

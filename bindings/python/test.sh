@@ -8,12 +8,14 @@
 #      both, so nothing is copied into the source tree first; the wheel is installed
 #      into that venv;
 #   3. mypy --strict on the package (the type hints are part of the API);
-#   4. pytest on tests/ against the installed wheel. Any failure, error or an empty
+#   4. pytest on tests/ against the installed wheel; tests/test_hermes.py in a venv of
+#      its own with hermes-agent (build/venv-hermes). Any failure, error or an empty
 #      run (pytest exit 5) fails this script.
 #   tests/test_wheel.py also installs by every route the README names (the directory,
 #   git+file, the sdist, the wheel), each into a fresh venv.
 # Usage: bash bindings/python/test.sh [--copy-only | --bench [args] | pytest args...]
-#   --bench: steps 1-2, then bench/start.py (start-up times; ./build.sh bench runs it).
+#   --bench: steps 1-2, then bench/start.py (start-up times) and bench_peers.py (beside
+#   Hermes Agent's compressor); ./build.sh bench runs it.
 #   --copy-only: copy the module into src/ctxcompact/ (git-ignored) and stop, for
 #   running bench.py against the source tree; no build or test needs it.
 set -euo pipefail
@@ -49,6 +51,20 @@ if ! "$venv/bin/python" -c 'import wasmtime, pytest, build, hatchling, mypy' >/d
 	"$python" -m venv "$venv"
 	"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${deps[@]}"
 fi
+# Hermes Agent, for tests/test_hermes.py (its own agent loop on our engine) and
+# bench_peers.py (its compressor as the peer): a test dependency only, never one of
+# the package, in a venv of its own (build/venv-hermes), because it pins ~30 packages
+# exactly (openai==2.24.0 among them, older than the SDK pinned below). Python >= 3.11;
+# about 65 packages, 250 MB, 35 s to install from PyPI.
+hvenv=${CTXCOMPACT_HERMES_VENV:-$here/build/venv-hermes}
+hermes_deps=(hermes-agent==0.19.0 wasmtime==50.0.1 pytest==9.2.0)
+if ! "$hvenv/bin/python" -c 'import wasmtime, pytest, run_agent' >/dev/null 2>&1; then
+	echo "test.sh: creating $hvenv"
+	rm -rf "$hvenv"
+	"$python" -m venv "$hvenv"
+	"$hvenv/bin/python" -m pip install --quiet --disable-pip-version-check "${hermes_deps[@]}"
+fi
+hpy="$hvenv/bin/python"
 # The real SDKs, pinned, for tests/test_sdk_summarizers.py, the agent-loop example and
 # mypy on ctxcompact.summarizers (issue 18); installed into the same venv.
 sdk_deps=(openai==3.51.0 anthropic==2.10.0)
@@ -69,10 +85,12 @@ rm -rf "$dist"
 wheel=$(ls "$dist"/ctxcompact-*.whl)
 sdist=$(ls "$dist"/ctxcompact-*.tar.gz)
 "$vpy" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
+"$hpy" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
 if [[ "${1:-}" == "--bench" ]]; then
 	shift
 	cd "$here/build" # not the source tree: the installed package is measured
-	exec "$vpy" "$here/bench/start.py" "$@"
+	"$vpy" "$here/bench/start.py" "$@"
+	exec "$hpy" "$here/bench_peers.py" # beside Hermes Agent's compressor
 fi
 
 "$vpy" -m mypy --strict --no-error-summary --cache-dir "$here/build/mypy-cache" "$here/src/ctxcompact"
@@ -83,4 +101,12 @@ export CTXCOMPACT_CACHE_DIR="$here/build/module-cache"
 cd "$here"
 # -p no:cacheprovider: no .pytest_cache in the checkout. pytest exits non-zero on any
 # failure or error and with 5 when nothing was collected; set -e propagates both.
-"$vpy" -m pytest -p no:cacheprovider "$@"
+# tests/test_hermes.py runs in the Hermes venv, everything else in the main one;
+# arguments naming test_hermes go to the Hermes venv alone.
+if [[ "$*" == *test_hermes* ]]; then
+	exec "$hpy" -m pytest -p no:cacheprovider "$@"
+fi
+"$vpy" -m pytest -p no:cacheprovider --ignore=tests/test_hermes.py "$@"
+if [[ $# -eq 0 ]]; then
+	"$hpy" -m pytest -p no:cacheprovider tests/test_hermes.py
+fi

@@ -6,7 +6,7 @@ import (
 
 func init() {
 	commands["cache"] = command{
-		summary: "add system_and_3 prompt-cache breakpoints: cache FILE [--native] [--ttl 1h]",
+		summary: "add system_and_3 prompt-cache breakpoints: cache FILE [--format NAME] [--native] [--ttl 1h]",
 		run:     runCache,
 	}
 }
@@ -15,18 +15,19 @@ func init() {
 // native layout) for the conversation in FILE ("-" for stdin).
 func runCache(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := commandFlags("cache", stderr,
-		"usage: ctxcompact cache FILE [--native] [--ttl 1h]\n\nFILE holds {\"messages\": [...]} or a bare array (\"-\" reads stdin).")
+		"usage: ctxcompact cache FILE [--format NAME] [--native] [--ttl 1h]\n\nFILE holds {\"messages\": [...]}, {\"input\": [...]} or a bare array (\"-\" reads stdin).")
 	native := fs.Bool("native", false, "native Anthropic layout: tool results as tool_result blocks, a top-level \"system\" (default when the file has a top-level \"system\" or says \"format\": \"anthropic-messages\")")
 	ttl := fs.String("ttl", "5m", "marker TTL: 5m or 1h")
+	format := formatFlag(fs)
 	file, err := fileArg(fs, args)
 	if err != nil {
 		return err
 	}
-	conv, err := readConversation(file, stdin)
+	conv, err := readConversation(file, stdin, *format)
 	if err != nil {
 		return err
 	}
-	if conv.native || conv.system != "" { // a top-level system is the native layout, as compact reads it
+	if conv.native() || conv.system != "" && chatFormat(conv.format) { // a top-level system is the native layout, as compact reads it
 		*native = true
 	}
 	req := cacheRequest(conv, *native, *ttl)
@@ -35,10 +36,10 @@ func runCache(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return err
 	}
 	out := make([]byte, 0, len(res.Raw)+2)
-	out = append(out, `{"messages":`...)
+	out = append(append(append(out, `{"`...), conv.listKey...), `":`...)
 	out = append(out, res.Get("messages").Raw...)
 	if s := res.Get("system"); s.Exists() {
-		out = append(out, `,"system":`...)
+		out = append(append(append(out, `,"`...), conv.systemKey...), `":`...)
 		out = append(out, s.Raw...)
 	}
 	out = append(out, `,"marked":`...)
@@ -53,6 +54,9 @@ func cacheRequest(c conversation, native bool, ttl string) []byte {
 	req := make([]byte, 0, len(c.messages)+len(c.system)+64)
 	req = append(req, `{"ttl":`...)
 	req = appendJSONString(req, ttl)
+	if c.format != "" {
+		req = appendJSONString(append(req, `,"format":`...), c.format)
+	}
 	if native {
 		req = append(req, `,"layout":"anthropic"`...)
 		if c.system != "" {

@@ -72,7 +72,7 @@ func TestInvalidJSONHasCodeAndPosition(t *testing.T) {
 	require.Equal(t, "ctxcompact: stdin: "+where+"\n", errOut)
 	// A wrong shape has a code too.
 	_, _, errOut = cliRun(t, `{"messages": 3}`, "compact", "-")
-	require.Contains(t, errOut, "stdin must hold {\"messages\": [...]} or an array of messages [invalid_request]")
+	require.Contains(t, errOut, "stdin must hold {\"messages\": [...]}, {\"input\": [...]}, {\"contents\": [...]} or an array of messages [invalid_request]")
 }
 
 // TestNumericFlagsAreChecked: 0 and negative values are errors naming the flag,

@@ -19,7 +19,7 @@ import (
 
 func init() {
 	commands["compact"] = command{
-		summary: "compact a conversation file (always, unless --if-needed): compact FILE [--if-needed] [--context-length N] [--model NAME] [--config FILE] [--wasm] [--summarizer-url URL [--summarizer-api openai|openai-responses|anthropic]]",
+		summary: "compact a conversation file (always, unless --if-needed): compact FILE [--format NAME] [--if-needed] [--context-length N] [--model NAME] [--config FILE] [--wasm] [--summarizer-url URL [--summarizer-api openai|openai-responses|anthropic]]",
 		run:     runCompact,
 	}
 }
@@ -34,7 +34,7 @@ func init() {
 // added. This output is a stable interface.
 func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := commandFlags("compact", stderr,
-		"usage: ctxcompact compact FILE [--if-needed] [--context-length N] [--model NAME] [--config FILE] [--wasm [--no-cache]] [--summarizer-url URL [--summarizer-api API] [--summarizer-model NAME] [--summarizer-timeout D]]",
+		"usage: ctxcompact compact FILE [--format NAME] [--if-needed] [--context-length N] [--model NAME] [--config FILE] [--wasm [--no-cache]] [--summarizer-url URL [--summarizer-api API] [--summarizer-model NAME] [--summarizer-timeout D]]",
 		"FILE holds {\"messages\": [...], \"system\"?: ..., \"config\"?: {...}} or a bare array; - reads stdin.",
 		"compact always compacts (force), even under the threshold; --if-needed compacts only when the",
 		"estimate reaches the threshold, as the op's trigger does, and otherwise prints FILE's messages unchanged.")
@@ -47,6 +47,7 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	endpoint := fs.String("summarizer-url", "", "the base URL of an LLM API to write the summary (https://api.openai.com/v1, any OpenAI-compatible server, https://api.anthropic.com); key from CTXCOMPACT_API_KEY, else OPENAI_API_KEY or ANTHROPIC_API_KEY (default: the built-in summarizer, no network)")
 	endpointAPI := fs.String("summarizer-api", apiOpenAI, "the API at --summarizer-url: openai (POST URL/chat/completions), openai-responses (POST URL/responses) or anthropic (POST URL/v1/messages)")
 	endpointModel := fs.String("summarizer-model", "", "the model to ask at --summarizer-url (default gpt-4.1-mini, or claude-haiku-4-5 with --summarizer-api anthropic)")
+	format := formatFlag(fs)
 	timeout := fs.Duration("summarizer-timeout", 120*time.Second, "how long to wait for --summarizer-url, > 0; then the extractive summary is used")
 	file, err := fileArg(fs, args)
 	if err != nil {
@@ -65,7 +66,7 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	conv, err := readConversation(file, stdin)
+	conv, err := readConversation(file, stdin, *format)
 	if err != nil {
 		return err
 	}
@@ -78,7 +79,7 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	if *endpoint != "" {
 		summarizer = "host"
 	}
-	params := compactParams(!*ifNeeded, summarizer, cfg, conv.native, conv.system, conv.messages)
+	params := compactParams(!*ifNeeded, summarizer, cfg, conv.format, conv.system, conv.messages)
 	call := callerFor(*useWasm, !*noCache, stderr)
 	res, err := opResult(call, "compact.begin", params)
 	if err != nil {
@@ -113,10 +114,10 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	}
 
 	out := make([]byte, 0, len(res.Raw)+64)
-	out = append(out, `{"messages":`...)
+	out = append(append(append(out, `{"`...), conv.listKey...), `":`...)
 	out = append(out, res.Get("messages").Raw...)
 	if sys := res.Get("system"); sys.Exists() {
-		out = append(out, `,"system":`...)
+		out = append(append(append(out, `,"`...), conv.systemKey...), `":`...)
 		out = append(out, sys.Raw...)
 	}
 	out = append(out, `,"report":`...)
@@ -183,16 +184,16 @@ func compactConfig(name, fileConfig, configFile string, stdin io.Reader, context
 }
 
 // compactParams are the params of compact.begin that compact sends: force, the
-// summarizer "builtin" or "host", cfg, the Anthropic layout when native, the
-// top-level system prompt (raw JSON, "" for none) and the raw messages array.
-func compactParams(force bool, summarizer string, cfg []byte, native bool, system, messages string) []byte {
+// summarizer "builtin" or "host", cfg, the format ("" detected), the top-level
+// system prompt (raw JSON, "" for none) and the raw messages array.
+func compactParams(force bool, summarizer string, cfg []byte, format string, system, messages string) []byte {
 	params := make([]byte, 0, len(messages)+len(cfg)+len(system)+64)
 	params = append(params, `{"force":`+strconv.FormatBool(force)+`,"summarizer":"`+summarizer+`","config":`...)
 	params = append(params, bytes.TrimSpace(cfg)...)
-	if native {
-		params = append(params, `,"format":"anthropic"`...)
+	if format != "" {
+		params = appendJSONString(append(params, `,"format":`...), format)
 	}
-	if system != "" { // the core reads it as the Anthropic layout's system prompt
+	if system != "" { // the core reads it as the format's top-level system prompt
 		params = append(params, `,"system":`...)
 		params = append(params, system...)
 	}

@@ -141,7 +141,7 @@ func TestCompactWithEndpoint(t *testing.T) {
 	require.Contains(t, out, "Endpoint summary.")
 	var res struct{ Report core.Report }
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
-	require.Equal(t, "host", res.Report.Summarizer)
+	require.Equal(t, core.SummarizerHost, res.Report.Summarizer)
 	require.False(t, res.Report.FallbackUsed)
 
 	fail = true

@@ -55,39 +55,75 @@ func fileArg(fs *flag.FlagSet, args []string) (string, error) {
 	return pos[0], nil
 }
 
-// conversation is a conversation file: its messages, the native top-level system
-// and config if any (raw JSON, "" when absent), and whether the file declares the
-// Anthropic format.
+// conversation is a conversation file: its list of messages (or items), the top-level
+// system prompt and config if any (raw JSON, "" when absent), the keys they came under
+// (the output uses the same), and the format: the --format flag, else the file's
+// "format", else the one its list key implies, else "" (the core detects it).
 type conversation struct {
-	messages string
-	system   string
-	config   string
-	native   bool
+	messages  string
+	system    string
+	config    string
+	format    string
+	listKey   string // "messages", "input" (Responses) or "contents" (Gemini)
+	systemKey string // "system", "instructions" (Responses) or "systemInstruction" (Gemini)
+}
+
+// native reports whether the conversation is in the Anthropic Messages format.
+func (c conversation) native() bool {
+	f, _ := core.ParseFormat(c.format)
+	return f == core.FormatAnthropic
+}
+
+// listKeys are the keys a conversation file may hold its list under, with the system
+// prompt's key and the format each implies ("" : the chat formats, detected).
+var listKeys = []struct{ list, system, format string }{
+	{"messages", "system", ""},
+	{"input", "instructions", "responses"},
+	{"contents", "systemInstruction", "gemini"},
 }
 
 // readConversation reads FILE ("-" for stdin) holding {"messages": [...], "system"?,
-// "config"?} (the shared traces' shape) or a bare array of messages.
-func readConversation(file string, stdin io.Reader) (conversation, error) {
+// "config"?, "format"?} (the shared traces' shape), {"input": [...], "instructions"?}
+// (OpenAI Responses), {"contents": [...], "systemInstruction"?} (Gemini) or a bare
+// array. format is the --format flag ("" when not given).
+func readConversation(file string, stdin io.Reader, format string) (conversation, error) {
 	b, err := readJSON(file, stdin)
 	if err != nil {
 		return conversation{}, err
 	}
 	doc := gjson.ParseBytes(b)
-	switch {
-	case doc.IsArray():
-		return conversation{messages: doc.Raw}, nil
-	case doc.IsObject() && doc.Get("messages").IsArray():
-		c := conversation{messages: doc.Get("messages").Raw, native: doc.Get("format").Str == "anthropic-messages"}
-		if s := doc.Get("system"); s.Exists() && s.Type != gjson.Null {
-			c.system = s.Raw
+	if doc.IsArray() {
+		return conversation{messages: doc.Raw, format: format, listKey: "messages", systemKey: "system"}, nil
+	}
+	if doc.IsObject() {
+		for _, k := range listKeys {
+			list := doc.Get(k.list)
+			if !list.IsArray() {
+				continue
+			}
+			c := conversation{messages: list.Raw, listKey: k.list, systemKey: k.system, format: format}
+			if c.format == "" {
+				c.format = doc.Get("format").Str
+			}
+			if c.format == "" {
+				c.format = k.format
+			}
+			if s := doc.Get(k.system); s.Exists() && s.Type != gjson.Null {
+				c.system = s.Raw
+			}
+			if s := doc.Get("config"); s.Exists() && s.Type != gjson.Null {
+				c.config = s.Raw
+			}
+			return c, nil
 		}
-		if s := doc.Get("config"); s.Exists() && s.Type != gjson.Null {
-			c.config = s.Raw
-		}
-		return c, nil
 	}
 	return conversation{}, &core.Error{Code: core.CodeInvalidRequest,
-		Message: fmt.Sprintf("ctxcompact: %s must hold {\"messages\": [...]} or an array of messages", displayName(file))}
+		Message: fmt.Sprintf("ctxcompact: %s must hold {\"messages\": [...]}, {\"input\": [...]}, {\"contents\": [...]} or an array of messages", displayName(file))}
+}
+
+// formatFlag adds the --format flag to a command's flags.
+func formatFlag(fs *flag.FlagSet) *string {
+	return fs.String("format", "", "the messages' format: openai (openai-chat), anthropic (anthropic-messages), responses (openai-responses), ai-sdk or gemini (default: the file's \"format\", else detected)")
 }
 
 // displayName names FILE in messages: "stdin" for "-".

@@ -155,7 +155,7 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 
 // readReplayTrace reads a recorded session and returns its messages' raw JSON.
 func readReplayTrace(file string, stdin io.Reader) ([]string, error) {
-	conv, err := readConversation(file, stdin)
+	conv, err := readConversation(file, stdin, "")
 	if err != nil {
 		return nil, err
 	}
@@ -332,7 +332,7 @@ func replayCompact(live []*replayMsg, cfg []byte, call caller) ([]*replayMsg, in
 		arr.WriteString(m.pyJSON())
 	}
 	arr.WriteByte(']')
-	res, err := opResult(call, "compact.begin", compactParams(true, "builtin", cfg, false, "", arr.String()))
+	res, err := opResult(call, "compact.begin", compactParams(true, "builtin", cfg, "", "", arr.String()))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -345,7 +345,7 @@ func replayCompact(live []*replayMsg, cfg []byte, call caller) ([]*replayMsg, in
 		return true
 	})
 	srTokens := 0
-	if ask, err := opResult(call, "compact.begin", compactParams(true, "host", cfg, false, "", arr.String())); err == nil && !ask.Get("done").Bool() {
+	if ask, err := opResult(call, "compact.begin", compactParams(true, "host", cfg, "", "", arr.String())); err == nil && !ask.Get("done").Bool() {
 		ask.Get("summary_request.messages").ForEach(func(_, m gjson.Result) bool {
 			srTokens += replayEstimate(m)
 			return true

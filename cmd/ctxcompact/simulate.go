@@ -38,11 +38,11 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	if isSet(fs, "min-cacheable") && *minTokens < 0 {
 		return fmt.Errorf("ctxcompact simulate: --min-cacheable must be 0 or more tokens, got %d", *minTokens)
 	}
-	conv, err := readConversation(file, stdin)
+	conv, err := readConversation(file, stdin, "")
 	if err != nil {
 		return err
 	}
-	req := cacheRequest(conv, *native || conv.native, *ttl)
+	req := cacheRequest(conv, *native || conv.native(), *ttl)
 	req = req[:len(req)-1] // reopen the object
 	if *model != "" {
 		req = append(req, `,"model":`...)

@@ -37,12 +37,14 @@ type tokensOutput struct {
 // FILE.
 func runTokens(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := commandFlags("tokens", stderr,
-		"usage: ctxcompact tokens FILE [--encoding rough|o200k_base|cl100k_base|auto] [--model NAME] [--calibration F]",
-		"FILE holds {\"messages\": [...], \"system\"?: ..., \"config\"?: {...}} or a bare array; - reads stdin.",
+		"usage: ctxcompact tokens FILE [--format NAME] [--encoding rough|o200k_base|cl100k_base|auto] [--model NAME] [--calibration F]",
+		"FILE holds {\"messages\": [...], \"system\"?: ..., \"config\"?: {...}}, {\"input\": [...], \"instructions\"?},",
+		"{\"contents\": [...], \"systemInstruction\"?} or a bare array; - reads stdin.",
 		"Prints {\"encoding\", \"calibration\", \"total\", \"system\"?, \"per_message\": [...]}; a top-level system is counted",
 		"as a first system message, in total and in \"system\".")
 	encoding := fs.String("encoding", "", "token encoding: rough (default), o200k_base, cl100k_base, or auto (from --model or the file's config.model.name)")
 	model := fs.String("model", "", "model name for --encoding auto (overrides config.model.name)")
+	format := formatFlag(fs)
 	calibration := fs.Float64("calibration", 0, "calibration factor from tokens.calibrate, > 0 (overrides config.tokens.calibration)")
 	file, err := fileArg(fs, args)
 	if err != nil {
@@ -51,7 +53,7 @@ func runTokens(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if isSet(fs, "calibration") && !(*calibration > 0) {
 		return fmt.Errorf("ctxcompact tokens: --calibration must be a positive factor, got %v", *calibration)
 	}
-	conv, err := readConversation(file, stdin)
+	conv, err := readConversation(file, stdin, *format)
 	if err != nil {
 		return err
 	}
@@ -77,9 +79,11 @@ func runTokens(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	// A top-level system is counted as the system message it stands for.
+	// A top-level system is counted as the system message it stands for (the chat
+	// formats), or by the format's own rule (the op's "system").
 	msgs := []byte(conv.messages)
-	if conv.system != "" {
+	chat := chatFormat(conv.format)
+	if conv.system != "" && chat {
 		msgs = make([]byte, 0, len(conv.messages)+len(conv.system)+40)
 		msgs = append(msgs, `[{"role":"system","content":`...)
 		msgs = append(msgs, conv.system...)
@@ -97,6 +101,12 @@ func runTokens(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if *encoding != "" && err == nil {
 		req, err = sjson.SetBytes(req, "encoding", *encoding)
 	}
+	if conv.format != "" && !chat && err == nil {
+		req, err = sjson.SetBytes(req, "format", conv.format)
+		if conv.system != "" && err == nil {
+			req, err = sjson.SetRawBytes(req, "system", []byte(conv.system))
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("ctxcompact tokens: %w", err)
 	}
@@ -112,7 +122,7 @@ func runTokens(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return resp.Error
 	}
 	res := resp.Result
-	if conv.system != "" && len(res.PerMessage) > 0 {
+	if conv.system != "" && chat && len(res.PerMessage) > 0 {
 		n := res.PerMessage[0]
 		res.System, res.PerMessage = &n, res.PerMessage[1:]
 	}
@@ -159,8 +169,8 @@ func checkLikeCompact(conv conversation, cfg []byte) error {
 		params = append(params, `,"config":`...)
 		params = append(params, cfg...)
 	}
-	if conv.native {
-		params = append(params, `,"format":"anthropic"`...)
+	if conv.format != "" {
+		params = appendJSONString(append(params, `,"format":`...), conv.format)
 	}
 	if conv.system != "" {
 		params = append(params, `,"system":`...)
@@ -171,4 +181,11 @@ func checkLikeCompact(conv conversation, cfg []byte) error {
 	params = append(params, '}')
 	_, err := opResult(nativeCaller, "compact.begin", params)
 	return err
+}
+
+// chatFormat reports whether format (a name, an alias or "" for detected) is one of
+// the chat formats, whose top-level system tokens counts as a first system message.
+func chatFormat(format string) bool {
+	f, ok := core.ParseFormat(format)
+	return format == "" || ok && (f == core.FormatOpenAI || f == core.FormatAnthropic)
 }

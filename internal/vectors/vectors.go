@@ -30,8 +30,11 @@ type WantError struct {
 // Case is one case of a vector file.
 type Case struct {
 	Name    string          `json:"name"`
-	Request json.RawMessage `json:"request"`
-	Want    Want            `json:"want"`
+	Request json.RawMessage `json:"request,omitempty"`
+	// RequestJSON, in place of Request, is the request object's JSON text, sent as
+	// it is written: for what a parsed request cannot hold (duplicate keys).
+	RequestJSON string `json:"request_json,omitempty"`
+	Want        Want   `json:"want"`
 }
 
 // File is one vector file: every case runs Op.
@@ -91,6 +94,9 @@ func (f File) Vectors() ([]Vector, error) {
 	out := make([]Vector, 0, len(f.Cases))
 	for _, c := range f.Cases {
 		env, err := Envelope(f.Op, c.Request)
+		if c.RequestJSON != "" {
+			env, err = EnvelopeJSON(f.Op, c.RequestJSON)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s/%s/%s: %w", f.Op, f.Name, c.Name, err)
 		}
@@ -117,6 +123,18 @@ func Envelope(op string, request json.RawMessage) ([]byte, error) {
 		return nil, err
 	}
 	return []byte(strings.TrimSuffix(b.String(), "\n")), nil
+}
+
+// EnvelopeJSON is {"op": op, ...request} for a request given as JSON text (a
+// non-empty object): the op is written before the request's own members, which
+// are sent byte for byte.
+func EnvelopeJSON(op string, request string) ([]byte, error) {
+	body, ok := strings.CutPrefix(strings.TrimSpace(request), "{")
+	if !ok || !json.Valid([]byte(request)) || strings.TrimSpace(body) == "}" {
+		return nil, fmt.Errorf("request_json must be a non-empty JSON object")
+	}
+	opJSON, _ := json.Marshal(op)
+	return []byte(`{"op":` + string(opJSON) + `,` + body), nil
 }
 
 // Check compares a response envelope with a case's want: the parsed result must

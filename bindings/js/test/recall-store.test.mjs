@@ -284,7 +284,7 @@ const hasPython = (() => {
 
 test("a WAL-mode file another runtime wrote (Python's sqlite3) is read and written, and Python reads it back", { skip: hasPython ? false : "SKIPPED, NOT TESTED: no python3 with sqlite3" }, async (t) => {
   const file = tmpStore(t);
-  // The contract's schema, written by Python in WAL mode (as the Python and Go stores do).
+  // The contract's schema, written by Python in WAL mode (as the Python and Go stores did before they took the lock directory).
   execFileSync("python3", ["-c", `
 import sqlite3, sys
 c = sqlite3.connect(sys.argv[1])

@@ -5,6 +5,7 @@ import {
   type CompactResult, type ErrorCode, type Message, type SummaryRequest, type Config,
   type OpenAIChatToolSchema, type ContextSearchResult, type ContextExpandResult, type ContextToolError,
   openaiSummarizer, anthropicSummarizer, type Summarize, type OpenAISummarizerOptions,
+  type ResponsesItem, type GeminiContent, type AISDKMessage,
 } from "ctxcompact";
 import { RecallStore, parseQuery, type RecallArchive, type RecallSearch } from "ctxcompact/recall";
 
@@ -132,4 +133,23 @@ export function summarizers(): Summarize[] {
   // @ts-expect-error an Anthropic summarizer needs messages.create
   anthropicSummarizer(chatClient, { model: "m" });
   return list;
+}
+
+// The other formats' items type-check, and results keep the item type.
+export async function formats(c: Compactor): Promise<void> {
+  const items: ResponsesItem[] = [
+    { role: "user", content: "hi" },
+    { type: "function_call", call_id: "c1", name: "read", arguments: "{}" },
+    { type: "function_call_output", call_id: "c1", output: "ok" },
+    { type: "reasoning", encrypted_content: "…" },
+  ];
+  const r = await c.compact(items, { format: "openai-responses", system: "Be brief." });
+  const first: ResponsesItem | undefined = r.messages[0];
+  const gemini: GeminiContent[] = [{ role: "model", parts: [{ functionCall: { name: "read", args: {} }, thoughtSignature: "s" }] }];
+  c.validate(gemini, { format: "gemini" });
+  const ai: AISDKMessage[] = [{ role: "assistant", content: [{ type: "tool-call", toolCallId: "t", toolName: "read", input: {} }] }];
+  c.sanitize(ai, { format: "ai-sdk" });
+  // @ts-expect-error not a format name
+  c.validate(gemini, { format: "gemini-pro" });
+  void first;
 }

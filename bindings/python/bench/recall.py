@@ -126,7 +126,7 @@ def main() -> None:
         info = build(store, session, a.mb, random.Random(17))
         took = time.perf_counter() - t
         print(f"built {db}: {info['ranges']} ranges, {info['json_bytes'] / 1e6:.1f} MB of message JSON "
-              f"in {took:.1f} s; file {os.path.getsize(db) / 1e6:.0f} MB (+ WAL)")
+              f"in {took:.1f} s; file {os.path.getsize(db) / 1e6:.0f} MB")
     store.close()
     store = RecallStore(db, fts="like" if a.like else None)
     (rows,) = store._c().execute("SELECT COUNT(*) FROM ctxc_messages").fetchone()

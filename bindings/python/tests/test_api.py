@@ -500,6 +500,36 @@ def test_an_instance_grown_past_the_memory_limit_is_recycled():
     assert _instances(big) == [inst] and big._pool.recycled == 0
 
 
+def test_a_closed_compactor_leaves_its_idle_instances_to_the_next_one(monkeypatch):
+    """close() keeps up to MAX_SPARES idle instances (each at most SPARE_MAX_MEMORY)
+    for the module's next pool, which starts on them instead of instantiating."""
+    _runtime.drop_spares()
+    a = Compactor(max_instances=2)
+    a.compact(conversation(), summarize=lambda r: SUMMARY, config=SMALL)
+    (warm,) = _instances(a)
+    a.close()
+    b = Compactor(max_instances=1)
+    assert _instances(b) == [warm], "the new Compactor starts on the closed one's instance"
+    assert b.compact(conversation(), summarize=lambda r: SUMMARY, config=SMALL).report["compacted"]
+    b.close()
+    monkeypatch.setattr(_runtime, "MAX_SPARES", 1)
+    c, d = Compactor(max_instances=1), Compactor(max_instances=1)
+    (ci,), (di,) = _instances(c), _instances(d)
+    assert warm in (ci, di)
+    c.close()
+    d.close()  # one spare already kept: this one is released
+    assert c._loaded.spares == [ci]
+    monkeypatch.setattr(_runtime, "SPARE_MAX_MEMORY", 1 << 20)  # below even a fresh instance
+    e = Compactor(max_instances=1)
+    assert _instances(e) == [ci]
+    e.close()
+    assert e._loaded.spares == [], "an instance over the memory bound is released"
+    Compactor(max_instances=1).close()
+    monkeypatch.undo()
+    Compactor(max_instances=1).close()
+    assert _runtime.drop_spares() == 1 and e._loaded.spares == []
+
+
 def _wat(abi=1, drop=None, extra_import=""):
     funcs = {
         "_initialize": "(func (export \"_initialize\"))",

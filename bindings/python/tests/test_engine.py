@@ -302,8 +302,14 @@ def test_a_host_resets_the_counters_by_assignment(shared):
     e.last_prompt_tokens = 7500
     assert e.should_compress() is True
     with pytest.raises(CompactError) as ei:
-        e.last_prompt_tokens = -1
+        e.last_prompt_tokens = -2
     assert ei.value.code == "invalid_state" and ei.value.path.startswith("/state")
     assert e.last_prompt_tokens == 7500, "a refused write changes nothing"
+    # -1 is Hermes' "compaction just ran, awaiting real usage" (test_hermes.py): the
+    # field reads it back, the state keeps its count.
+    e.last_prompt_tokens = -1
+    assert e.last_prompt_tokens == -1 and e.state["last_prompt_tokens"] == 7500
+    e.last_prompt_tokens = 7500
+    assert e.last_prompt_tokens == 7500
     with pytest.raises(OptionError):
         e.compression_count = "3"

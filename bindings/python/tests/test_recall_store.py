@@ -120,7 +120,7 @@ def test_schema_is_the_spec(tmp_path: Path):
         fill(s, "s1", "alpha")
     conn = sqlite3.connect(path)
     try:
-        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"  # a rollback journal (docs/RECALL.md)
         meta = dict(conn.execute("SELECT key, value FROM ctxc_meta"))
         assert meta == {"schema_version": "1", "fts": "fts5" if HAS_FTS5 else "like"}
         assert columns(conn, "ctxc_meta") == [("key", "TEXT", 0, 1), ("value", "TEXT", 1, 0)]

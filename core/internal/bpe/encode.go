@@ -13,9 +13,28 @@ const vocabMagic = "ctxcvocab1\n"
 // tokenizer is one encoding's rank map and pre-tokenizer. It is read-only once
 // built and safe for concurrent use.
 type tokenizer struct {
-	ranks map[string]uint32
+	ranks *rankTable
 	split splitter
+	// hot is the cache of a tokenizer copy that one count or encode works with
+	// (nil in the shared tokenizer).
+	hot *hotCache
 }
+
+// borrow returns a copy of b with a hot cache of its table: the table's spare one
+// when no other count holds it, else a new one. giveBack makes it the spare again;
+// kept in the table, not a sync.Pool, it survives garbage collections warm.
+func (b *tokenizer) borrow() tokenizer {
+	hc := b.ranks.spare.Swap(nil)
+	if hc == nil {
+		hc = &hotCache{}
+	}
+	w := *b
+	w.hot = hc
+	return w
+}
+
+// giveBack returns the hot cache of a borrowed copy to its table.
+func (b *tokenizer) giveBack() { b.ranks.spare.Store(b.hot) }
 
 // newTokenizer builds the encoder from a rank table and a split pattern. The keys of the
 // rank map are substrings of table, so building it copies no token bytes. A
@@ -39,16 +58,18 @@ func newTokenizer(table, pattern string) *tokenizer {
 		panic("ctxcompact: rank table: truncated varint")
 	}
 	n := uvarint()
-	ranks := make(map[string]uint32, n)
+	ranks := newRankTable(table, n)
 	for r := 0; r < n; r++ {
 		l := uvarint()
 		if l <= 0 || pos+l > len(table) {
 			panic("ctxcompact: rank table: bad token length")
 		}
-		ranks[table[pos:pos+l]] = uint32(r)
+		if !ranks.add(pos, l, uint32(r)) {
+			panic("ctxcompact: rank table: duplicate tokens")
+		}
 		pos += l
 	}
-	if pos != len(table) || len(ranks) != n {
+	if pos != len(table) || ranks.len() != n {
 		panic("ctxcompact: rank table: trailing bytes or duplicate tokens")
 	}
 	return &tokenizer{ranks: ranks, split: splitterFor(pattern)}
@@ -56,22 +77,46 @@ func newTokenizer(table, pattern string) *tokenizer {
 
 // count returns the number of tokens of s (see Encoding.Count).
 func (b *tokenizer) count(s string) int {
+	w := b.borrow()
+	n := w.countWith(s)
+	w.giveBack()
+	return n
+}
+
+func (b *tokenizer) countWith(s string) int {
 	n := 0
-	var buf []byte
+	buf := b.hot.buf
 	b.split(s, func(piece string) {
-		buf = append(buf[:0], piece...)
+		buf = pieceBuf(buf, piece)
 		n += b.pieceTokens(buf)
 	})
+	b.hot.buf = buf
 	return n
+}
+
+// pieceBuf copies piece into buf (reused) with 8 bytes of capacity past its end,
+// which the rank table's word loads need.
+func pieceBuf(buf []byte, piece string) []byte {
+	if cap(buf) < len(piece)+8 {
+		buf = make([]byte, 0, max(2*cap(buf), len(piece)+8, 64))
+	}
+	return append(buf[:0], piece...)
 }
 
 // encode returns the ranks of the tokens of s (see Encoding.Encode).
 func (b *tokenizer) encode(s string) []int {
+	w := b.borrow()
+	ids := w.encodeWith(s)
+	w.giveBack()
+	return ids
+}
+
+func (b *tokenizer) encodeWith(s string) []int {
 	var ids []int
 	var buf []byte
 	b.split(s, func(piece string) {
-		buf = append(buf[:0], piece...)
-		if r, ok := b.ranks[string(buf)]; ok {
+		buf = pieceBuf(buf, piece)
+		if r, ok := b.get(buf, 0, len(buf)); ok {
 			ids = append(ids, int(r))
 			return
 		}
@@ -91,7 +136,7 @@ func (b *tokenizer) pieceTokens(piece []byte) int {
 	if len(piece) == 0 {
 		return 0
 	}
-	if _, ok := b.ranks[string(piece)]; ok {
+	if _, ok := b.get(piece, 0, len(piece)); ok {
 		return 1
 	}
 	if len(piece) < bpeHeapThreshold {
@@ -107,9 +152,17 @@ const noMerge = ^uint32(0)
 // mergeScan (O(n^2), faster on short pieces).
 const bpeHeapThreshold = 128
 
+// get returns the rank of piece[i:j], through the hot cache when there is one.
+func (b *tokenizer) get(piece []byte, i, j int) (uint32, bool) {
+	if b.hot != nil && j-i < 8 && j > i && i+8 <= cap(piece) {
+		return b.ranks.getHot(b.hot, piece, i, j)
+	}
+	return b.ranks.get(piece, i, j)
+}
+
 // rank returns the rank of piece[i:j], or noMerge.
 func (b *tokenizer) rank(piece []byte, i, j int) uint32 {
-	if r, ok := b.ranks[string(piece[i:j])]; ok {
+	if r, ok := b.get(piece, i, j); ok {
 		return r
 	}
 	return noMerge

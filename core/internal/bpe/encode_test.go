@@ -1,6 +1,7 @@
 package bpe
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/dlclark/regexp2/v2"
@@ -338,15 +340,15 @@ func TestBPEMergeScanAndHeapAgree(t *testing.T) {
 func TestRankTables(t *testing.T) {
 	for enc, want := range map[*Encoding]int{o200k: 199998, cl100k: 100256} {
 		b := enc.tokenizer()
-		if len(b.ranks) != want {
-			t.Errorf("%s: %d tokens, want %d", enc.name, len(b.ranks), want)
+		if b.ranks.len() != want {
+			t.Errorf("%s: %d tokens, want %d", enc.name, b.ranks.len(), want)
 		}
 		ids, toks, err := libCodec(t, enc.name).Encode("Hello, world! 你好 🙂 indivisibility")
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i, tok := range toks {
-			if r, ok := b.ranks[tok]; !ok || uint(r) != ids[i] {
+			if r, ok := b.ranks.lookup(tok); !ok || uint(r) != ids[i] {
 				t.Errorf("%s: token %q has rank %d (%v), the library's is %d", enc.name, tok, r, ok, ids[i])
 			}
 		}
@@ -360,6 +362,81 @@ func TestRankTables(t *testing.T) {
 			}()
 			newTokenizer(bad, cl100kPattern)
 		}()
+	}
+	if !func() (dup bool) {
+		defer func() { dup = recover() != nil }()
+		newTokenizer(vocabMagic+"\x02\x01a\x01a", cl100kPattern)
+		return false
+	}() {
+		t.Error("newTokenizer accepted a table with a duplicate token")
+	}
+}
+
+// garbageAfter returns s as bytes with n bytes of capacity after it holding
+// non-zero bytes, which the rank table's word loads must mask off.
+func garbageAfter(s string, n int) []byte {
+	b := make([]byte, len(s)+n)
+	for i := range b {
+		b[i] = 0xa5
+	}
+	return b[:copy(b, s)]
+}
+
+// Every token of each table is found with its rank, by the table and through a
+// hot cache, from a buffer with and without spare capacity; a token with a byte
+// more or less is found only if it is a token too.
+func TestRankTableFindsEveryToken(t *testing.T) {
+	for _, enc := range []*Encoding{o200k, cl100k} {
+		b := enc.tokenizer()
+		w := b.borrow()
+		tokens := map[string]bool{}
+		pos := len(vocabMagic)
+		next := func() int {
+			x, shift := 0, 0
+			for {
+				c := enc.table[pos]
+				pos++
+				x |= int(c&0x7f) << shift
+				if c < 0x80 {
+					return x
+				}
+				shift += 7
+			}
+		}
+		n := next()
+		for r := 0; r < n; r++ {
+			l := next()
+			tok := enc.table[pos : pos+l]
+			pos += l
+			tokens[tok] = true
+			padded := garbageAfter(tok, 9)
+			for _, via := range []struct {
+				name string
+				get  func() (uint32, bool)
+			}{
+				{"table, exact capacity", func() (uint32, bool) { return b.ranks.get([]byte(tok), 0, l) }},
+				{"table, padded", func() (uint32, bool) { return b.ranks.get(padded, 0, l) }},
+				{"hot cache", func() (uint32, bool) { return w.get(padded, 0, l) }},
+				{"hot cache again", func() (uint32, bool) { return w.get(padded, 0, l) }},
+			} {
+				if got, ok := via.get(); !ok || got != uint32(r) {
+					t.Fatalf("%s: token %q (rank %d) via %s: %d, %v", enc.name, tok, r, via.name, got, ok)
+				}
+			}
+		}
+		for tok := range tokens {
+			for _, other := range []string{tok + "\x00", tok[:len(tok)-1], "\xff" + tok} {
+				padded := garbageAfter(other, 8)
+				_, want := tokens[other]
+				if _, ok := w.get(padded, 0, len(other)); ok != want {
+					t.Fatalf("%s: %q found %v, is a token %v", enc.name, other, ok, want)
+				}
+				if _, ok := b.ranks.get(padded, 0, len(other)); ok != want {
+					t.Fatalf("%s: %q found %v in the table, is a token %v", enc.name, other, ok, want)
+				}
+			}
+		}
+		w.giveBack()
 	}
 }
 
@@ -451,5 +528,37 @@ func xorshift(seed uint64) func(n int) int {
 		x ^= x >> 7
 		x ^= x << 17
 		return int(x % uint64(n))
+	}
+}
+
+// Counts running at once share the table and its spare hot cache safely (run
+// with -race) and count as one alone does.
+func TestConcurrentCounts(t *testing.T) {
+	texts := append([]string{strings.Repeat("concurrent counting, 同时 ", 200)}, trickyTexts...)
+	for _, e := range []*Encoding{o200k, cl100k} {
+		want := make([]int, len(texts))
+		for i, s := range texts {
+			want[i] = e.Count(s)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan string, 8)
+		for g := 0; g < 8; g++ {
+			wg.Add(1)
+			go func(g int) {
+				defer wg.Done()
+				for r := 0; r < 20; r++ {
+					i := (g + r) % len(texts)
+					if n := e.Count(texts[i]); n != want[i] {
+						errs <- fmt.Sprintf("%s: text %d counted %d, alone %d", e.name, i, n, want[i])
+						return
+					}
+				}
+			}(g)
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
 	}
 }

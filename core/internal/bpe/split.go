@@ -273,11 +273,102 @@ func wordO200k(s string, i int, c uint8, n int) int {
 	return a2(i)
 }
 
+// asciiStart returns where the letters of an ASCII word piece start: i when s[i]
+// is an ASCII letter, i+1 when s[i] is an ASCII prefix ([^\r\n\p{L}\p{N}]) and
+// s[i+1] an ASCII letter, else -1. Both patterns try the prefix taken first, and
+// with an ASCII letter after it the word alternatives match, so it is taken.
+func asciiStart(s string, i int) int {
+	c := s[i]
+	if c >= utf8.RuneSelf {
+		return -1
+	}
+	if asciiClass[c]&cLetter != 0 {
+		return i
+	}
+	if !isPrefix(asciiClass[c]) || i+1 >= len(s) {
+		return -1
+	}
+	if c1 := s[i+1]; c1 < utf8.RuneSelf && asciiClass[c1]&cLetter != 0 {
+		return i + 1
+	}
+	return -1
+}
+
+// asciiDigits returns the end of \p{N}{1,3} at i when s[i] is an ASCII digit and
+// the piece is decided by ASCII bytes, else -1.
+func asciiDigits(s string, i int) int {
+	if c := s[i]; c < '0' || c > '9' {
+		return -1
+	}
+	j := i + 1
+	for j < len(s) && j < i+3 && '0' <= s[j] && s[j] <= '9' {
+		j++
+	}
+	if j < i+3 && j < len(s) && s[j] >= utf8.RuneSelf {
+		return -1 // a non-ASCII number may continue the run
+	}
+	return j
+}
+
+// asciiWordO200k is pieceO200k's fast path for the commonest piece, an ASCII
+// word whose letters start at j (see asciiStart): its end, or -1 when the general
+// code must decide (a non-ASCII rune where a run could go on). For ASCII letters
+// the classes are simple: A-Z is upperish only, a-z lowerish only, so A1 is the
+// upper-case run and the lower-case run after it, and when that is empty A2 takes
+// the upper-case run alone; either way the contraction follows.
+func asciiWordO200k(s string, j int) int {
+	e := j
+	for e < len(s) && 'A' <= s[e] && s[e] <= 'Z' {
+		e++
+	}
+	for e < len(s) && 'a' <= s[e] && s[e] <= 'z' {
+		e++
+	}
+	if e < len(s) && s[e] >= utf8.RuneSelf {
+		return -1 // a non-ASCII letter or mark may continue a run
+	}
+	return e + contraction(s, e)
+}
+
+// asciiCl100k is pieceCl100k's fast path, as asciiO200k: B2 is a prefix and a
+// letter run, tried after B1 (a contraction, which starts with ').
+func asciiCl100k(s string, i int) int {
+	if s[i] == '\'' {
+		return -1
+	}
+	j := asciiStart(s, i)
+	if j < 0 {
+		return asciiDigits(s, i)
+	}
+	e := j
+	for e < len(s) && s[e] < utf8.RuneSelf && asciiClass[s[e]]&cLetter != 0 {
+		e++
+	}
+	if e < len(s) && s[e] >= utf8.RuneSelf {
+		return -1
+	}
+	return e
+}
+
 // pieceO200k returns the end of the o200k_base piece that starts at i < len(s).
 func pieceO200k(s string, i int) int {
+	word := true
+	if j := asciiStart(s, i); j >= 0 {
+		if e := asciiWordO200k(s, j); e >= 0 {
+			return e
+		}
+	} else if s[i] < utf8.RuneSelf && (i+1 >= len(s) || s[i+1] < utf8.RuneSelf) {
+		// No letter or mark at i or i+1: A1 and A2 cannot match.
+		word = false
+		if j := asciiDigits(s, i); j >= 0 {
+			return j
+		}
+	}
 	r, c, n := runeAt(s, i)
-	if j := wordO200k(s, i, c, n); j >= 0 {
-		return j
+	if word {
+		if j := wordO200k(s, i, c, n); j >= 0 {
+			return j
+		}
 	}
 	if c&cNumber != 0 {
 		return numberPiece(s, i, n)
@@ -292,6 +383,9 @@ func pieceO200k(s string, i int) int {
 
 // pieceCl100k returns the end of the cl100k_base piece that starts at i < len(s).
 func pieceCl100k(s string, i int) int {
+	if j := asciiCl100k(s, i); j >= 0 {
+		return j
+	}
 	if k := contraction(s, i); k > 0 {
 		return i + k
 	}

@@ -2,27 +2,62 @@ package jsonraw
 
 import "unicode/utf8"
 
-// AppendString appends s as a JSON string exactly as encoding/json writes it
-// without HTML escaping: '"', '\\' and control characters escaped (\b \f \n \r \t
-// by name), invalid UTF-8 as \ufffd, U+2028 and U+2029 as escapes; plain ASCII runs
-// are copied eight bytes at a time.
-func AppendString(dst []byte, s string) []byte {
-	return append(AppendStringBody(append(dst, '"'), s), '"')
+// Escaping names how a string is written as JSON: the choices in which the JSON
+// encoders whose bytes the core reproduces differ. Every escaping escapes '"', '\\'
+// and control characters (\b \f \n \r \t by name, the others as \u00xx) and
+// writes hex digits in lower case. The zero Escaping is JSON.stringify's: nothing
+// else is escaped, and bytes that are not UTF-8 are copied as they are.
+type Escaping struct {
+	// ReplaceInvalid writes each byte that is not UTF-8 as \ufffd (encoding/json).
+	ReplaceInvalid bool
+	// LineSeparators escapes U+2028 and U+2029 (encoding/json).
+	LineSeparators bool
+	// HTML escapes '<', '>' and '&' as \u003c, \u003e and \u0026 (encoding/json's
+	// default, json.Marshal).
+	HTML bool
+	// ASCII escapes DEL and every character that is not ASCII as \uxxxx, one above
+	// U+FFFF as a surrogate pair, and a byte that is not UTF-8 as \ufffd (Python's
+	// json.dumps, whose ensure_ascii is on by default).
+	ASCII bool
 }
 
-// AppendStringBody is AppendString without the quotes: the inside of the string.
-func AppendStringBody(dst []byte, s string) []byte {
+// The escapings of the encoders the core matches.
+var (
+	// GoJSON is encoding/json's with SetEscapeHTML(false): the core's responses.
+	GoJSON = Escaping{ReplaceInvalid: true, LineSeparators: true}
+	// GoJSONHTML is encoding/json's default, json.Marshal's (and sjson's).
+	GoJSONHTML = Escaping{ReplaceInvalid: true, LineSeparators: true, HTML: true}
+	// Stringify is JSON.stringify's, the canonical form tokens are counted in.
+	Stringify = Escaping{}
+	// PythonASCII is Python's json.dumps's with its default ensure_ascii=True.
+	PythonASCII = Escaping{ASCII: true}
+)
+
+// Append appends s to dst as a JSON string escaped as e says.
+func (e Escaping) Append(dst []byte, s string) []byte {
+	return append(e.AppendBody(append(dst, '"'), s), '"')
+}
+
+// AppendBody is Append without the quotes: the inside of the string. Runs of plain
+// ASCII are copied eight bytes at a time.
+func (e Escaping) AppendBody(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
-	start := 0 // s[start:i] is still to be copied
+	extra := e.HTML || e.ASCII // bytes to escape beyond the ones every escaping does
+	start := 0                 // s[start:i] is still to be copied
 	for i := 0; i < len(s); {
 		if i+8 <= len(s) {
-			if w := Word(s, i); stringSpecials(w)|w&hi8 == 0 {
+			w := Word(s, i)
+			m := stringSpecials(w) | w&hi8
+			if extra {
+				m |= e.extraBytes(w)
+			}
+			if m == 0 {
 				i += 8
 				continue
 			}
 		}
 		b := s[i]
-		if b >= 0x20 && b != '"' && b != '\\' && b < utf8.RuneSelf {
+		if b >= 0x20 && b != '"' && b != '\\' && b < utf8.RuneSelf && (!extra || !e.escapesASCII(b)) {
 			i++
 			continue
 		}
@@ -51,21 +86,59 @@ func AppendStringBody(dst []byte, s string) []byte {
 		r, size := DecodeRune(s, i)
 		switch {
 		case r == utf8.RuneError && size == 1:
+			if !e.ReplaceInvalid && !e.ASCII {
+				i++ // copied as it is
+				continue
+			}
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-		case r == '\u2028' || r == '\u2029':
+		case e.ASCII:
+			dst = append(dst, s[start:i]...)
+			if r >= 0x10000 {
+				r -= 0x10000
+				hi := 0xD800 + r>>10
+				dst = append(dst, '\\', 'u', hex[hi>>12&0xF], hex[hi>>8&0xF], hex[hi>>4&0xF], hex[hi&0xF])
+				r = 0xDC00 + r&0x3FF
+			}
+			dst = append(dst, '\\', 'u', hex[r>>12&0xF], hex[r>>8&0xF], hex[r>>4&0xF], hex[r&0xF])
+		case e.LineSeparators && (r == '\u2028' || r == '\u2029'):
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xF])
-			i += size
-			start = i
 		default:
 			i += size
+			continue
 		}
+		i += size
+		start = i
 	}
 	return append(dst, s[start:]...)
 }
+
+// extraBytes flags the bytes of w that e escapes beyond the ones every escaping
+// does (HTML's '<', '>' and '&'; ASCII's DEL).
+func (e Escaping) extraBytes(w uint64) uint64 {
+	var m uint64
+	if e.HTML {
+		m |= zeroBytes(w^(lo8*'<')) | zeroBytes(w^(lo8*'>')) | zeroBytes(w^(lo8*'&'))
+	}
+	if e.ASCII {
+		m |= zeroBytes(w ^ (lo8 * 0x7F))
+	}
+	return m
+}
+
+// escapesASCII reports whether e escapes the printable ASCII byte b, which not every
+// escaping does.
+func (e Escaping) escapesASCII(b byte) bool {
+	return e.HTML && (b == '<' || b == '>' || b == '&') || e.ASCII && b == 0x7F
+}
+
+// AppendString appends s as a JSON string exactly as encoding/json writes it
+// without HTML escaping: GoJSON.Append.
+func AppendString(dst []byte, s string) []byte { return GoJSON.Append(dst, s) }
+
+// AppendStringBody is AppendString without the quotes: GoJSON.AppendBody.
+func AppendStringBody(dst []byte, s string) []byte { return GoJSON.AppendBody(dst, s) }
 
 // AppendRawBody appends the text that body (the inside of a raw JSON string, or a
 // run of it cut between characters) decodes to, escaped as AppendStringBody escapes

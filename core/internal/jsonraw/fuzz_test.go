@@ -2,10 +2,12 @@ package jsonraw
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
@@ -310,6 +312,85 @@ func FuzzValidCountedString(f *testing.F) {
 		wantDense, wantOther := countString(s[:end], testScan.Dense)
 		if fEnd != end || dense != wantDense || other != wantOther {
 			t.Fatalf("validCountedString(%q) = %d, %d dense, %d other; want %d, %d, %d", s, fEnd, dense, other, end, wantDense, wantOther)
+		}
+	})
+}
+
+// referenceEscape is the escaping e names, written plainly rune by rune: the
+// definition Escaping.Append is held to where no library of Go's is the reference
+// (JSON.stringify's, json.dumps's).
+func referenceEscape(e Escaping, s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1 && (e.ReplaceInvalid || e.ASCII):
+			b.WriteString(`\ufffd`)
+		case r == utf8.RuneError && size == 1:
+			b.WriteByte(s[i])
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\b' || r == '\f' || r == '\n' || r == '\r' || r == '\t':
+			b.WriteString(map[rune]string{'\b': `\b`, '\f': `\f`, '\n': `\n`, '\r': `\r`, '\t': `\t`}[r])
+		case r < 0x20,
+			e.HTML && (r == '<' || r == '>' || r == '&'),
+			e.LineSeparators && (r == '\u2028' || r == '\u2029'),
+			e.ASCII && r >= 0x7F && r < 0x10000:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		case e.ASCII && r >= 0x10000:
+			hi, lo := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, `\u%04x\u%04x`, hi, lo)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// FuzzEscaping holds the one string encoder to the encoders it stands in for:
+// encoding/json with and without HTML escaping, and the plain definitions of
+// JSON.stringify's and json.dumps's escaping; the body is the string without its
+// quotes.
+func FuzzEscaping(f *testing.F) {
+	for _, s := range []string{"plain ascii, longer than eight bytes", "q\" b\\ \b\f\n\r\t \x00\x1f\x7f", "<a href='x'>&amp;</a> and more text",
+		"é中文😀 \u2028\u2029 \ufffd", "bad \xff\xfe \xe2\x82 \xed\xa0\x80 end", "\U0010FFFF\U00010000", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var plain strings.Builder
+		enc := json.NewEncoder(&plain)
+		enc.SetEscapeHTML(false)
+		require.NoError(t, enc.Encode(s))
+		html, err := json.Marshal(s)
+		require.NoError(t, err)
+		for _, c := range []struct {
+			name string
+			e    Escaping
+			want string
+		}{
+			{"GoJSON", GoJSON, strings.TrimSuffix(plain.String(), "\n")},
+			{"GoJSONHTML", GoJSONHTML, string(html)},
+			{"Stringify", Stringify, referenceEscape(Stringify, s)},
+			{"PythonASCII", PythonASCII, referenceEscape(PythonASCII, s)},
+			{"GoJSON reference", GoJSON, referenceEscape(GoJSON, s)},
+			{"GoJSONHTML reference", GoJSONHTML, referenceEscape(GoJSONHTML, s)},
+		} {
+			got := string(c.e.Append(nil, s))
+			if got != c.want {
+				t.Fatalf("%s.Append(%q) = %s, want %s", c.name, s, got, c.want)
+			}
+			if body := string(c.e.AppendBody([]byte("x"), s)); body != "x"+got[1:len(got)-1] {
+				t.Fatalf("%s.AppendBody(%q) = %s, Append gives %s", c.name, s, body, got)
+			}
+		}
+		if s != "" && utf8.ValidString(s) {
+			var back string
+			require.NoError(t, json.Unmarshal(PythonASCII.Append(nil, s), &back))
+			require.Equal(t, s, back, "PythonASCII decodes back")
 		}
 	})
 }

@@ -107,6 +107,74 @@ func countsKey(lit string, keys []string) bool {
 	return false
 }
 
+// nesting is the containers open around a point of the text, one bit per level
+// (1 for an object), so that nesting costs a bit a level and the scan no recursion.
+type nesting struct {
+	kinds   []uint64
+	level   int // how many are open
+	deepest int // the most that were open at once
+}
+
+func (n *nesting) push(object bool) {
+	if n.level>>6 >= len(n.kinds) {
+		n.kinds = append(n.kinds, 0)
+	}
+	bit := uint64(1) << (n.level & 63)
+	if object {
+		n.kinds[n.level>>6] |= bit
+	} else {
+		n.kinds[n.level>>6] &^= bit
+	}
+	n.level++
+	n.deepest = max(n.deepest, n.level)
+}
+
+func (n *nesting) pop() { n.level-- }
+
+// inObject reports whether the innermost open container is an object.
+func (n *nesting) inObject() bool { return n.kinds[(n.level-1)>>6]>>((n.level-1)&63)&1 == 1 }
+
+// The kinds of the outermost containers (low bits of kinds[0], 1 for an object)
+// that put a point inside an element of a member's array: the text an object, the
+// member's value an array, and for the element's fields, the element an object.
+const (
+	memberArray   = 0b01  // the outer two, at level 2
+	elementObject = 0b101 // the outer three, at level 3 and deeper
+)
+
+// scanPlace is where a value or key lies, as what Scan records of it.
+type scanPlace uint8
+
+const (
+	elsewhere     scanPlace = iota // nothing is recorded of it
+	element                        // an element of an array that is a member's value
+	elementField                   // a field of such an element that is an object
+	deepInElement                  // inside such a field, at any depth
+)
+
+// place is where a value that starts at the current level lies (or, for a key,
+// the key of the object at the current level).
+func (n *nesting) place() scanPlace {
+	switch {
+	case n.level == 2 && n.kinds[0]&0b11 == memberArray:
+		return element
+	case n.level == 3 && n.kinds[0]&0b111 == elementObject:
+		return elementField
+	case n.level > 3 && n.kinds[0]&0b111 == elementObject:
+		return deepInElement
+	}
+	return elsewhere
+}
+
+// scanStep is what Scan reads next at i: the states of its one pass.
+type scanStep uint8
+
+const (
+	atValue    scanStep = iota // a value: at the start, after '[', ':' or a comma in an array
+	afterValue                 // a value (or a container) ended just before i
+	atKey                      // a member's key: after '{' or a comma in an object
+)
+
 // Scan validates data as one JSON text and measures how deeply it nests, in a
 // single pass without recursion. The grammar is gjson.ValidBytes's (RFC 8259), and
 // the text must be valid UTF-8 (gjson does not check strings for it; a fuzz target
@@ -125,162 +193,154 @@ func Scan(data []byte, opts *ScanOptions, members *[]Member) (valid bool, depth 
 	fieldKeyStart, fieldKeyEnd, fieldStart := 0, 0, 0
 	deepKeyStart, deepKeyEnd := 0, 0 // the last key read deeper in an element
 	var parts ArrayParts
-	var stack []uint64 // one bit per open container: 1 for an object
-	level := 0
-	push := func(object bool) {
-		if level>>6 >= len(stack) {
-			stack = append(stack, 0)
-		}
-		bit := uint64(1) << (level & 63)
-		if object {
-			stack[level>>6] |= bit
-		} else {
-			stack[level>>6] &^= bit
-		}
-		level++
-		depth = max(depth, level)
-	}
-	inObject := func() bool { return stack[(level-1)>>6]>>((level-1)&63)&1 == 1 }
-	// Where a value is, when members are recorded: in an element of an array that
-	// is a top-level field's value (the envelope an object, the field an array), or
-	// in a field of such an element that is an object.
+	var n nesting
 	recording := members != nil
 	var elementKeys, deepKeys []string
 	var dense []RuneRange
 	if recording && opts != nil {
 		elementKeys, deepKeys, dense = opts.ElementKeys, opts.DeepKeys, opts.Dense
 	}
-	inElement := func() bool { return recording && level == 2 && stack[0]&3 == 1 }
-	inElementField := func() bool { return recording && level == 3 && stack[0]&7 == 5 }
-	deepInElement := func() bool { return recording && level > 3 && stack[0]&7 == 5 }
+	// where is n.place() when members are recorded.
+	where := func() scanPlace {
+		if !recording {
+			return elsewhere
+		}
+		return n.place()
+	}
 
 	i := SkipSpace(s, 0)
-value:
-	if i >= len(s) {
-		return false, depth
-	}
-	switch {
-	case level == 1:
-		valueStart, parts = i, ArrayParts{}
-	case inElement():
-		elementStart = i
-		parts.FirstField = append(parts.FirstField, int32(len(parts.Fields)))
-	case inElementField():
-		fieldStart = i
-	}
-	switch c := s[i]; c {
-	case '{':
-		push(true)
-		if i = SkipSpace(s, i+1); i < len(s) && s[i] == '}' {
-			level--
-			i++
-			goto next
-		}
-		goto key
-	case '[':
-		push(false)
-		if i = SkipSpace(s, i+1); i < len(s) && s[i] == ']' {
-			level--
-			i++
-			goto next
-		}
-		goto value
-	case '"':
-		var ok bool
-		if inElementField() && countsKey(s[fieldKeyStart:fieldKeyEnd], elementKeys) ||
-			deepInElement() && inObject() && countsKey(s[deepKeyStart:deepKeyEnd], deepKeys) {
-			start := i
-			var n Count
-			if i, ok, n.Dense, n.Other = validCountedString(s, i, dense); !ok {
-				return false, depth
+	for step := atValue; ; {
+		switch step {
+		case atValue:
+			if i >= len(s) {
+				return false, n.deepest
 			}
-			n.At, n.Size = int32(start-valueStart), int32(i-start)
-			parts.Counted = append(parts.Counted, n)
-		} else if i, ok = validString(s, i); !ok {
-			return false, depth
-		}
-	case 't':
-		if !HasPrefixAt(s, i, "true") {
-			return false, depth
-		}
-		i += 4
-	case 'f':
-		if !HasPrefixAt(s, i, "false") {
-			return false, depth
-		}
-		i += 5
-	case 'n':
-		if !HasPrefixAt(s, i, "null") {
-			return false, depth
-		}
-		i += 4
-	default:
-		var ok bool
-		if i, ok = validNumber(s, i); !ok {
-			return false, depth
+			place := where()
+			switch {
+			case n.level == 1:
+				valueStart, parts = i, ArrayParts{}
+			case place == element:
+				elementStart = i
+				parts.FirstField = append(parts.FirstField, int32(len(parts.Fields)))
+			case place == elementField:
+				fieldStart = i
+			}
+			step = afterValue
+			switch c := s[i]; c {
+			case '{':
+				n.push(true)
+				if i = SkipSpace(s, i+1); i < len(s) && s[i] == '}' {
+					n.pop()
+					i++
+				} else {
+					step = atKey
+				}
+			case '[':
+				n.push(false)
+				if i = SkipSpace(s, i+1); i < len(s) && s[i] == ']' {
+					n.pop()
+					i++
+				} else {
+					step = atValue
+				}
+			case '"':
+				var ok bool
+				if place == elementField && countsKey(s[fieldKeyStart:fieldKeyEnd], elementKeys) ||
+					place == deepInElement && n.inObject() && countsKey(s[deepKeyStart:deepKeyEnd], deepKeys) {
+					start := i
+					var counted Count
+					if i, ok, counted.Dense, counted.Other = validCountedString(s, i, dense); !ok {
+						return false, n.deepest
+					}
+					counted.At, counted.Size = int32(start-valueStart), int32(i-start)
+					parts.Counted = append(parts.Counted, counted)
+				} else if i, ok = validString(s, i); !ok {
+					return false, n.deepest
+				}
+			case 't':
+				if !HasPrefixAt(s, i, "true") {
+					return false, n.deepest
+				}
+				i += 4
+			case 'f':
+				if !HasPrefixAt(s, i, "false") {
+					return false, n.deepest
+				}
+				i += 5
+			case 'n':
+				if !HasPrefixAt(s, i, "null") {
+					return false, n.deepest
+				}
+				i += 4
+			default:
+				var ok bool
+				if i, ok = validNumber(s, i); !ok {
+					return false, n.deepest
+				}
+			}
+		case afterValue:
+			switch place := where(); {
+			case n.level == 1 && recording && n.inObject():
+				if s[valueStart] == '[' {
+					parts.FirstField = append(parts.FirstField, int32(len(parts.Fields)))
+					parts.Size = i - valueStart
+				}
+				*members = append(*members, Member{Key: s[keyStart:keyEnd], Value: s[valueStart:i], ArrayParts: parts})
+			case place == element:
+				parts.Elements = append(parts.Elements, s[elementStart:i])
+			case place == elementField:
+				at := func(k int) int32 { return int32(k - valueStart) }
+				parts.Fields = append(parts.Fields, ElementField{KeyStart: at(fieldKeyStart), KeyEnd: at(fieldKeyEnd),
+					ValueStart: at(fieldStart), ValueEnd: at(i)})
+			}
+			i = SkipSpace(s, i)
+			if n.level == 0 {
+				return i == len(s), n.deepest
+			}
+			if i >= len(s) {
+				return false, n.deepest
+			}
+			switch s[i] {
+			case ',':
+				i = SkipSpace(s, i+1)
+				if n.inObject() {
+					step = atKey
+				} else {
+					step = atValue
+				}
+			case '}', ']': // the container ends: a value of the one around it
+				if (s[i] == '}') != n.inObject() {
+					return false, n.deepest
+				}
+				n.pop()
+				i++
+			default:
+				return false, n.deepest
+			}
+		case atKey:
+			if i >= len(s) || s[i] != '"' {
+				return false, n.deepest
+			}
+			start := i
+			var ok bool
+			if i, ok = validString(s, i); !ok {
+				return false, n.deepest
+			}
+			switch place := where(); {
+			case n.level == 1:
+				keyStart, keyEnd = start, i
+			case place == elementField:
+				fieldKeyStart, fieldKeyEnd = start, i
+			case place == deepInElement:
+				deepKeyStart, deepKeyEnd = start, i
+			}
+			if i = SkipSpace(s, i); i >= len(s) || s[i] != ':' {
+				return false, n.deepest
+			}
+			i = SkipSpace(s, i+1)
+			step = atValue
 		}
 	}
-next: // a value ended at i
-	switch {
-	case level == 1 && recording && inObject():
-		if s[valueStart] == '[' {
-			parts.FirstField = append(parts.FirstField, int32(len(parts.Fields)))
-			parts.Size = i - valueStart
-		}
-		*members = append(*members, Member{Key: s[keyStart:keyEnd], Value: s[valueStart:i], ArrayParts: parts})
-	case inElement():
-		parts.Elements = append(parts.Elements, s[elementStart:i])
-	case inElementField():
-		at := func(k int) int32 { return int32(k - valueStart) }
-		parts.Fields = append(parts.Fields, ElementField{KeyStart: at(fieldKeyStart), KeyEnd: at(fieldKeyEnd),
-			ValueStart: at(fieldStart), ValueEnd: at(i)})
-	}
-	i = SkipSpace(s, i)
-	if level == 0 {
-		return i == len(s), depth
-	}
-	if i >= len(s) {
-		return false, depth
-	}
-	switch s[i] {
-	case ',':
-		i = SkipSpace(s, i+1)
-		if inObject() {
-			goto key
-		}
-		goto value
-	case '}', ']':
-		if (s[i] == '}') != inObject() {
-			return false, depth
-		}
-		level--
-		i++
-		goto next
-	}
-	return false, depth
-key: // a member's key is expected at i
-	if i >= len(s) || s[i] != '"' {
-		return false, depth
-	}
-	{
-		start := i
-		var ok bool
-		if i, ok = validString(s, i); !ok {
-			return false, depth
-		}
-		if level == 1 {
-			keyStart, keyEnd = start, i
-		} else if inElementField() {
-			fieldKeyStart, fieldKeyEnd = start, i
-		} else if deepInElement() {
-			deepKeyStart, deepKeyEnd = start, i
-		}
-	}
-	if i = SkipSpace(s, i); i >= len(s) || s[i] != ':' {
-		return false, depth
-	}
-	i = SkipSpace(s, i+1)
-	goto value
 }
 
 // HasPrefixAt reports whether s[i:] starts with lit.

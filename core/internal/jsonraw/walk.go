@@ -107,13 +107,13 @@ func ForEachElement(arr string, fn func(raw string) bool) {
 	}
 }
 
-// FindField returns the raw value of key in the JSON object obj, or "".
+// FindField returns the raw value of key in the JSON object obj, or "". Of
+// duplicate keys it returns the last, as JSON.parse and json.loads read them.
 func FindField(obj, key string) string {
 	var out string
 	ForEachField(obj, func(k, raw string) bool {
 		if k == key {
 			out = raw
-			return false
 		}
 		return true
 	})
@@ -192,6 +192,8 @@ func SkipString(s string, i int) int {
 	}
 }
 
+// HasByte reports whether s holds b: a byte loop, which in wasm costs less than
+// the call strings.IndexByte makes for the short keys it is asked about.
 func HasByte(s string, b byte) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] == b {

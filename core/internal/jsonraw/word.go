@@ -16,7 +16,7 @@ const (
 	hi8 = 0x8080808080808080
 )
 
-// word returns the eight bytes s[i:i+8] as a little-endian uint64. The caller
+// Word returns the eight bytes s[i:i+8] as a little-endian uint64. The caller
 // guarantees i >= 0 and i+8 <= len(s); it is one load (the Go wasm backend does not
 // merge byte loads on its own).
 func Word(s string, i int) uint64 {
@@ -45,7 +45,8 @@ func LocatePart(s, part string) (int, bool) {
 // and no bit at all when w has no zero byte.
 func zeroBytes(w uint64) uint64 { return (w - lo8) &^ w & hi8 }
 
-// FirstFlagged returns the index of the lowest byte flagged by a zeroBytes-style mask.
+// FirstFlagged returns the index of the lowest byte flagged in mask, which has the
+// high bit set in each flagged byte (as NotPlain returns).
 func FirstFlagged(mask uint64) int { return bits.TrailingZeros64(mask) >> 3 }
 
 // stringSpecials flags the bytes of w that end a plain run inside a JSON string: a

@@ -164,8 +164,8 @@ func runLoop(ctx context.Context, path string, window int, out io.Writer) (loopR
 		}
 		r := c.Report
 		res.Compactions++
-		res.Summarizers = append(res.Summarizers, r.Summarizer)
-		res.Fallbacks = append(res.Fallbacks, r.FallbackCode)
+		res.Summarizers = append(res.Summarizers, string(r.Summarizer))
+		res.Fallbacks = append(res.Fallbacks, string(r.FallbackCode))
 		fmt.Fprintf(out, "compaction %d at turn %d: %d -> %d messages, %d -> %d tokens (summarizer %s)\n",
 			res.Compactions, res.Turns, r.MessagesBefore, r.MessagesAfter, r.TokensBefore, r.TokensAfter, r.Summarizer)
 		if r.FallbackUsed {

@@ -179,6 +179,17 @@ def resolve_refs(messages: List[Message], result: Dict[str, Any]) -> None:
 
 
 _CTOR_OPTIONS = ("config", "cache_dir", "max_instances", "max_instance_memory", "wasm")
+def _format_parts(format: Any, system: Any) -> List[Tuple[bytes, bytes]]:
+    """The request fields of a call's message format and a format's top-level system."""
+    parts: List[Tuple[bytes, bytes]] = []
+    fmt = check_opt_str("format", format)
+    if fmt is not None:
+        parts.append((b"format", dumps(fmt)))
+    if system is not None:
+        parts.append((b"system", dumps_at(system, "invalid_messages", "/system", "system")))
+    return parts
+
+
 _COMPACT_OPTIONS = ("messages", "summarize", "force", "prompt_tokens", "config", "system", "format", "timeout")
 #: At most this many merged per-call configs are remembered per Compactor.
 _MERGE_MEMO = 64
@@ -402,40 +413,55 @@ class Compactor:
         encoding: Optional[str] = None,
         *,
         config: Optional[Config] = None,
+        format: Optional[Format] = None,
+        system: Any = None,
         **unknown: NoReturn,
     ) -> TokenCountResult:
         """tokens.count: total and per-message token counts."""
-        reject_unknown("count_tokens", unknown, ("messages", "encoding", "config"))
+        reject_unknown("count_tokens", unknown, ("messages", "encoding", "config", "format", "system"))
         enc = check_opt_str("encoding", encoding)
         _, mj = _messages_json(messages)
-        parts = [(b"config", self._cfg(config)), (b"messages", mj)]
+        parts = [(b"config", self._cfg(config)), (b"messages", mj)] + _format_parts(format, system)
         if enc is not None:
             parts.append((b"encoding", dumps(enc)))
         return cast(TokenCountResult, self._run(b"tokens.count", parts))
 
-    def prune(self, messages: Sequence[Message], *, config: Optional[Config] = None, **unknown: NoReturn) -> PruneResult:
+    def prune(
+        self,
+        messages: Sequence[Message],
+        *,
+        config: Optional[Config] = None,
+        format: Optional[Format] = None,
+        system: Any = None,
+        **unknown: NoReturn,
+    ) -> PruneResult:
         """prune: old tool outputs become placeholders. Unchanged messages in the
         result are your own objects; ``archived`` holds the originals of pruned ones."""
-        reject_unknown("prune", unknown, ("messages", "config"))
+        reject_unknown("prune", unknown, ("messages", "config", "format", "system"))
         msgs, mj = _messages_json(messages)
-        r = self._run(b"prune", [(b"output", b'"refs"'), (b"config", self._cfg(config)), (b"messages", mj)])
+        parts = [(b"output", b'"refs"'), (b"config", self._cfg(config))] + _format_parts(format, system)
+        r = self._run(b"prune", parts + [(b"messages", mj)])
         resolve_refs(msgs, r)
         return cast(PruneResult, r)
 
-    def sanitize(self, messages: Sequence[Message], **unknown: NoReturn) -> SanitizeResult:
+    def sanitize(
+        self, messages: Sequence[Message], *, format: Optional[Format] = None, **unknown: NoReturn
+    ) -> SanitizeResult:
         """sanitize: drop tool results whose call is gone, stub calls whose result is
         gone."""
-        reject_unknown("sanitize", unknown, ("messages",))
+        reject_unknown("sanitize", unknown, ("messages", "format"))
         msgs, mj = _messages_json(messages)
-        r = self._run(b"sanitize", [(b"output", b'"refs"'), (b"messages", mj)])
+        r = self._run(b"sanitize", [(b"output", b'"refs"')] + _format_parts(format, None) + [(b"messages", mj)])
         resolve_refs(msgs, r)
         return cast(SanitizeResult, r)
 
-    def validate(self, messages: Sequence[Message], **unknown: NoReturn) -> ValidateResult:
+    def validate(
+        self, messages: Sequence[Message], *, format: Optional[Format] = None, **unknown: NoReturn
+    ) -> ValidateResult:
         """validate: problems with a message list (never raises for bad messages)."""
-        reject_unknown("validate", unknown, ("messages",))
+        reject_unknown("validate", unknown, ("messages", "format"))
         _, mj = _messages_json(messages)
-        return cast(ValidateResult, self._run(b"validate", [(b"messages", mj)]))
+        return cast(ValidateResult, self._run(b"validate", _format_parts(format, None) + [(b"messages", mj)]))
 
     # -- prompt caching and calibration (params as in docs/OPS.md) -----------------------
 

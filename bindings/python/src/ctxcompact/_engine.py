@@ -48,6 +48,9 @@ _CTOR_OPTIONS = ("config", "summarize", "model", "context_length", "provider", "
                  "store", "session_id")
 _COMPRESS_OPTIONS = ("messages", "current_tokens", "focus_topic", "force", "memory_context")
 _MODEL_OPTIONS = ("model", "context_length", "base_url", "api_key", "provider", "api_mode")
+# Fields a deep copy shares with (or gets anew, not from) the original.
+_SHARED_FIELDS = frozenset(("_lock", "_compactor", "_owns_compactor", "_store", "_store_arg", "_owns_store",
+                            "_summarize", "_state", "_status"))
 
 
 class ContextEngine:
@@ -146,6 +149,7 @@ class ContextEngine:
         self._compactor = compactor if compactor is not None else Compactor()
         self._lock = threading.RLock()
         self._state: Dict[str, Any] = {}
+        self._awaiting_usage = False  # Hermes' last_prompt_tokens = -1 (see last_prompt_tokens)
         self._status: EngineStatus
         #: report and archived messages of the last compress() (for soft-archiving).
         self.last_report: Optional[CompactReport] = None
@@ -205,11 +209,24 @@ class ContextEngine:
 
     @property
     def last_prompt_tokens(self) -> int:
+        """The last reported prompt tokens; -1 after a host assigned Hermes' sentinel
+        (-1: "compaction just ran, awaiting real usage") until the next
+        update_from_response, assignment or reset."""
+        if self._awaiting_usage:
+            return -1
         return self._status["last_prompt_tokens"]
 
     @last_prompt_tokens.setter
     def last_prompt_tokens(self, value: int) -> None:
+        if value == -1 and type(value) is int:
+            # Hermes' sentinel after its own compaction step: the state keeps the
+            # estimate compress() recorded (the core's counts are never negative);
+            # the field reads -1 until real usage arrives, as Hermes expects.
+            with self._lock:
+                self._awaiting_usage = True
+            return
         self._counter("last_prompt_tokens", value)
+        self._awaiting_usage = False
 
     @property
     def last_completion_tokens(self) -> int:
@@ -319,6 +336,7 @@ class ContextEngine:
         with self._lock:
             r = self._with_state(b"engine.usage", [(b"usage", dumps_at(u, "invalid_request", "/usage", "usage"))])
             self.last_usage = cast(UsageRecord, r.get("usage"))
+            self._awaiting_usage = False
 
     def should_compress_info(self, prompt_tokens: Optional[int] = None, **unknown: NoReturn) -> Tuple[bool, str]:
         """(should compact now, the core's reason)."""
@@ -407,6 +425,7 @@ class ContextEngine:
         report back to zero; the config is kept."""
         with self._lock:
             self._with_state(b"engine.reset", [])
+            self._awaiting_usage = False
             self.last_report = None
             self.last_archived = []
             self.last_should_compress_reason = None
@@ -417,7 +436,12 @@ class ContextEngine:
     def on_session_start(self, session_id: str, **kwargs: Any) -> None:
         """The host's session id becomes the one the archive is kept under (lossless
         mode). Nothing else is persisted here: the previous summary is found in the
-        messages (a host that persists ``state`` restores it with ``state=``)."""
+        messages (a host that persists ``state`` restores it with ``state=``).
+        ``boundary_reason="compression"`` (Hermes, after a compaction that gave the
+        conversation a new session id) keeps the id: the conversation, and so its
+        archive, goes on."""
+        if kwargs.get("boundary_reason") == "compression":
+            return
         if isinstance(session_id, str) and session_id:
             with self._lock:
                 self.session_id = session_id
@@ -443,13 +467,16 @@ class ContextEngine:
         r = self._compactor._run(b"recall.tools", [(b"format", dumps(fmt))])
         return cast(List[Dict[str, Any]], r["tools"])
 
-    def handle_tool_call(self, name: str, args: Any = None, **unknown: NoReturn) -> str:
+    def handle_tool_call(self, name: str, args: Any = None, messages: Optional[List[Message]] = None,
+                         **unknown: NoReturn) -> str:
         """Run a tool call of the agent and return its result, a JSON string:
         ``context_search {query, limit?}`` (hits newest first, with ids) or
         ``context_expand {id, max_tokens?}`` (the original messages). ``args`` is a
         dict or its JSON text. Bad arguments, an unknown id or an unknown tool are
-        results too: ``{"error": "..."}``, never an exception."""
-        reject_unknown("handle_tool_call", unknown, ("name", "args"))
+        results too: ``{"error": "..."}``, never an exception. ``messages`` (the
+        host's live conversation, which Hermes passes) is accepted and not needed:
+        the archive holds what was compacted."""
+        reject_unknown("handle_tool_call", unknown, ("name", "args", "messages"))
         if not isinstance(name, str):
             return _tool_error(f"the tool name must be a string, not {type(name).__name__}")
         if not self.lossless:
@@ -474,6 +501,24 @@ class ContextEngine:
 
     def has_content_to_compress(self, messages: List[Message]) -> bool:
         return len(messages) > self.protect_first_n + 1
+
+    def __deepcopy__(self, memo: Dict[int, Any]) -> "ContextEngine":
+        """A copy of the session (Hermes deep-copies a plugin's engine for every
+        agent it builds): its own state, counters and last report, sharing this
+        engine's summarizer, Compactor and store (which are not copyable, and are
+        safe to share: each has its own lock). The copy does not own them: close
+        this engine after its copies."""
+        with self._lock:
+            cls = type(self)
+            new = cls.__new__(cls)
+            store: Any = self._store if self._store is not None else self._store_arg
+            ContextEngine.__init__(new, state=copy.deepcopy(self._state, memo), summarize=self._summarize,
+                                   compactor=self._compactor, timeout=self._timeout, store=store,
+                                   session_id=self.session_id)
+            for key, value in self.__dict__.items():
+                if key not in _SHARED_FIELDS:
+                    new.__dict__[key] = copy.deepcopy(value, memo)
+            return new
 
     def close(self) -> None:
         if getattr(self, "_owns_store", False) and self._store is not None:

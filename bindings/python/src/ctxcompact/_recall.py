@@ -17,9 +17,12 @@ module is storage only and never loads the WebAssembly module itself unless
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union, cast
+import time
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union, cast
 
 from ._check import check_int, check_opt_int
 from ._errors import CompactError, OptionError
@@ -39,7 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ._compactor import Compactor
 
-__all__ = ["RecallStore", "plan_query", "split_terms", "fts5_trigram_available", "SCHEMA_VERSION", "BUSY_TIMEOUT"]
+__all__ = ["RecallStore", "plan_query", "split_terms", "fts5_trigram_available", "SCHEMA_VERSION", "SCHEMA_SQL", "BUSY_TIMEOUT"]
 
 #: ctxc_meta 'schema_version' of the files this module writes and reads.
 SCHEMA_VERSION = "1"
@@ -48,7 +51,15 @@ BUSY_TIMEOUT = 5.0
 #: FTS5 with the trigram tokenizer matches substrings of at least 3 characters.
 _MIN_FTS_TERM = 3
 
-_SCHEMA = """
+#: The schema, a copy of recall/schema.sql of the repository (the one text every
+#: runtime's store runs; tests/test_recall_stores.py checks the copy is exact): the
+#: part above its "-- fts5" line runs on every open, the part below creates the
+#: index of a new file.
+SCHEMA_SQL = """-- The recall store's schema (docs/RECALL.md): the one file of it. The Go store embeds
+-- it, the JS store reads it from its package, the Python store's copy is tested to be
+-- it byte for byte. Each runs the part above the fts5 line on every open, and the
+-- part below when it creates a file where its SQLite has FTS5 with the trigram
+-- tokenizer.
 CREATE TABLE IF NOT EXISTS ctxc_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS ctxc_ranges (
   session TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL,
@@ -63,11 +74,12 @@ CREATE TABLE IF NOT EXISTS ctxc_messages (
   json TEXT NOT NULL,
   text TEXT NOT NULL,
   UNIQUE (session, id));
+CREATE INDEX IF NOT EXISTS ctxc_messages_session ON ctxc_messages (session);
+-- fts5
+CREATE VIRTUAL TABLE IF NOT EXISTS ctxc_fts USING fts5(
+  text, content='ctxc_messages', content_rowid='rowid', tokenize='trigram');
 """
-_FTS_TABLE = (
-    "CREATE VIRTUAL TABLE IF NOT EXISTS ctxc_fts USING fts5("
-    "text, content='ctxc_messages', content_rowid='rowid', tokenize='trigram')"
-)
+_SCHEMA, _FTS_TABLE = SCHEMA_SQL.split("\n-- fts5\n")
 
 QueryArg = Union[str, Sequence[str], RecallQuery, Dict[str, Any]]
 
@@ -178,6 +190,53 @@ def _check_session(session: Any) -> str:
     return session
 
 
+class _DirLock:
+    """The lock every runtime takes around its use of a store file: a directory
+    ``<absolute path>.lock``, made with mkdir (atomic) and removed after. It is the
+    lock of the Node 20 WebAssembly driver's file system layer, which cannot take
+    the POSIX locks SQLite takes elsewhere; so Python, Go and node:sqlite take it
+    too, and processes of different runtimes never use one file at the same time
+    (docs/RECALL.md "Concurrency"). Re-entrant within the store (a depth count,
+    under the store's thread lock). A holder that stays longer than ``timeout``
+    seconds makes the operation fail with a clear error, never proceed."""
+
+    def __init__(self, path: str, timeout: float) -> None:
+        self.dir = os.path.abspath(path) + ".lock"
+        self.timeout = timeout
+        self.depth = 0
+
+    def acquire(self) -> None:
+        if self.depth:
+            self.depth += 1
+            return
+        deadline = time.monotonic() + self.timeout
+        delay = 0.001
+        while True:
+            try:
+                os.mkdir(self.dir)
+                break
+            except FileExistsError:
+                if time.monotonic() >= deadline:
+                    raise CompactError(
+                        "internal",
+                        f"recall store: {self.dir} is held by another process for more than {self.timeout:g} s"
+                        " (the store's lock, taken by every runtime around each use of the file; a process"
+                        " that crashed can leave it behind: remove it when no process uses the store)",
+                        "/path",
+                    ) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.02)
+        self.depth = 1
+
+    def release(self) -> None:
+        self.depth -= 1
+        if self.depth == 0:
+            try:
+                os.rmdir(self.dir)
+            except FileNotFoundError:
+                pass
+
+
 #: How far a search counts its ``total`` by default, the same in every runtime's
 #: store (docs/RECALL.md): the answers are then the same text everywhere.
 TOTAL_CAP = 100
@@ -186,9 +245,11 @@ TOTAL_CAP = 100
 class RecallStore:
     """An SQLite archive of compacted conversations, many sessions per file.
 
-    ``RecallStore(path=None, *, fts=None, compactor=None)``: ``path`` is a file
-    (created when missing; WAL journal, a 5 s busy timeout so writes of several
-    processes are serialized by SQLite's file lock) or None for a store in memory.
+    ``RecallStore(path=None, *, fts=None, compactor=None, count_limit=100,
+    timeout=5.0)``: ``path`` is a file (created when missing; a rollback journal;
+    every use of the file takes the ``<path>.lock`` directory every runtime takes,
+    waiting up to ``timeout`` seconds, so processes of any runtime use the file one
+    at a time) or None for a store in memory.
     ``fts``: None uses FTS5 with the trigram tokenizer when this SQLite has it (a new
     file records ``fts5`` or ``like`` in ``ctxc_meta`` and keeps it); ``"like"``
     forces the LIKE search (a new file is created without the index; an existing
@@ -212,6 +273,7 @@ class RecallStore:
         fts: Optional[str] = None,
         compactor: Optional["Compactor"] = None,
         count_limit: Optional[int] = TOTAL_CAP,
+        timeout: float = BUSY_TIMEOUT,
     ) -> None:
         if fts not in (None, "fts5", "like"):
             raise OptionError(f'fts must be None, "fts5" or "like", not {fts!r}', "/fts")
@@ -223,21 +285,28 @@ class RecallStore:
         self._lock = threading.RLock()
         self._compactor = compactor
         self._owns_compactor = False
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
+            raise OptionError("timeout must be a number of seconds, at least 0", "/timeout")
         self.path: Optional[str] = None if path is None else str(path)
+        self._dirlock = None if path is None else _DirLock(str(path), float(timeout))
         target = ":memory:" if path is None else str(path)
-        conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(target, timeout=float(timeout), isolation_level=None, check_same_thread=False)
         self._conn: Optional[sqlite3.Connection] = conn
         try:
-            self._open(conn, fts)
+            with self._guard():
+                self._open(conn, fts, float(timeout))
         except BaseException:
             conn.close()
             self._conn = None
             raise
 
-    def _open(self, conn: sqlite3.Connection, want: Optional[str]) -> None:
-        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
+    def _open(self, conn: sqlite3.Connection, want: Optional[str], timeout: float) -> None:
+        conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
         if self.path is not None:
-            conn.execute("PRAGMA journal_mode = WAL")
+            # A rollback journal, not WAL: the Node 20 driver cannot share a WAL
+            # (no shared memory), and a connection that kept a WAL open across
+            # another runtime's writes would read and write a stale log.
+            conn.execute("PRAGMA journal_mode = DELETE")
         have = fts5_trigram_available(conn)
         if want == "fts5" and not have:
             raise CompactError("invalid_request", "this SQLite build has no FTS5 trigram tokenizer", "/fts")
@@ -280,6 +349,37 @@ class RecallStore:
 
     # -- plumbing ------------------------------------------------------------------------
 
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """The store for one operation: the thread lock, then (file stores) the
+        cross-runtime lock directory."""
+        with self._lock:
+            if self._dirlock is None:
+                yield
+                return
+            self._dirlock.acquire()
+            try:
+                yield
+            finally:
+                self._dirlock.release()
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Several reads as one: one read transaction (one state of the file) under
+        one take of the store's locks (the lock directory is a mkdir and an rmdir,
+        about 3 ms on a busy ext4 disk). ``search_result`` reads its hits and their
+        count this way."""
+        with self._guard():
+            conn = self._c()
+            own = not conn.in_transaction
+            if own:
+                conn.execute("BEGIN")
+            try:
+                yield
+            finally:
+                if own and conn.in_transaction:
+                    conn.execute("COMMIT")
+
     def _c(self) -> sqlite3.Connection:
         conn = self._conn
         if conn is None:
@@ -321,7 +421,7 @@ class RecallStore:
     def next_range_id(self, session: str) -> str:
         """``r<k>``: k is 1 + the number of ranges the session has."""
         session = _check_session(session)
-        with self._lock:
+        with self._guard():
             (n,) = self._c().execute("SELECT COUNT(*) FROM ctxc_ranges WHERE session = ?", (session,)).fetchone()
         return f"r{int(n) + 1}"
 
@@ -344,7 +444,7 @@ class RecallStore:
             ]
         except (KeyError, TypeError, ValueError) as e:
             raise OptionError(f"malformed archive rows: {e!r}", "/rows") from e
-        with self._lock:
+        with self._guard():
             conn = self._write()
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -385,7 +485,7 @@ class RecallStore:
         """Remove a session's ranges and messages (and their index entries); returns
         the number of message rows removed."""
         session = _check_session(session)
-        with self._lock:
+        with self._guard():
             conn = self._write()
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -407,7 +507,7 @@ class RecallStore:
 
     def sessions(self) -> List[str]:
         """The sessions with anything archived, sorted."""
-        with self._lock:
+        with self._guard():
             rows = self._c().execute(
                 "SELECT session FROM ctxc_ranges UNION SELECT session FROM ctxc_messages ORDER BY 1"
             ).fetchall()
@@ -416,7 +516,7 @@ class RecallStore:
     def ranges(self, session: str) -> List[RecallRange]:
         """The session's ranges, oldest first."""
         session = _check_session(session)
-        with self._lock:
+        with self._guard():
             rows = self._c().execute(
                 "SELECT id, from_index, to_index, summary FROM ctxc_ranges WHERE session = ? ORDER BY seq",
                 (session,),
@@ -437,7 +537,7 @@ class RecallStore:
         if limit is not None:
             sql += " LIMIT ?"
             args.append(limit)
-        with self._lock:
+        with self._guard():
             rows = self._c().execute(sql, args).fetchall()
         return [{"id": r[0], "range_id": r[1], "position": r[2], "role": r[3], "text": r[4]} for r in rows]
 
@@ -450,7 +550,7 @@ class RecallStore:
         if limit is not None:
             sql = f"SELECT COUNT(*) FROM (SELECT 1 FROM {source} WHERE {where} LIMIT ?)"
             args.append(limit)
-        with self._lock:
+        with self._guard():
             (n,) = self._c().execute(sql, args).fetchone()
         return int(n)
 
@@ -491,7 +591,7 @@ class RecallStore:
             "SELECT id, range_id, position, role, reason, json FROM ctxc_messages"
             " WHERE session = ? AND {} ORDER BY position, rowid"
         )
-        with self._lock:
+        with self._guard():
             conn = self._c()
             rows = conn.execute(sql.format("id = ?"), (session, id)).fetchall()
             if not rows:
@@ -548,8 +648,9 @@ def search_result(core: "Compactor", store: RecallStore, session: str, query: st
     limit = check_int("limit", limit)
     plan = cast(RecallQuery, core.call("recall.query", {"query": query}))
     n = max(1, min(limit, 50))
-    hits = store.search_rows(session, plan, limit=n)
-    total = len(hits) if len(hits) < n else store.count_rows(session, plan, store.count_limit)
+    with store.reading():
+        hits = store.search_rows(session, plan, limit=n)
+        total = len(hits) if len(hits) < n else store.count_rows(session, plan, store.count_limit)
     out = core.call("recall.search_result", {"query": query, "hits": hits, "limit": limit, "total": total})
     return cast(str, out["result"])
 

@@ -13,7 +13,6 @@ import mmap
 import os
 import sys
 import threading
-from importlib import resources
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Type, TypeVar, Union
 
@@ -89,10 +88,13 @@ def packaged_source() -> WasmSource:
     """The module shipped in this package. Its sha256 is the one recorded next to it
     when it was copied from wasm/ctxcompact.wasm; the bytes are checked against it
     whenever they are read (on a compiled-module cache miss)."""
-    pkg = resources.files("ctxcompact")
+    # The package directory itself, not importlib.resources (whose import costs
+    # 10-15 ms of start-up): the module must be a file on disk anyway, for
+    # reading it and for the compiled-module cache.
+    pkg = Path(__file__).parent
     try:
-        recorded = pkg.joinpath("ctxcompact.wasm.sha256").read_text(encoding="ascii").split()[0]
-        wasm = pkg.joinpath("ctxcompact.wasm")
+        recorded = (pkg / "ctxcompact.wasm.sha256").read_text(encoding="ascii").split()[0]
+        wasm = pkg / "ctxcompact.wasm"
         if not wasm.is_file():
             raise FileNotFoundError(str(wasm))
     except (OSError, IndexError) as e:
@@ -101,7 +103,7 @@ def packaged_source() -> WasmSource:
             "`bash bindings/python/test.sh`, which copies it)",
             e,
         ) from e
-    return WasmSource(recorded, path=Path(str(wasm)))
+    return WasmSource(recorded, path=wasm)
 
 
 def packaged_wasm() -> Tuple[bytes, str]:
@@ -219,7 +221,7 @@ def _shared_engine() -> Tuple[wasmtime.Engine, wasmtime.Linker]:
 class LoadedModule:
     """A compiled module plus how it was obtained (for tests and the benchmark)."""
 
-    __slots__ = ("module", "sha256", "source", "cache_path")
+    __slots__ = ("module", "sha256", "source", "cache_path", "spares", "_spare_lock")
 
     def __init__(self, module: wasmtime.Module, sha256: str, source: str, cache_path: Optional[Path]) -> None:
         self.module = module
@@ -228,6 +230,46 @@ class LoadedModule:
         #: "compiled-uncached" (no cache dir, or it could not be written).
         self.source = source
         self.cache_path = cache_path
+        #: idle instances of closed pools, which the next pool takes before it
+        #: creates one (see Pool.close).
+        self.spares: List["Instance"] = []
+        self._spare_lock = threading.Lock()
+
+    def take_spare(self) -> Optional["Instance"]:
+        with self._spare_lock:
+            return self.spares.pop() if self.spares else None
+
+    def keep_spare(self, inst: "Instance") -> bool:
+        """Keep an idle instance for the next pool: at most MAX_SPARES, each at most
+        SPARE_MAX_MEMORY bytes of linear memory. False: it was not kept."""
+        if inst.memory_bytes() > SPARE_MAX_MEMORY:
+            return False
+        with self._spare_lock:
+            if len(self.spares) >= MAX_SPARES:
+                return False
+            self.spares.append(inst)
+            return True
+
+    def drop_spares(self) -> int:
+        """Release the kept instances (their memory goes back when wasmtime frees
+        them); returns how many there were."""
+        with self._spare_lock:
+            n, self.spares = len(self.spares), []
+        return n
+
+
+#: Idle instances a closed Compactor leaves for the next one (per module), and the
+#: largest linear memory such an instance may have. A new Compactor then starts on
+#: a warm instance: no instantiation, memory already grown, token counts cached.
+MAX_SPARES = 2
+SPARE_MAX_MEMORY = 64 << 20
+
+
+def drop_spares() -> int:
+    """Release the idle instances every closed Compactor left (see MAX_SPARES)."""
+    with _lock:
+        loaded = list(_modules.values())
+    return sum(m.drop_spares() for m in loaded)
 
 
 def load_module(source: WasmSource, cache_dir: Optional[Path], *, memo: bool = True) -> LoadedModule:
@@ -406,6 +448,9 @@ class Pool:
             if self._closed:
                 raise ErrClosed()
             self._count += 1
+        spare = self.loaded.take_spare()
+        if spare is not None:
+            return spare
         try:
             return Instance(self.loaded.module)
         except BaseException as e:
@@ -473,8 +518,12 @@ class Pool:
             return self._count
 
     def close(self) -> None:
+        """No more calls. The idle instances go to the module's spares (the next
+        pool's first instances), up to MAX_SPARES; the rest are released."""
         with self._cv:
             self._closed = True
             self._count -= len(self._free)
-            self._free.clear()
+            free, self._free = self._free, []
             self._cv.notify_all()
+        for inst in free:
+            self.loaded.keep_spare(inst)

@@ -8,9 +8,12 @@ from typing import Any, Dict, List, Literal, Optional, TypedDict, Union
 
 __all__ = [
     "Format",
-    "Message",
-    "GeminiPart",
+    "ResponsesItem",
+    "AISDKMessage",
+    "AISDKPart",
     "GeminiContent",
+    "GeminiPart",
+    "Message",
     "CompressionConfig",
     "PromptCachingConfig",
     "ModelConfig",
@@ -44,21 +47,52 @@ __all__ = [
     "ExpandResult",
 ]
 
-#: A message format: OpenAI chat ("openai", alias "openai-chat"), Anthropic
-#: Messages ("anthropic", alias "anthropic-messages") or Gemini contents ("gemini").
-Format = Literal["openai", "openai-chat", "anthropic", "anthropic-messages", "gemini"]
+class ResponsesItem(TypedDict, total=False):
+    """An OpenAI Responses input item (format "responses"): a message
+    ``{type?: "message", role, content, phase?}``, a ``function_call {call_id, name,
+    arguments}``, a ``function_call_output {call_id, output}``, or another item type
+    (reasoning, compaction, custom_tool_call, ...), which is kept byte for byte."""
 
-#: An OpenAI chat message (role, content, tool_calls, tool_call_id, ...). Any extra
-#: keys are preserved byte for byte by the core.
-Message = Dict[str, Any]
+    type: str
+    role: str
+    content: Union[str, List[Dict[str, Any]]]
+    phase: str
+    call_id: str
+    name: str
+    arguments: str
+    output: Union[str, List[Dict[str, Any]]]
+    id: str
+    status: str
+    encrypted_content: str
+
+
+class AISDKPart(TypedDict, total=False):
+    """A content part of a Vercel AI SDK message: text, image, file, reasoning,
+    tool-call {toolCallId, toolName, input}, tool-result {toolCallId, toolName,
+    output: {type, value}}, tool-approval-request/-response, custom."""
+
+    type: str
+    text: str
+    toolCallId: str
+    toolName: str
+    input: Any
+    output: Dict[str, Any]
+    providerOptions: Dict[str, Any]
+
+
+class AISDKMessage(TypedDict, total=False):
+    """A Vercel AI SDK ModelMessage (format "ai-sdk"); cache breakpoints go in
+    ``providerOptions.anthropic.cacheControl``."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: Union[str, List[AISDKPart]]
+    providerOptions: Dict[str, Any]
 
 
 class GeminiPart(TypedDict, total=False):
-    """A part of a Gemini content (format "gemini"), as googleapis/js-genai 2.18.0
-    types ``Part``: text (``thought`` for the model's thoughts), inlineData,
-    fileData, functionCall ``{id?, name, args}``, functionResponse ``{id?, name,
-    response}``, or another kind kept as it is. A part with a thoughtSignature is
-    never rewritten."""
+    """A part of a Gemini Content: text (thought), inlineData, fileData,
+    functionCall {id?, name, args}, functionResponse {id?, name, response}; a
+    thoughtSignature stays on the part it came on."""
 
     text: str
     thought: bool
@@ -69,12 +103,32 @@ class GeminiPart(TypedDict, total=False):
     functionResponse: Dict[str, Any]
 
 
-class GeminiContent(TypedDict, total=False):
-    """A Gemini content (an item of ``contents``); a missing role is "user". The
-    system prompt is ``systemInstruction``, a content without a role."""
+class GeminiContent(TypedDict):
+    """A Gemini Content (format "gemini"): ``{role: "user"|"model", parts}``. Pass
+    ``systemInstruction`` as ``system``."""
 
     role: Literal["user", "model"]
     parts: List[GeminiPart]
+
+
+#: A message format: OpenAI chat ("openai", alias "openai-chat"), Anthropic Messages
+#: ("anthropic", alias "anthropic-messages"), OpenAI Responses items ("responses",
+#: alias "openai-responses"), Vercel AI SDK messages ("ai-sdk") or Gemini contents
+#: ("gemini").
+Format = Literal[
+    "openai",
+    "openai-chat",
+    "anthropic",
+    "anthropic-messages",
+    "responses",
+    "openai-responses",
+    "ai-sdk",
+    "gemini",
+]
+
+#: An OpenAI chat message (role, content, tool_calls, tool_call_id, ...). Any extra
+#: keys are preserved byte for byte by the core.
+Message = Dict[str, Any]
 
 
 class CompressionConfig(TypedDict, total=False):

@@ -5,6 +5,14 @@ imports sqlite3; ``ctxcompact.RecallStore`` is the same class, loaded on first u
 See ``RecallStore`` and the README section "Lossless recall".
 """
 
-from ._recall import BUSY_TIMEOUT, SCHEMA_VERSION, RecallStore, fts5_trigram_available, plan_query, split_terms
+from ._recall import (
+    BUSY_TIMEOUT,
+    SCHEMA_SQL,
+    SCHEMA_VERSION,
+    RecallStore,
+    fts5_trigram_available,
+    plan_query,
+    split_terms,
+)
 
-__all__ = ["RecallStore", "plan_query", "split_terms", "fts5_trigram_available", "SCHEMA_VERSION", "BUSY_TIMEOUT"]
+__all__ = ["RecallStore", "plan_query", "split_terms", "fts5_trigram_available", "SCHEMA_VERSION", "SCHEMA_SQL", "BUSY_TIMEOUT"]
