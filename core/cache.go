@@ -638,7 +638,7 @@ func opCachePolicy(req opRequest) ([]byte, error) {
 // from msgsV and sys when f is "". A format without breakpoints is refused.
 func cacheMarksFor(msgsV, sys gjson.Result, f Format) (cacheMarks, error) {
 	if f == "" {
-		f = sniffFormat(msgsV, nil)
+		f = sniffFormat(msgsV, nil) // a format without breakpoints is refused, not marked as chat
 	}
 	if f == "" {
 		f = FormatOpenAI

@@ -546,7 +546,8 @@ func (r *compactRequest) systemAfter(p plan, rep *Report) string {
 	}
 	if raw, ok := r.format.systemWithNote(r.system); ok {
 		system, rep.SystemNoteAdded = raw, true
-		rep.TokensAfter += r.tc.content(gjson.Parse(raw)) - r.tc.content(r.system)
+		noted, _ := r.format.checkSystem(gjson.Parse(raw), r.tc) // the format's count: Gemini's is an object
+		rep.TokensAfter += noted - r.systemTokens
 		zero := 0 // the system prompt comes before every message
 		rep.FirstChangedIndex = &zero
 	}

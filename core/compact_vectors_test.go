@@ -239,7 +239,7 @@ func compactErrorCases() []genCase {
 		{"rejects-bad-summarizer", map[string]any{"messages": []any{}, "summarizer": "gpt"}},
 		{"rejects-bad-force", map[string]any{"messages": []any{}, "force": "yes"}},
 		{"rejects-bad-output", map[string]any{"messages": []any{}, "output": "ids"}},
-		{"rejects-unknown-format", map[string]any{"messages": []any{}, "format": "gemini"}},
+		{"rejects-unknown-format", map[string]any{"messages": []any{}, "format": "gemini-x"}},
 		{"rejects-top-level-system-in-openai-layout", map[string]any{"messages": []any{user("hi")}, "format": "openai", "system": "s"}},
 		{"rejects-non-string-system", map[string]any{"messages": []any{user("hi")}, "system": 42}},
 		{"rejects-system-role-in-anthropic-layout", map[string]any{"messages": []any{sys("s"), user("hi")}, "format": "anthropic"}},
@@ -289,6 +289,9 @@ func generateCompactSuites(t *testing.T) map[string]genSuite {
 		begin.Cases = append(begin.Cases, genCaseOut{c.name, c.request, want(t, "compact.begin", c.request)})
 	}
 	for _, c := range compactErrorCases() {
+		begin.Cases = append(begin.Cases, genCaseOut{c.name, c.request, want(t, "compact.begin", c.request)})
+	}
+	for _, c := range geminiBeginCases() {
 		begin.Cases = append(begin.Cases, genCaseOut{c.name, c.request, want(t, "compact.begin", c.request)})
 	}
 	for _, c := range responsesBeginCases() { // format_responses_test.go
@@ -349,6 +352,9 @@ func generateCompactSuites(t *testing.T) map[string]genSuite {
 		{"responses-prunes-function-call-outputs", map[string]any{"messages": responsesSession(6), "config": tinyWindow}},
 		{"responses-prunes-output-parts-to-a-string", map[string]any{"messages": responsesPartsSession(), "format": "responses", "config": tinyWindow}},
 	} {
+		prune.Cases = append(prune.Cases, genCaseOut{c.name, c.request, want(t, "prune", c.request)})
+	}
+	for _, c := range geminiPruneCases() {
 		prune.Cases = append(prune.Cases, genCaseOut{c.name, c.request, want(t, "prune", c.request)})
 	}
 	return map[string]genSuite{"compact.begin": begin, "compact.finish": finish, "prune": prune}

@@ -24,6 +24,10 @@ const (
 	// parts, providerOptions?}, tool calls as tool-call parts, their results as
 	// tool-result parts of the role "tool" messages after them (format_aisdk.go).
 	FormatAISDK Format = "ai-sdk"
+	// FormatGemini is the Gemini API's contents: user and model turns of parts, calls
+	// as functionCall parts answered by functionResponse parts of the next user turn,
+	// the system prompt the request's systemInstruction (format_gemini.go).
+	FormatGemini Format = "gemini"
 	// FormatResponses is OpenAI Responses input items: messages, call and call
 	// output items paired by call_id, server-side items kept opaque, the system prompt
 	// the request's instructions (format_responses.go).
@@ -35,12 +39,13 @@ var formatAliases = map[string]Format{
 	"openai": FormatOpenAI, "openai-chat": FormatOpenAI,
 	"anthropic": FormatAnthropic, "anthropic-messages": FormatAnthropic,
 	"ai-sdk":    FormatAISDK,
+	"gemini":    FormatGemini,
 	"responses": FormatResponses, "openai-responses": FormatResponses,
 }
 
 // Formats lists the formats by their canonical names.
 func Formats() []Format {
-	return []Format{FormatOpenAI, FormatAnthropic, FormatAISDK, FormatResponses}
+	return []Format{FormatOpenAI, FormatAnthropic, FormatAISDK, FormatGemini, FormatResponses}
 }
 
 // ParseFormat returns the format a name or an alias names, and false for any other.
@@ -137,6 +142,9 @@ func formatOf(f Format) messageFormat {
 	if f == FormatAISDK {
 		return newAISDKFormat()
 	}
+	if f == FormatGemini {
+		return newGeminiFormat()
+	}
 	if f == FormatResponses {
 		return newResponsesFormat()
 	}
@@ -156,7 +164,7 @@ func readFormatParam(v gjson.Result) (Format, error) {
 
 // formatNames lists the accepted format names, aliases included, for errors.
 func formatNames() string {
-	return `"openai" (alias "openai-chat"), "anthropic" (alias "anthropic-messages"), "ai-sdk" or "responses" (alias "openai-responses")`
+	return `"openai" (alias "openai-chat"), "anthropic" (alias "anthropic-messages"), "ai-sdk", "gemini" or "responses" (alias "openai-responses")`
 }
 
 // detectFormat is the format of msgs when the request names none: Anthropic when a
@@ -251,7 +259,10 @@ func sniffFormat(v gjson.Result, known *jsonraw.ArrayParts) Format {
 // sniffKey is the format a top-level item key belongs to only, "" when the chat
 // formats have it too or nobody does.
 func sniffKey(k string) Format {
-	if k == "type" {
+	switch k {
+	case "parts":
+		return FormatGemini
+	case "type":
 		return FormatResponses
 	}
 	return ""

@@ -310,6 +310,10 @@ func gjsonContentText(content gjson.Result) string {
 				t = "[image]"
 			case "tool_result":
 				t = gjsonContentText(fieldOf(p, "content"))
+			case "":
+				if !fieldOf(p, "type").Exists() {
+					t = gjsonGeminiText(p)
+				}
 			}
 			if t != "" {
 				parts = append(parts, t)
@@ -321,6 +325,39 @@ func gjsonContentText(content gjson.Result) string {
 	return ""
 }
 
+// gjsonGeminiText is the text of a Gemini part (one without "type"): its text when
+// it is not a thought, a functionResponse's output (or its response as compact
+// JSON), "[image]" or "[file]" for inlineData and fileData.
+func gjsonGeminiText(p gjson.Result) string {
+	switch media := fieldOf(p, "inlineData"); {
+	case fieldOf(p, "text").Type == gjson.String:
+		if fieldOf(p, "thought").Type == gjson.True {
+			return ""
+		}
+		return fieldOf(p, "text").Str
+	case fieldOf(p, "functionResponse").IsObject():
+		r := fieldOf(fieldOf(p, "functionResponse"), "response")
+		if !r.Exists() {
+			return ""
+		}
+		if out := fieldOf(r, "output"); r.IsObject() && out.Type == gjson.String {
+			return out.Str
+		}
+		return string(gjsonCanonical(nil, r))
+	default:
+		if !media.Exists() {
+			media = fieldOf(p, "fileData")
+		}
+		if !media.IsObject() {
+			return ""
+		}
+		if mime := fieldOf(media, "mimeType"); mime.Type == gjson.String && strings.HasPrefix(mime.Str, "image/") {
+			return "[image]"
+		}
+		return "[file]"
+	}
+}
+
 // FuzzContentText holds rawContentText (a walk over raw JSON) to gjson's reading
 // of the same content value.
 func FuzzContentText(f *testing.F) {
@@ -330,6 +367,8 @@ func FuzzContentText(f *testing.F) {
 		`[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"out"}]},{"type":"tool_result","content":"s"}]`,
 		`[{"text":"first","type":"text","text":"second"}]`, `[{"t\u0079pe":"text","text":"escaped key"}]`,
 		`[1,"x",null,{"type":7,"text":"n"},{"type":"text","text":5}]`, `[]`, `null`, `{"type":"text"}`,
+		`[{"text":"gemini"},{"text":"thinking","thought":true},{"inlineData":{"mimeType":"image/png","data":"AA=="}},{"fileData":{"mimeType":"application/pdf","fileUri":"f"}}]`,
+		`[{"functionResponse":{"name":"f","response":{"output":"out"}}},{"functionResponse":{"name":"g","response":{"n":1}}},{"text":5,"thought":true}]`,
 	} {
 		f.Add(s)
 	}
@@ -359,7 +398,7 @@ func firstText(content gjson.Result) string {
 	if content.IsArray() {
 		var s string
 		content.ForEach(func(_, p gjson.Result) bool {
-			if fieldOf(p, "type").Str == "text" {
+			if fieldOf(p, "type").Str == "text" || !fieldOf(p, "type").Exists() && fieldOf(p, "text").Type == gjson.String && fieldOf(p, "thought").Type != gjson.True {
 				s = fieldOf(p, "text").Str
 				return false
 			}

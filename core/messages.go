@@ -273,7 +273,7 @@ func firstTextPart(arr string) (text string) {
 			}
 			return true
 		})
-		if typ == `"text"` || haveType && typ[0] == '"' && isTextPartType(jsonraw.DecodeString(typ)) {
+		if typ == `"text"` || haveType && typ[0] == '"' && isTextPartType(jsonraw.DecodeString(typ)) || !haveType && isGeminiText(part) {
 			text = jsonraw.DecodeString(txt)
 			return false
 		}
@@ -345,6 +345,10 @@ func rawContentText(raw string) string {
 			t = rawContentText(content)
 		case "tool-result": // AI SDK: the output's text
 			t = aisdkOutputText(part)
+		case "":
+			if typ == "" {
+				t = untypedPartText(part) // Gemini parts (format_gemini.go)
+			}
 		}
 		if t == "" {
 			return true

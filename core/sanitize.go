@@ -17,9 +17,14 @@ func keptMsg(msgs []message, i int) outMsg {
 	return outMsg{src: i, raw: msgs[i].raw, view: msgs[i]}
 }
 
-// newMsg is a new or changed message raw, read as an item of format f.
+// newMsg is a new or changed message raw, read as an item of format f: a changed one
+// at its input index src, which a format that pairs by position reads (Gemini).
 func newMsg(f messageFormat, src int, raw string) outMsg {
-	m, _ := f.readOne(raw, "")
+	path := ""
+	if src >= 0 {
+		path = pointer("/messages", src)
+	}
+	m, _ := f.readOne(raw, path)
 	m.raw = raw
 	return outMsg{src: src, changed: true, raw: raw, view: m}
 }

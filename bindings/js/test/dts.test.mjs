@@ -9,9 +9,12 @@ import { ROOT, session } from "./helpers.mjs";
 
 const dts = readFileSync(path.join(ROOT, "bindings", "js", "index.d.ts"), "utf8");
 
-/** Property names declared in `export interface name { ... }` (index signatures excluded). */
+/** The body of `export interface name { ... }`, generic ones too (`PruneResult<M extends Item = Message>`). */
+const body = (name) => dts.match(new RegExp(`export interface ${name}(?:<[^>]*>)? \\{\\n([\\s\\S]*?)\\n\\}`));
+
+/** Property names declared in interface name (index signatures excluded). */
 function declared(name) {
-  const m = dts.match(new RegExp(`export interface ${name} \\{\\n([\\s\\S]*?)\\n\\}`));
+  const m = body(name);
   assert.ok(m, `interface ${name} in index.d.ts`);
   return [...m[1].matchAll(/^ {2}(\w+)\??:/gm)].map((x) => x[1]).sort();
 }
@@ -52,7 +55,7 @@ for (const [name, value] of Object.entries(cases)) {
     const want = declared(name);
     const got = Object.keys(value).sort();
     // Optional-only declarations (e.g. CacheApplyResult.system) may be absent.
-    const optional = [...dts.match(new RegExp(`export interface ${name} \\{\\n([\\s\\S]*?)\\n\\}`))[1].matchAll(/^ {2}(\w+)\?:/gm)].map((x) => x[1]);
+    const optional = [...body(name)[1].matchAll(/^ {2}(\w+)\?:/gm)].map((x) => x[1]);
     assert.deepEqual(got.filter((k) => !optional.includes(k)), want.filter((k) => !optional.includes(k)));
     for (const k of got) assert.ok(want.includes(k), `${k} is declared`);
   });
