@@ -174,8 +174,13 @@ type consecutiveRoles interface{ allowsConsecutiveRoles() bool }
 // message.
 var assistantDelimiter = strings.Replace(SummaryDelimiter, "THE USER'S", "THE ASSISTANT'S", 1)
 
-// mergeSummary puts the summary text before the content of a tail message.
-func mergeSummary(raw, text, role string) string {
+// mergeSummary puts the summary text before the content of a tail message: in a
+// string content, or as a "text" part first in a list.
+func mergeSummary(raw, text, role string) string { return mergeSummaryPart(raw, text, role, "text") }
+
+// mergeSummaryPart is mergeSummary with a part type of the format's own (the
+// Responses input_text or output_text).
+func mergeSummaryPart(raw, text, role, partType string) string {
 	delim := SummaryDelimiter
 	if role == "assistant" {
 		delim = assistantDelimiter
@@ -187,7 +192,7 @@ func mergeSummary(raw, text, role string) string {
 	case c.Type == gjson.String:
 		out, err = sjson.Set(raw, "content", text+delim+c.Str)
 	case c.IsArray():
-		part, _ := marshal(map[string]string{"type": "text", "text": text + delim})
+		part, _ := marshal(map[string]string{"type": partType, "text": text + delim})
 		items := strings.TrimSpace(c.Raw[1 : len(c.Raw)-1])
 		if items != "" {
 			items = "," + items

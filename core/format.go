@@ -279,3 +279,15 @@ func joinNames[S ~string](names []S) string {
 	}
 	return out
 }
+
+// checkList refuses a request's list that is absent or not an array; what names the
+// format's items ("Gemini contents"), for the message.
+func checkList(v gjson.Result, what string) error {
+	if !v.Exists() {
+		return errorf(CodeInvalidMessages, "/messages", "messages is required: an array of %s", what)
+	}
+	if !v.IsArray() {
+		return errorf(CodeInvalidMessages, "/messages", "messages must be an array of %s", what)
+	}
+	return nil
+}

@@ -182,11 +182,8 @@ func (st *aisdkState) answer(p *aisdkPart) (string, bool) {
 const approvalOrphanPrefix = "approval:"
 
 func (f aisdkFormat) read(v gjson.Result, tc tokenCounter, _ *jsonraw.ArrayParts) ([]message, error) {
-	if !v.Exists() {
-		return nil, errorf(CodeInvalidMessages, "/messages", "messages is required: an array of AI SDK model messages")
-	}
-	if !v.IsArray() {
-		return nil, errorf(CodeInvalidMessages, "/messages", "messages must be an array of AI SDK model messages")
+	if err := checkList(v, "AI SDK model messages"); err != nil {
+		return nil, err
 	}
 	var items []string
 	jsonraw.ForEachElement(v.Raw, func(raw string) bool {

@@ -154,11 +154,8 @@ func byNameID(name string, k, turn int) string {
 }
 
 func (f geminiFormat) read(v gjson.Result, tc tokenCounter, _ *jsonraw.ArrayParts) ([]message, error) {
-	if !v.Exists() {
-		return nil, errorf(CodeInvalidMessages, "/messages", "messages is required: an array of Gemini contents")
-	}
-	if !v.IsArray() {
-		return nil, errorf(CodeInvalidMessages, "/messages", "messages must be an array of Gemini contents")
+	if err := checkList(v, "Gemini contents"); err != nil {
+		return nil, err
 	}
 	var msgs []message
 	var err error

@@ -221,11 +221,8 @@ func (f *responsesFormat) readOne(raw, path string) (message, error) {
 }
 
 func (f *responsesFormat) read(v gjson.Result, tc tokenCounter, _ *jsonraw.ArrayParts) ([]message, error) {
-	if !v.Exists() {
-		return nil, errorf(CodeInvalidMessages, "/messages", "messages is required: an array of Responses input items")
-	}
-	if !v.IsArray() {
-		return nil, errorf(CodeInvalidMessages, "/messages", "messages must be an array of Responses input items")
+	if err := checkList(v, "Responses input items"); err != nil {
+		return nil, err
 	}
 	var msgs []message
 	var err error
@@ -496,31 +493,11 @@ func (*responsesFormat) summaryMessage(role, text string) string {
 // mergeSummary puts the summary before a message item's content (a text part of the
 // role's kind first in a list). Never called while allowsConsecutiveRoles holds.
 func (*responsesFormat) mergeSummary(raw, text, role string) string {
-	delim := SummaryDelimiter
 	partType := "input_text"
 	if role == "assistant" {
-		delim, partType = assistantDelimiter, "output_text"
+		partType = "output_text"
 	}
-	c := gjson.Get(raw, "content")
-	var out string
-	var err error
-	switch {
-	case c.Type == gjson.String:
-		out, err = sjson.Set(raw, "content", text+delim+c.Str)
-	case c.IsArray():
-		part, _ := marshal(map[string]string{"type": partType, "text": text + delim})
-		items := strings.TrimSpace(c.Raw[1 : len(c.Raw)-1])
-		if items != "" {
-			items = "," + items
-		}
-		out, err = sjson.SetRaw(raw, "content", "["+string(part)+items+"]")
-	default:
-		out, err = sjson.Set(raw, "content", text)
-	}
-	if err != nil {
-		return raw
-	}
-	return out
+	return mergeSummaryPart(raw, text, role, partType)
 }
 
 // withSystemNote: a leading system or developer message takes the note (an
