@@ -63,6 +63,12 @@ ensure_chromium() {
 	fi
 }
 
+# ensure_node_modules installs the npm dev dependencies (package-lock.json) when they
+# are missing: Go tests that write a store from Node need node-sqlite3-wasm.
+ensure_node_modules() {
+	[[ -d node_modules/node-sqlite3-wasm ]] || npm ci --no-audit --no-fund --loglevel=error
+}
+
 cmd_test_go() {
 	local unformatted
 	unformatted=$(gofmt -l core cmd host wasm internal bench)
@@ -72,6 +78,7 @@ cmd_test_go() {
 	fi
 	go vet ./...
 	ensure_chromium
+	ensure_node_modules # recall's cross-runtime tests run Node beside Go
 	# Fuzz targets run here on their seeds and committed corpora (testdata/fuzz)
 	# only, so a run is deterministic; exploring is ./build.sh fuzz.
 	go test -count=1 ./...
