@@ -2,7 +2,8 @@ package bpe
 
 import (
 	"sync/atomic"
-	"unsafe"
+
+	"github.com/ctxcompact/ctxcompact/core/internal/jsonraw"
 )
 
 // rankTable maps token bytes to ranks: open addressing with linear probing over
@@ -44,12 +45,9 @@ func mix(x uint64) uint64 {
 	return x
 }
 
-// load8 returns the 8 bytes at b[i:i+8] as a little-endian word. The caller
-// guarantees i+8 <= cap(b); the bytes past len(b) are the caller's to mask.
-func load8(b []byte, i int) uint64 {
-	_ = b[i : i+8 : cap(b)] // keeps the bounds check: never read outside b's array
-	return *(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(b)), i))
-}
+// load8 returns the 8 bytes at b[i:i+8] as a little-endian word, in one load. The
+// caller guarantees i+8 <= cap(b); the bytes past len(b) are the caller's to mask.
+func load8(b []byte, i int) uint64 { return jsonraw.WordAt(b, i) }
 
 // hashShort hashes a key of n < 8 bytes given as a word whose low n bytes are it.
 func hashShort(w uint64, n int) uint64 {
@@ -103,7 +101,7 @@ func (t *rankTable) add(off, l int, rank uint32) bool {
 		panic("ctxcompact: rank table: a token too long or the table too large")
 	}
 	// The keys are read in place: a read-only view of the table as bytes.
-	b := unsafe.Slice(unsafe.StringData(t.keys), len(t.keys))
+	b := jsonraw.ViewBytes(t.keys)
 	h := hashKey(b, off, off+l)
 	for i := h & t.mask; ; i = (i + 1) & t.mask {
 		s := &t.slots[i]

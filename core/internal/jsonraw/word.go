@@ -24,6 +24,18 @@ func Word(s string, i int) uint64 {
 	return *(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.StringData(s)), i))
 }
 
+// WordAt is Word for a byte slice, reading up to its capacity: the caller
+// guarantees i >= 0 and i+8 <= cap(b) (the bytes past len(b) are the caller's to
+// mask). The tokenizer's rank table hashes its keys with it.
+func WordAt(b []byte, i int) uint64 {
+	_ = b[i : i+8 : cap(b)] // the bounds check stays: never read outside b's array
+	return *(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(b)), i))
+}
+
+// ViewBytes views s as a byte slice without copying; the slice must never be
+// written to.
+func ViewBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
 // ViewString views b as a string without copying; b must not change while the
 // string is in use.
 func ViewString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
