@@ -64,9 +64,13 @@ ensure_chromium() {
 }
 
 # ensure_node_modules installs the npm dev dependencies (package-lock.json) when they
-# are missing: Go tests that write a store from Node need node-sqlite3-wasm.
+# are missing, and ensure_python_venv the Python test venv: recall's Go tests write
+# stores from Node (node-sqlite3-wasm) and from Python (the source tree) beside Go's.
 ensure_node_modules() {
 	[[ -d node_modules/node-sqlite3-wasm ]] || npm ci --no-audit --no-fund --loglevel=error
+}
+ensure_python_venv() {
+	bash bindings/python/test.sh --venv-only
 }
 
 cmd_test_go() {
@@ -78,7 +82,8 @@ cmd_test_go() {
 	fi
 	go vet ./...
 	ensure_chromium
-	ensure_node_modules # recall's cross-runtime tests run Node beside Go
+	ensure_node_modules # recall's cross-runtime tests run Node and Python beside Go
+	ensure_python_venv
 	# Fuzz targets run here on their seeds and committed corpora (testdata/fuzz)
 	# only, so a run is deterministic; exploring is ./build.sh fuzz.
 	go test -count=1 ./...

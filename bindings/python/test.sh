@@ -13,11 +13,13 @@
 #      run (pytest exit 5) fails this script.
 #   tests/test_wheel.py also installs by every route the README names (the directory,
 #   git+file, the sdist, the wheel), each into a fresh venv.
-# Usage: bash bindings/python/test.sh [--copy-only | --bench [args] | pytest args...]
+# Usage: bash bindings/python/test.sh [--copy-only | --venv-only | --bench [args] | pytest args...]
 #   --bench: steps 1-2, then bench/start.py (start-up times) and bench_peers.py (beside
 #   Hermes Agent's compressor); ./build.sh bench runs it.
 #   --copy-only: copy the module into src/ctxcompact/ (git-ignored) and stop, for
 #   running bench.py against the source tree; no build or test needs it.
+#   --venv-only: step 1 and the copy, then stop: the Go tests of recall/ run a Python
+#   store from the source tree beside Go's (./build.sh test does this first).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -50,6 +52,10 @@ if ! "$venv/bin/python" -c 'import wasmtime, pytest, build, hatchling, mypy' >/d
 	rm -rf "$venv"
 	"$python" -m venv "$venv"
 	"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${deps[@]}"
+fi
+if [[ "${1:-}" == "--venv-only" ]]; then
+	copy_wasm
+	exit 0
 fi
 # Hermes Agent, for tests/test_hermes.py (its own agent loop on our engine) and
 # bench_peers.py (its compressor as the peer): a test dependency only, never one of
