@@ -162,15 +162,22 @@ func findCarrier(role string, content gjson.Result, layout string) carrier {
 }
 
 func contentCarrier(content gjson.Result, layout string) carrier {
+	return lastPartCarrier(content, carryString, func(p gjson.Result) bool { return partCanCarry(p, layout) })
+}
+
+// lastPartCarrier is where a content value can carry a marker, by the rule every
+// format shares: a non-empty string as str, a list on its last part canCarry takes,
+// anything else nowhere. (The formats differ in str and canCarry.)
+func lastPartCarrier(content gjson.Result, str carrierKind, canCarry func(gjson.Result) bool) carrier {
 	switch {
 	case content.Type == gjson.String:
 		if content.Str != "" {
-			return carrier{kind: carryString}
+			return carrier{kind: str}
 		}
 	case content.IsArray():
 		parts := content.Array()
 		for i := len(parts) - 1; i >= 0; i-- {
-			if partCanCarry(parts[i], layout) {
+			if canCarry(parts[i]) {
 				return carrier{kind: carryPart, part: i}
 			}
 		}

@@ -332,13 +332,10 @@ func aisdkPartTokens(tc tokenCounter, p *aisdkPart) int {
 	return tc.value(tc.wrap(p.raw))
 }
 
-// aisdkOutputTokens counts a tool-result's output by its value: text as text, JSON as
-// JSON, content parts as a chat content list.
-func aisdkOutputTokens(tc tokenCounter, output string) int {
-	if output == "" || output[0] != '{' {
-		return tc.value(tc.wrap(output))
-	}
-	var typ, value, reason string
+// readAISDKOutput reads a tool-result's output object {type, value, reason}: the
+// type decoded, value and reason as raw JSON ("" when absent; the last of
+// duplicates, as every reader).
+func readAISDKOutput(output string) (typ, value, reason string) {
 	jsonraw.ForEachField(output, func(k, v string) bool {
 		switch k {
 		case "type":
@@ -350,6 +347,16 @@ func aisdkOutputTokens(tc tokenCounter, output string) int {
 		}
 		return true
 	})
+	return typ, value, reason
+}
+
+// aisdkOutputTokens counts a tool-result's output by its value: text as text, JSON as
+// JSON, content parts as a chat content list.
+func aisdkOutputTokens(tc tokenCounter, output string) int {
+	if output == "" || output[0] != '{' {
+		return tc.value(tc.wrap(output))
+	}
+	typ, value, reason := readAISDKOutput(output)
 	switch {
 	case typ == "execution-denied":
 		return tc.value(tc.wrap(reason))
@@ -373,18 +380,7 @@ func aisdkOutputText(part string) string {
 	if out[0] != '{' {
 		return jsonValueText(out)
 	}
-	var typ, value, reason string
-	jsonraw.ForEachField(out, func(k, v string) bool {
-		switch k {
-		case "type":
-			typ = jsonraw.DecodeString(v)
-		case "value":
-			value = v
-		case "reason":
-			reason = v
-		}
-		return true
-	})
+	typ, value, reason := readAISDKOutput(out)
 	switch typ {
 	case "execution-denied":
 		return jsonValueText(reason)
@@ -630,23 +626,12 @@ func (aisdkFormat) cacheMarks() cacheMarks { return aisdkMarks{} }
 type aisdkMarks struct{}
 
 func (aisdkMarks) carrier(_ string, content gjson.Result, _ string) carrier {
-	switch {
-	case content.Type == gjson.String:
-		if content.Str != "" {
-			return carrier{kind: carryTopLevel}
-		}
-	case content.IsArray():
-		parts := content.Array()
-		for i := len(parts) - 1; i >= 0; i-- {
-			if aisdkPartCanCarry(parts[i]) {
-				if i == len(parts)-1 {
-					return carrier{kind: carryTopLevel}
-				}
-				return carrier{kind: carryPart, part: i}
-			}
-		}
+	c := lastPartCarrier(content, carryTopLevel, aisdkPartCanCarry)
+	if c.kind == carryPart && c.part == int(content.Get("#").Int())-1 {
+		// The provider puts a message's mark on its last part: mark the message.
+		return carrier{kind: carryTopLevel}
 	}
-	return carrier{}
+	return c
 }
 
 func aisdkPartCanCarry(p gjson.Result) bool {

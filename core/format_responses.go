@@ -644,25 +644,15 @@ func (responsesMarks) carrier(_ string, content gjson.Result, _ string) carrier 
 func (responsesMarks) contentCarrier(gjson.Result, string) carrier { return carrier{} }
 
 func responsesCarrier(content gjson.Result) carrier {
-	switch {
-	case content.Type == gjson.String:
-		if content.Str != "" {
-			return carrier{kind: carryString}
+	return lastPartCarrier(content, carryString, func(p gjson.Result) bool {
+		switch p.Get("type").Str {
+		case "input_text":
+			return p.Get("text").Str != ""
+		case "input_image", "input_file":
+			return true
 		}
-	case content.IsArray():
-		parts := content.Array()
-		for i := len(parts) - 1; i >= 0; i-- {
-			switch p := parts[i]; p.Get("type").Str {
-			case "input_text":
-				if p.Get("text").Str != "" {
-					return carrier{kind: carryPart, part: i}
-				}
-			case "input_image", "input_file":
-				return carrier{kind: carryPart, part: i}
-			}
-		}
-	}
-	return carrier{}
+		return false
+	})
 }
 
 func hasBreakpoint(raw string) bool { return strings.Contains(raw, `"prompt_cache_breakpoint"`) }
