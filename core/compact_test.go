@@ -57,6 +57,39 @@ func roleOf(t *testing.T, raw json.RawMessage) string {
 }
 
 // checkCompaction asserts the invariants every compaction must keep (issue #2 §4).
+// checkAccounted asserts what every compaction keeps, in any format (format ""
+// detects it): providers accept the result (validate is clean on it), every archived
+// message is its input message, and every input message not archived is returned
+// unchanged. It returns the archived entries by input index.
+func checkAccounted(t *testing.T, format Format, input []json.RawMessage, r CompactResult) map[int]ArchivedMessage {
+	t.Helper()
+	req := map[string]any{"messages": r.Messages}
+	if format != "" {
+		req["format"] = format
+	}
+	v, e := callOp(t, "validate", req)
+	require.Nil(t, e)
+	var vr ValidateResult
+	require.NoError(t, json.Unmarshal(v, &vr))
+	require.True(t, vr.OK, "validate found problems in the output: %+v", vr.Problems)
+
+	archived := map[int]ArchivedMessage{}
+	for _, a := range r.Archived {
+		require.JSONEq(t, string(input[a.Index]), string(a.Message), "archived message %d differs from the input", a.Index)
+		archived[a.Index] = a
+	}
+	unchanged := map[string]int{}
+	for _, m := range r.Messages {
+		unchanged[string(m)]++
+	}
+	for i, m := range input {
+		if _, ok := archived[i]; !ok {
+			require.Positive(t, unchanged[string(m)], "input message %d is neither returned unchanged nor archived", i)
+		}
+	}
+	return archived
+}
+
 func checkCompaction(t *testing.T, input []json.RawMessage, r CompactResult) {
 	t.Helper()
 	require.True(t, r.Done)
@@ -66,27 +99,8 @@ func checkCompaction(t *testing.T, input []json.RawMessage, r CompactResult) {
 	require.Equal(t, len(out), rep.MessagesAfter)
 	require.Equal(t, len(input), rep.MessagesBefore)
 
-	// Providers accept the result: no orphan results, no calls without results.
-	v, e := callOp(t, "validate", map[string]any{"messages": out})
-	require.Nil(t, e)
-	var vr ValidateResult
-	require.NoError(t, json.Unmarshal(v, &vr))
-	require.True(t, vr.OK, "validate found problems in the output: %+v", vr.Problems)
-
-	// Nothing lost: each input message is returned unchanged or archived verbatim.
-	archived := map[int]ArchivedMessage{}
-	for _, a := range r.Archived {
-		require.JSONEq(t, string(input[a.Index]), string(a.Message), "archived message %d differs from the input", a.Index)
-		archived[a.Index] = a
-	}
-	unchanged := map[string]int{}
-	for _, m := range out {
-		unchanged[string(m)]++
-	}
+	archived := checkAccounted(t, "", input, r)
 	for i, m := range input {
-		if a, ok := archived[i]; ok && a.Reason != ArchivedSystemNote {
-			continue
-		}
 		if a, ok := archived[i]; ok && a.Reason == ArchivedSystemNote {
 			var before, after struct {
 				Content string `json:"content"`
@@ -94,9 +108,7 @@ func checkCompaction(t *testing.T, input []json.RawMessage, r CompactResult) {
 			require.NoError(t, json.Unmarshal(m, &before))
 			require.NoError(t, json.Unmarshal(out[0], &after))
 			require.Equal(t, before.Content+SystemNote, after.Content, "the system note is appended once")
-			continue
 		}
-		require.Positive(t, unchanged[string(m)], "input message %d is neither returned unchanged nor archived", i)
 	}
 
 	// Head and tail keep their bytes; the middle is summarized and archived.

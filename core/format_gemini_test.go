@@ -162,27 +162,7 @@ func checkGeminiCompaction(t *testing.T, input []json.RawMessage, r CompactResul
 	require.Equal(t, len(input), rep.MessagesBefore)
 	require.Equal(t, len(out), rep.MessagesAfter)
 
-	v, e := callOp(t, "validate", map[string]any{"messages": out, "format": "gemini"})
-	require.Nil(t, e)
-	var vr ValidateResult
-	require.NoError(t, json.Unmarshal(v, &vr))
-	require.True(t, vr.OK, "validate found problems in the output: %+v", vr.Problems)
-
-	archived := map[int]ArchivedMessage{}
-	for _, a := range r.Archived {
-		require.JSONEq(t, string(input[a.Index]), string(a.Message), "archived content %d differs from the input", a.Index)
-		archived[a.Index] = a
-	}
-	returned := map[string]int{}
-	for _, m := range out {
-		returned[string(m)]++
-	}
-	for i, m := range input {
-		if _, ok := archived[i]; ok {
-			continue
-		}
-		require.Positive(t, returned[string(m)], "input content %d is neither returned unchanged nor archived", i)
-	}
+	archived := checkAccounted(t, FormatGemini, input, r)
 	if rep.Summarized != nil {
 		for i := rep.Summarized.From; i < rep.Summarized.To; i++ {
 			require.Equal(t, ArchivedSummarized, archived[i].Reason, "middle content %d not archived as summarized", i)

@@ -79,26 +79,7 @@ func checkResponsesCompaction(t *testing.T, input []json.RawMessage, r CompactRe
 	t.Helper()
 	require.True(t, r.Done)
 	out := r.Messages
-	v, e := callOp(t, "validate", map[string]any{"messages": out, "format": "responses"})
-	require.Nil(t, e)
-	var vr ValidateResult
-	require.NoError(t, json.Unmarshal(v, &vr))
-	require.True(t, vr.OK, "validate found problems in the output: %+v", vr.Problems)
-
-	archived := map[int]bool{}
-	for _, a := range r.Archived {
-		require.JSONEq(t, string(input[a.Index]), string(a.Message), "archived item %d differs from the input", a.Index)
-		archived[a.Index] = true
-	}
-	unchanged := map[string]int{}
-	for _, m := range out {
-		unchanged[string(m)]++
-	}
-	for i, m := range input {
-		if !archived[i] {
-			require.Positive(t, unchanged[string(m)], "input item %d is neither returned unchanged nor archived", i)
-		}
-	}
+	checkAccounted(t, FormatResponses, input, r)
 	for k, m := range out {
 		if gjson.GetBytes(m, "type").Str != "reasoning" {
 			continue
