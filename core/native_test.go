@@ -38,6 +38,11 @@ func TestRouteKeys(t *testing.T) {
 		{NativeRoute{BaseURL: "https://api.openai.com.evil.example/v1"}, "other:api.openai.com.evil.example"},
 		{NativeRoute{Provider: "openai-codex", APIMode: "codex_app_server"}, RouteCodexAppServer},
 		{NativeRoute{}, "other"},
+		{NativeRoute{BaseURL: "https://user:pw@api.openai.com:443/v1?x=1"}, RouteOpenAI},
+		{NativeRoute{BaseURL: "https://chatgpt.com/backend-api/codex?x=1"}, RouteCodex},
+		{NativeRoute{BaseURL: "http://[::1]:8080/v1"}, "other:[::1]"},
+		{NativeRoute{BaseURL: "api.openai.com/v1"}, "other"}, // not absolute: no host
+		{NativeRoute{BaseURL: "https://api.anthropic.com#frag"}, RouteAnthropic},
 	} {
 		assert.Equal(t, c.want, c.route.Key(), "%+v", c.route)
 	}
