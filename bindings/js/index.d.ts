@@ -633,11 +633,21 @@ export interface NativeDecision {
 /** A native item native.observe saw. */
 export interface NativeSeen {
   kind: "openai_compaction" | "anthropic_compaction" | "app_server_compaction";
-  /** The item key ("" for an app-server event). */
+  /** The item key (an app-server compaction: its item id or turn id, "" when it has none). */
   key: string;
   /** The route key it is recorded under. */
   issuer: string;
 }
+
+/**
+ * What native.observe made of it: recorded (compaction items seen), compaction_returned
+ * (Anthropic stop_reason "compaction"), nothing (a response without one), rejected,
+ * transient (retry as it was), compaction_started, compaction_completed,
+ * turn_completed, compact_requested, unrelated.
+ */
+export type NativeObserveReason =
+  | "recorded" | "compaction_returned" | "nothing" | "rejected" | "transient" | "compaction_started"
+  | "compaction_completed" | "turn_completed" | "compact_requested" | "unrelated";
 
 /** native.observe's answer. */
 export interface NativeObservation {
@@ -645,10 +655,9 @@ export interface NativeObservation {
   seen: NativeSeen[];
   /** The mechanism this error disabled, or null. */
   disabled: NativeDisableable | null;
-  /** Send the request again (prepared anew: without the rejected field). */
+  /** Send the request again: prepared anew, without the rejected field (rejected), or as it was (transient). */
   retry: boolean;
-  /** "rejected", "transient", "unrelated", "compaction_returned", …. */
-  reason: string;
+  reason: NativeObserveReason;
 }
 
 /** An app-server JSON-RPC message. */
@@ -658,14 +667,19 @@ export interface AppServerMessage {
   [extra: string]: unknown;
 }
 
+/** Why native.trim dropped or rewrote a message. */
+export type NativeTrimReason = "replaced" | "other_issuer" | "disabled" | "before_compaction";
+
 /** native.trim's answer. */
 export interface NativeTrimResult<M extends Item = Item> {
-  /** The kept messages; unchanged ones are your objects. */
+  /** The messages to send: your objects, except a replacement block and rewritten messages (new objects). */
   messages: M[];
-  /** Every input index not kept, and why. */
-  dropped: Array<{ index: number; reason: "replaced" | "other_issuer" | "before_compaction" }>;
-  /** The dropped messages (archive them: they are not lost). */
+  /** Every input index not kept, and why (other_issuer: another route's compaction item; disabled: a block of a mechanism the session turned off). */
+  dropped: Array<{ index: number; reason: NativeTrimReason }>;
+  /** The dropped messages (your objects, in the order of dropped): archive them, they are not lost. */
   dropped_messages: M[];
+  /** Input indices kept but changed (an Anthropic message losing blocks; another issuer's block with a summary kept as text), each with your original. */
+  rewritten: Array<{ index: number; reason: NativeTrimReason; original: M }>;
   changed: boolean;
 }
 

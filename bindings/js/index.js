@@ -416,14 +416,15 @@ export class Compactor {
   /**
    * Drops from a Responses input or Anthropic messages the compaction items of
    * another issuer than the route, and what precedes the newest compaction item.
-   * Kept messages are your objects.
+   * Kept messages are your objects (a rewritten Anthropic message is a new one, its
+   * original in rewritten[].original); dropped_messages are yours too.
    * @param {import("./index.d.ts").Item[]} messages
    * @param {import("./index.d.ts").NativeTrimParams} [params]
    */
   nativeTrim(messages, params) {
-    const body = paramsBody(checkOptions("nativeTrim()", params, NATIVE_TRIM_PARAMS, "params"));
-    const res = unwrap(this.callRaw(`{"op":"native.trim"${body},"messages":${messagesJSON(messages)}}`));
-    return materializeTrim(res, messages);
+    const p = checkOptions("nativeTrim()", params, NATIVE_TRIM_PARAMS, "params");
+    const res = unwrap(this.callRaw(`{"op":"native.trim"${paramsBody(p)},"messages":${messagesJSON(messages)}}`));
+    return materializeTrim(res, messages, p.replace !== undefined && p.replace !== null);
   }
 
   #withMessages(where, op, messages, params, spec) {
@@ -516,12 +517,26 @@ function paramsBody(params) {
   return body ? "," + body : "";
 }
 
-/** A native.trim result with the caller's objects for message references (in messages and dropped_messages). */
-function materializeTrim(res, input) {
-  materialize(res, input);
-  if (Array.isArray(res.dropped_messages)) {
-    res.dropped_messages = res.dropped_messages.map((m) => (typeof m === "number" && m >= 0 && m < input.length ? input[m] : m));
+/**
+ * A native.trim result with the caller's objects: the kept messages in input order
+ * (after the replacement block, when `replaced`), except the rewritten ones, which
+ * are new; dropped_messages and rewritten[].original are the inputs they name.
+ */
+function materializeTrim(res, input, replaced) {
+  const gone = new Set(res.dropped.map((d) => d.index));
+  const rewritten = new Set(res.rewritten.map((r) => r.index));
+  let k = replaced ? 1 : 0;
+  for (let i = 0; i < input.length; i++) {
+    if (gone.has(i)) continue;
+    if (k >= res.messages.length) break;
+    if (!rewritten.has(i)) res.messages[k] = input[i];
+    k++;
   }
+  if (k !== res.messages.length) {
+    throw new CompactError("internal", `ctxcompact: native.trim kept ${res.messages.length} messages, its dropped list accounts for ${k}`, "/messages");
+  }
+  res.dropped_messages = res.dropped.map((d) => input[d.index]);
+  for (const r of res.rewritten) r.original = input[r.index];
   return res;
 }
 
@@ -851,7 +866,7 @@ export class ContextEngine {
       const items = out[key];
       const trimmed = unwrap(this.#c.callRaw(`{"op":"native.trim","format":"${format}","session":${JSON.stringify(decision.session)}` +
         `,"route":${JSON.stringify(route)},"messages":${serialize(items, `/body/${key}`, "invalid_messages")}}`));
-      if (trimmed.changed) out[key] = materialize(trimmed, items).messages;
+      if (trimmed.changed) out[key] = materializeTrim(trimmed, items, false).messages;
     }
     this.#setNative(state, decision.session);
     return { body: out, betas: decision.betas, decision };
@@ -887,9 +902,8 @@ export class ContextEngine {
       // The openai SDK's error is the body's `error` member; Anthropic's the whole body.
       if (body !== null && typeof body === "object" && !Array.isArray(body) && !("error" in body)) body = { error: body };
     }
-    checkValue("observeError()", "status", "error/status", status, T.count);
-    if (status === undefined || status === null) {
-      throw new CompactError("invalid_request", "ctxcompact: observeError() takes the HTTP status (or an SDK error with a status)", "/error/status");
+    if (!Number.isSafeInteger(status)) {
+      throw new CompactError("invalid_request", `ctxcompact: observeError() takes the HTTP status (or an SDK error with a status), got ${describe(status)}`, "/error/status");
     }
     const text = body === undefined || body === null ? "null" : typeof body === "string" ? JSON.stringify(body) : serialize(body, "/error/body", "invalid_request");
     return this.#observe(`,"error":{"status":${status},"body":${text}}`);

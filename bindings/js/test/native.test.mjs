@@ -211,7 +211,8 @@ test("multi-turn on the Responses API: the field, the compaction item carried, a
   await turn(engine, client, compacted, "And now?", log);
   const last = requests.at(-1).body;
   assert.equal("context_management" in last, false);
-  assert.deepEqual(last.input[0], { role: "developer", content: "You are terse." });
+  assert.equal(last.input[0].role, "developer");
+  assert.match(last.input[0].content, /^You are terse\.\n\n\[Note: earlier turns of this conversation were compacted/, "the developer message, with the compaction note");
   assert.deepEqual(last.input[1], COMPACTION);
   assert.ok(last.input.length < requests.at(-2).body.input.length, "the compacted input is shorter");
 });
@@ -236,6 +237,8 @@ test("a switch to a non-eligible model stops the field; another route drops the 
   engine.observeResponse(r);
   history.push(...r.output);
   assert.equal("context_management" in requests[1].body, false);
+  assert.deepEqual(p.decision.drop_issuers, [], "the same route: its items are still its issuer's");
+  assert.deepEqual(requests[1].body.input[1], COMPACTION, "and still sent, with what preceded it trimmed");
 
   // Another route (OpenRouter): the items issued by api.openai.com are not sent, and
   // with them gone nothing is trimmed: the host's full history goes.
