@@ -254,6 +254,9 @@ test("a switch to a non-eligible model stops the field; another route drops the 
   assert.equal(sent.input.some((m) => m.type === "compaction"), false, "no compaction item from another issuer");
   assert.deepEqual(sent.input, history.filter((m) => m.type !== "compaction"));
   assert.equal(engine.state.native.route, "other:openrouter.ai");
+  // /new: the session's bookkeeping goes with the conversation.
+  engine.onSessionReset();
+  assert.equal("native" in engine.state, false);
 });
 
 test("an unrelated error disables nothing and is not retried", async (t) => {
