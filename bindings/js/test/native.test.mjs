@@ -11,6 +11,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
 import OpenAI from "openai";
+import Anthropic from "@anthropic-ai/sdk";
 import { CompactError, Compactor } from "../index.js";
 
 const c = await Compactor.create();
@@ -33,10 +34,11 @@ const REJECTION = {
 };
 
 /**
- * A loopback Responses API: POST /v1/responses, each request recorded (its parsed
- * body) and answered by the next function of `plan` (body -> {status?, json}).
+ * A loopback API (the Responses API at /v1/responses, Anthropic Messages at
+ * /v1/messages): each request recorded (path, headers, parsed body) and answered by
+ * the next function of `plan` (body -> {status?, json}).
  */
-async function startResponses(t) {
+async function startLoopback(t) {
   const requests = [];
   const plan = [];
   const server = http.createServer((req, res) => {
@@ -45,7 +47,7 @@ async function startResponses(t) {
     req.on("data", (d) => { data += d; });
     req.on("end", () => {
       const body = JSON.parse(data);
-      requests.push({ method: req.method, path: req.url, body });
+      requests.push({ method: req.method, path: req.url, headers: req.headers, body });
       const next = plan.shift();
       const { status = 200, json } = next ? next(body)
         : { status: 500, json: { error: { message: "no answer planned", type: "server_error", param: null, code: null } } };
@@ -55,8 +57,13 @@ async function startResponses(t) {
   });
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
   t.after(() => new Promise((resolve) => server.close(resolve)));
-  const client = new OpenAI({ apiKey: "test", baseURL: `http://127.0.0.1:${server.address().port}/v1`, maxRetries: 0 });
-  return { requests, plan, client };
+  return { requests, plan, url: `http://127.0.0.1:${server.address().port}` };
+}
+
+/** The loopback with the `openai` SDK pointed at it. */
+async function startResponses(t) {
+  const loop = await startLoopback(t);
+  return { ...loop, client: new OpenAI({ apiKey: "test", baseURL: `${loop.url}/v1`, maxRetries: 0 }) };
 }
 
 let responses = 0;
@@ -272,6 +279,110 @@ test("an unrelated error disables nothing and is not retried", async (t) => {
   // (status, body) as the wire has them: the same rejection as the SDK error gives.
   const text = engine.observeError(400, JSON.stringify(REJECTION));
   assert.deepEqual([text.retry, text.disabled], [true, "openai_compaction"]);
+});
+
+/** An Anthropic Message with these content blocks and usage. */
+function messageOf(body, content, inputTokens) {
+  responses++;
+  return {
+    json: {
+      id: `msg_${responses}`, type: "message", role: "assistant", model: body.model, content,
+      stop_reason: "end_turn", stop_sequence: null,
+      usage: { input_tokens: inputTokens, output_tokens: 20, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
+    },
+  };
+}
+
+/** One agent turn on Anthropic's beta Messages API: the betas the decision names go in the header. */
+async function anthropicTurn(engine, client, history, text, log) {
+  history.push({ role: "user", content: text });
+  for (let attempt = 0; ; attempt++) {
+    const prepared = engine.prepareRequest({ model: engine.model, max_tokens: 1024, messages: history });
+    log.prepared.push(prepared);
+    try {
+      // (An empty betas list would still send an empty anthropic-beta header.)
+      const betas = prepared.betas.length > 0 ? { betas: prepared.betas } : {};
+      const r = await client.beta.messages.create({ ...prepared.body, ...betas });
+      engine.updateFromResponse(r.usage);
+      log.observed.push(engine.observeResponse(r));
+      history.push({ role: "assistant", content: r.content });
+      return r;
+    } catch (err) {
+      if (attempt > 0 || !(err instanceof Anthropic.APIError)) throw err;
+      const seen = engine.observeError(err);
+      log.errors.push(seen);
+      if (!seen.retry) throw err;
+    }
+  }
+}
+
+test("multi-turn on Anthropic Messages: the compact_20260112 edit and its beta, the block carried, a rejection, then the local compressor", async (t) => {
+  const loop = await startLoopback(t);
+  const client = new Anthropic({ apiKey: "test", baseURL: loop.url, maxRetries: 0 });
+  const { requests, plan } = loop;
+  // An 80K window: threshold_tokens 60,000 (the small-context floor), the trigger
+  // 60,000 - 8,192 = 51,808, above the API's minimum of 50,000.
+  const config = {
+    model: { name: "claude-sonnet-4-6", provider: "anthropic", context_length: 80000 },
+    compression: { anthropic_native: "threshold" },
+  };
+  const engine = c.engine({ config });
+  engine.updateModel("claude-sonnet-4-6", 80000, { provider: "anthropic", baseUrl: "https://api.anthropic.com", apiMode: "anthropic_messages" });
+  assert.equal(engine.thresholdTokens, 60000);
+  const history = [];
+  const log = { prepared: [], observed: [], errors: [] };
+  const EDIT = { edits: [{ type: "compact_20260112", trigger: { type: "input_tokens", value: 51808 } }] };
+
+  plan.push((body) => messageOf(body, [{ type: "text", text: "Hello." }], 1200));
+  await anthropicTurn(engine, client, history, "Hi, set up the build.", log);
+  assert.equal(requests[0].path, "/v1/messages");
+  assert.deepEqual(requests[0].body.context_management, EDIT);
+  assert.equal(requests[0].headers["anthropic-beta"], "compact-2026-01-12");
+  assert.equal("betas" in requests[0].body, false, "the SDK sends betas as the header");
+
+  // The server compacts: the summary block comes first in the assistant content.
+  const block = { type: "compaction", content: "Summary: the user set up the build.", encrypted_content: "opaque-1" };
+  plan.push((body) => messageOf(body, [block, { type: "text", text: "Building." }], 55000));
+  await anthropicTurn(engine, client, history, "Run it.", log);
+  assert.equal(log.observed[1].seen.length, 1);
+  assert.deepEqual([log.observed[1].seen[0].kind, log.observed[1].seen[0].issuer], ["anthropic_compaction", "anthropic"]);
+  assert.equal(engine.shouldCompress(), false, "the server compacts before the local threshold");
+
+  // The block is sent back first; the messages before the one holding it are not.
+  plan.push((body) => messageOf(body, [{ type: "text", text: "Done." }], 9000));
+  await anthropicTurn(engine, client, history, "Status?", log);
+  assert.deepEqual(requests[2].body.messages, history.slice(3, 5));
+  assert.deepEqual(requests[2].body.messages[0].content[0], block);
+  assert.equal(requests[2].headers["anthropic-beta"], "compact-2026-01-12");
+
+  // A structured 400 naming the edit: disabled, retried without the edit and the beta;
+  // the block is not sent (its readable summary stays, as text), so nothing is cut.
+  const rejection = { type: "error", error: { type: "invalid_request_error", message: "context_management.edits.0.type: 'compact_20260112' is not enabled for this organization" } };
+  const answer = (body) => (body.context_management ? { status: 400, json: rejection } : messageOf(body, [{ type: "text", text: "Ok." }], 12000));
+  plan.push(answer, answer);
+  await anthropicTurn(engine, client, history, "Next module.", log);
+  assert.equal(requests.length, 5);
+  assert.ok(requests[3].body.context_management);
+  assert.equal("context_management" in requests[4].body, false);
+  assert.equal(requests[4].headers["anthropic-beta"], undefined, "no beta header on the retry");
+  assert.deepEqual([log.errors[0].disabled, log.errors[0].retry, log.errors[0].reason], ["anthropic_compaction", true, "rejected"]);
+  const retried = requests[4].body.messages;
+  assert.equal(retried.length, history.length - 1, "the whole history but the answer to come");
+  assert.equal(retried.some((m) => Array.isArray(m.content) && m.content.some((b) => b.type === "compaction")), false);
+  assert.equal(retried[3].content[0].type, "text");
+  assert.match(retried[3].content[0].text, /Summary: the user set up the build\.$/);
+
+  // The local compressor takes over past its threshold.
+  for (let k = 5; k <= 10; k++) {
+    plan.push((body) => messageOf(body, [{ type: "text", text: big(k) }], k === 10 ? 62000 : 20000 + k * 1000));
+    await anthropicTurn(engine, client, history, `Module ${k}?`, log);
+    assert.equal("context_management" in requests.at(-1).body, false);
+  }
+  assert.equal(engine.shouldCompress(), true);
+  const res = await engine.compress(history, { format: "anthropic" });
+  assert.equal(res.report.compacted, true, JSON.stringify(res.report));
+  assert.ok(res.report.summarized.from > 3, "the summary starts after the message holding the block (a head boundary)");
+  assert.ok(res.messages.includes(history[3]), "the message holding the block is kept, as the caller's object");
 });
 
 test("Anthropic threshold compaction: the edit, its beta, and messages trimmed at the newest block", () => {
