@@ -703,7 +703,7 @@ export interface NativeObserveParams {
   route?: NativeRoute;
   session?: NativeSession | null;
   /** The provider's response object (Responses or Anthropic Message). */
-  response?: Record<string, unknown>;
+  response?: object;
   /** A failed request: its HTTP status and body. */
   error?: { status: number; body: Record<string, unknown> | string | null };
   /** An app-server JSON-RPC message. */
@@ -720,7 +720,7 @@ export interface NativeTrimParams {
   /** Drop what precedes the newest compaction item (default true). */
   drop_before_newest?: boolean;
   /** Anthropic on-demand: messages[0:count] become message (the returned compaction). */
-  replace?: { count: number; message: Record<string, unknown> };
+  replace?: { count: number; message: object };
 }
 
 export interface CacheApplyParams {

@@ -864,8 +864,15 @@ export class ContextEngine {
     // are only read as such on that route (a chat body's messages are another format).
     if (carries || (decision.drop_issuers.length > 0 && (format === "responses" || decision.route === "anthropic"))) {
       const items = out[key];
-      const trimmed = unwrap(this.#c.callRaw(`{"op":"native.trim","format":"${format}","session":${JSON.stringify(decision.session)}` +
-        `,"route":${JSON.stringify(route)},"messages":${serialize(items, `/body/${key}`, "invalid_messages")}}`));
+      let trimmed;
+      try {
+        trimmed = unwrap(this.#c.callRaw(`{"op":"native.trim","format":"${format}","session":${JSON.stringify(decision.session)}` +
+          `,"route":${JSON.stringify(route)},"messages":${serialize(items, `/body/${key}`, "invalid_messages")}}`));
+      } catch (err) {
+        // The core names /messages/<i>: in the caller's terms, the body's list.
+        if (err instanceof CompactError && err.path.startsWith("/messages")) err.path = `/body/${key}${err.path.slice("/messages".length)}`;
+        throw err;
+      }
       if (trimmed.changed) out[key] = materializeTrim(trimmed, items, false).messages;
     }
     this.#setNative(state, decision.session);

@@ -477,6 +477,11 @@ test("the engine's native methods check their arguments", () => {
   assert.throws(() => engine.observeError("400"), (err) => err.code === "invalid_request" && err.path === "/error/status");
   assert.throws(() => engine.observeEvent(null), (err) => err.code === "invalid_request" && err.path === "/event");
   assert.throws(() => engine.observeEvent({ method: "thread/compacted" }, 1.5), (err) => err.code === "invalid_request" && err.path === "/messages_count");
+  // An item the core refuses is named in the body's terms.
+  assert.throws(() => engine.prepareRequest({ input: [{ type: "compaction", id: "c" }, "text"] }),
+    (err) => err instanceof CompactError && err.code === "invalid_messages" && err.path === "/body/input/1");
+  assert.throws(() => engine.prepareRequest({ input: [{ type: "compaction", id: "c", n: 1n }] }),
+    (err) => err instanceof CompactError && err.code === "invalid_messages" && err.path === "/body/input/0/n");
   // Nothing failed recorded a session.
   assert.equal("native" in engine.state, false);
 });
