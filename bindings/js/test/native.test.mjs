@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
-import { CompactError, Compactor } from "../index.js";
+import { CompactError, Compactor, _instanceOf } from "../index.js";
 
 const c = await Compactor.create();
 
@@ -484,4 +484,20 @@ test("the engine's native methods check their arguments", () => {
     (err) => err instanceof CompactError && err.code === "invalid_messages" && err.path === "/body/input/0/n");
   // Nothing failed recorded a session.
   assert.equal("native" in engine.state, false);
+});
+
+test("the rules are the core's: each native method is native.policy (and native.trim when the body carries items) or native.observe", async () => {
+  const d = await Compactor.create();
+  const ops = [];
+  const inst = _instanceOf(d);
+  const call = inst.call.bind(inst);
+  inst.call = (r) => { ops.push(JSON.parse(r).op); return call(r); };
+  const e = d.engine({ config: NATIVE });
+  ops.length = 0;
+  e.prepareRequest({ model: "gpt-5.6", input: [{ role: "user", content: "a" }] });
+  e.observeResponse({ output: [COMPACTION] });
+  e.prepareRequest({ model: "gpt-5.6", input: [{ role: "user", content: "a" }, COMPACTION] });
+  e.observeError(400, REJECTION);
+  e.observeEvent({ method: "turn/completed", params: {} });
+  assert.deepEqual(ops, ["native.policy", "native.observe", "native.policy", "native.trim", "native.observe", "native.observe"]);
 });
