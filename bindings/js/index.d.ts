@@ -1046,13 +1046,30 @@ export interface PrepareRequestOptions {
   manual?: boolean;
 }
 
-/** What prepareRequest returns. */
+/** What prepareRequest returns (native.prepare). */
 export interface PreparedRequest<B extends object = Record<string, unknown>> {
-  /** A new body: the decision's fields set, its `remove` keys deleted, other issuers' compaction items dropped. */
+  /**
+   * A new body: the OpenAI field set (or removed where it must not go), Anthropic's
+   * compaction edit merged into the body's own context_management edits, the list
+   * trimmed of other issuers' compaction items and what precedes the newest one.
+   */
   body: B;
-  /** anthropic-beta header values to send with it. */
+  /** anthropic-beta header values to send with it (beside your own). */
   betas: string[];
   decision: NativeDecision;
+  /** What was left out of the body's list ("input" or "messages"): archive it. */
+  trimmed: {
+    list: string;
+    dropped: Array<{ index: number; reason: NativeTrimReason }>;
+    dropped_messages: Item[];
+    rewritten: Array<{ index: number; reason: NativeTrimReason; original: Item }>;
+  };
+  /**
+   * The body of an Anthropic on-demand compaction due now (the conversation with
+   * `compaction: {type: "summarize"}`, without context_management), or null. Send it,
+   * then swap the returned block in with nativeTrim's `replace`.
+   */
+  compactionBody: (B & { compaction: { type: "summarize"; instructions?: string } }) | null;
 }
 
 export interface UpdateModelOptions {

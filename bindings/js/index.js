@@ -831,15 +831,17 @@ export class ContextEngine {
   }
 
   /**
-   * Provider-native compaction for the next request: runs native.policy for the
-   * engine's route (config.model.provider, and base_url and api_mode as updateModel
-   * set them) and session (state.native), and returns a new body: the decision's
-   * `remove` keys deleted, its `body` fields set (they replace the body's own), and,
-   * when the body's `input` (Responses) or `messages` (Anthropic) carries compaction
-   * items or the decision names issuers to drop, those items run through native.trim
-   * (another issuer's items out, what precedes the newest one out). The input body is
-   * not changed. The next session is recorded in the state. `betas` go in the
-   * anthropic-beta header. `tokens` defaults to the last reported prompt tokens.
+   * Provider-native compaction for the next request: native.prepare for the engine's
+   * route (config.model.provider, and base_url and api_mode as updateModel set them)
+   * and session (state.native). Returns a new body with the decision applied (the
+   * OpenAI field set, or removed where it must not go; Anthropic's compaction edit
+   * merged into the body's own context_management edits), its `input` (Responses) or
+   * `messages` trimmed of other issuers' compaction items and of what precedes the
+   * newest one (`trimmed` lists them, for archiving), `betas` for the anthropic-beta
+   * header, and `compactionBody` when an Anthropic on-demand compaction is due now.
+   * Kept messages are the caller's own objects. The input body is not changed; the
+   * next session is recorded in the state. `tokens` defaults to the last reported
+   * prompt tokens.
    * @param {Record<string, unknown>} body
    * @param {import("./index.d.ts").PrepareRequestOptions} [options]
    */
@@ -849,34 +851,43 @@ export class ContextEngine {
     }
     const o = checkOptions("prepareRequest()", options, PREPARE_OPTIONS);
     const state = JSON.parse(this.#state);
-    const route = routeOf(state);
     const last = this.#status.last_prompt_tokens;
     const tokens = o.tokens ?? (last > 0 ? last : undefined);
-    const decision = unwrap(this.#c.callRaw(`{"op":"native.policy","config":${JSON.stringify(state.config)}` +
-      `,"route":${JSON.stringify(route)}${field("session", state.native)}${field("tokens", tokens)}${field("manual", o.manual)}}`));
-    const out = { ...body };
-    for (const k of decision.remove) delete out[k];
-    Object.assign(out, decision.body);
-    const key = Array.isArray(out.input) ? "input" : Array.isArray(out.messages) ? "messages" : undefined;
-    const format = key === "input" ? "responses" : key === "messages" ? "anthropic" : undefined;
-    const carries = key !== undefined && hasNativeItems(out[key], format);
-    // A drop without native items in the body has nothing to drop; Anthropic messages
-    // are only read as such on that route (a chat body's messages are another format).
-    if (carries || (decision.drop_issuers.length > 0 && (format === "responses" || decision.route === "anthropic"))) {
-      const items = out[key];
-      let trimmed;
-      try {
-        trimmed = unwrap(this.#c.callRaw(`{"op":"native.trim","format":"${format}","session":${JSON.stringify(decision.session)}` +
-          `,"route":${JSON.stringify(route)},"messages":${serialize(items, `/body/${key}`, "invalid_messages")}}`));
-      } catch (err) {
-        // The core names /messages/<i>: in the caller's terms, the body's list.
-        if (err instanceof CompactError && err.path.startsWith("/messages")) err.path = `/body/${key}${err.path.slice("/messages".length)}`;
-        throw err;
-      }
-      if (trimmed.changed) out[key] = materializeTrim(trimmed, items, false).messages;
+    const key = Array.isArray(body.input) ? "input" : Array.isArray(body.messages) ? "messages" : undefined;
+    const items = key === undefined ? undefined : body[key];
+    // A list without native items has nothing to trim: it is not sent to the core
+    // (every turn would serialize the whole conversation for nothing).
+    const carries = key !== undefined && (hasNativeItems(items, "responses") || hasNativeItems(items, "anthropic"));
+    const sent = key === undefined || carries ? body : { ...body, [key]: [] };
+    let bodyJSON;
+    try {
+      bodyJSON = serialize(sent, "/body", "invalid_request");
+    } catch (err) {
+      // A value that cannot be sent inside the list is a bad message, as the core says of one.
+      if (err instanceof CompactError && key !== undefined && err.path.startsWith(`/body/${key}/`)) err.code = "invalid_messages";
+      throw err;
     }
-    this.#setNative(state, decision.session);
-    return { body: out, betas: decision.betas, decision };
+    const res = unwrap(this.#c.callRaw(`{"op":"native.prepare","config":${JSON.stringify(state.config)}` +
+      `,"route":${JSON.stringify(routeOf(state))}${field("session", state.native)}${field("tokens", tokens)}` +
+      `${field("manual", o.manual)},"body":${bodyJSON}}`));
+    const out = res.body;
+    let trimmed = { list: res.trimmed.list, dropped: [], dropped_messages: [], rewritten: [] };
+    if (key !== undefined) {
+      if (carries) {
+        trimmed = materializeTrim({ ...res.trimmed, messages: out[key] }, items, false);
+        out[key] = trimmed.messages;
+        delete trimmed.messages;
+      } else {
+        out[key] = items;
+      }
+    }
+    let compactionBody = null;
+    if (res.compaction_body) {
+      compactionBody = res.compaction_body;
+      if (key !== undefined) compactionBody[key] = out[key];
+    }
+    this.#setNative(state, res.decision.session);
+    return { body: out, betas: res.betas, decision: res.decision, trimmed, compactionBody };
   }
 
   /**

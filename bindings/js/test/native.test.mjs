@@ -486,7 +486,7 @@ test("the engine's native methods check their arguments", () => {
   assert.equal("native" in engine.state, false);
 });
 
-test("the rules are the core's: each native method is native.policy (and native.trim when the body carries items) or native.observe", async () => {
+test("the rules are the core's: each native method is one core op, native.prepare or native.observe", async () => {
   const d = await Compactor.create();
   const ops = [];
   const inst = _instanceOf(d);
@@ -499,5 +499,30 @@ test("the rules are the core's: each native method is native.policy (and native.
   e.prepareRequest({ model: "gpt-5.6", input: [{ role: "user", content: "a" }, COMPACTION] });
   e.observeError(400, REJECTION);
   e.observeEvent({ method: "turn/completed", params: {} });
-  assert.deepEqual(ops, ["native.policy", "native.observe", "native.policy", "native.trim", "native.observe", "native.observe"]);
+  assert.deepEqual(ops, ["native.prepare", "native.observe", "native.prepare", "native.observe", "native.observe"]);
+});
+
+test("prepareRequest merges the compaction edit into the host's own edits and returns the on-demand compaction body", () => {
+  const clear = { type: "clear_tool_uses_20250919", trigger: { type: "input_tokens", value: 30000 } };
+  const history = [
+    { role: "user", content: "one" }, { role: "assistant", content: "two" },
+    { role: "user", content: "three" },
+  ];
+  const threshold = c.engine({ config: { model: { name: "claude-opus-4-7", provider: "anthropic", context_length: 1000000 }, compression: { anthropic_native: "threshold" } } });
+  const body = { model: "claude-opus-4-7", max_tokens: 1024, messages: history, context_management: { edits: [clear] } };
+  const p = threshold.prepareRequest(body);
+  assert.deepEqual(p.body.context_management.edits.map((e) => e.type), ["clear_tool_uses_20250919", "compact_20260112"]);
+  assert.equal(p.body.context_management.edits[1].trigger.value, 500000 - 8192);
+  assert.deepEqual(p.betas, ["compact-2026-01-12"]);
+  assert.equal(p.body.messages, history, "a list without native items is the caller's, untouched");
+  assert.deepEqual(body.context_management.edits, [clear], "the input body is not changed");
+  assert.equal(p.compactionBody, null);
+
+  const onDemand = c.engine({ config: { model: { name: "claude-opus-4-7", provider: "anthropic", context_length: 200000 }, compression: { anthropic_native: "on_demand" } } });
+  const q = onDemand.prepareRequest(body, { tokens: 150000 });
+  assert.equal(q.decision.compact_now, true);
+  assert.deepEqual(q.compactionBody.compaction, { type: "summarize" });
+  assert.equal("context_management" in q.compactionBody, false, "the API does not take compaction with context_management");
+  assert.equal(q.compactionBody.messages, history);
+  assert.deepEqual(q.body.context_management.edits, [clear], "on-demand leaves the host's edits on ordinary requests");
 });
