@@ -41,9 +41,9 @@ except ImportError:  # pragma: no cover - exercised only without the SDK
 
 MODEL = "claude-sonnet-4-6"
 WINDOW = 100000
-THRESHOLD = 0.6  # threshold_tokens 60000
-THRESHOLD_TOKENS = 60000
-TRIGGER = THRESHOLD_TOKENS - 8192  # 51808: the compact edit's trigger, the on-demand point
+THRESHOLD = 0.75  # threshold_tokens 75000 (also the small-window floor of 100k windows)
+THRESHOLD_TOKENS = 75000
+TRIGGER = THRESHOLD_TOKENS - 8192  # 66808: the compact edit's trigger, the on-demand point
 SYSTEM = "You are a coding agent."
 
 
@@ -274,6 +274,20 @@ def test_native_policy_wrapper(compactor: ctxcompact.Compactor) -> None:
     assert proxy["route"] == "other:proxy.example.com" and proxy["mechanism"] == "none"
 
 
+def test_native_config_keys(compactor: ctxcompact.Compactor) -> None:
+    keys = {"codex_responses_native": True, "codex_responses_compact_threshold": 150000,
+            "codex_app_server_auto": "hermes", "codex_gpt55_autoraise_notice": False,
+            "anthropic_native": "on_demand", "anthropic_compact_instructions": "Keep file paths."}
+    assert set(keys) <= set(ctxcompact.CompressionConfig.__annotations__)
+    with ctxcompact.Compactor({"compression": keys, "model": {"name": MODEL}}) as c:  # validated here
+        assert c.native_policy(route=ANTHROPIC_ROUTE)["mechanism"] == "anthropic_on_demand"
+    with pytest.raises(CompactError) as e:
+        ctxcompact.Compactor({"compression": {"anthropic_native": "always"}})
+    assert (e.value.code, e.value.path) == ("invalid_config", "/config/compression/anthropic_native")
+    d = compactor.native_policy(route=ANTHROPIC_ROUTE, manual=True, config={**CFG, "compression": keys})
+    assert d["compaction_request"] == {"compaction": {"type": "summarize", "instructions": "Keep file paths."}}
+
+
 def test_native_wrappers_check_options(compactor: ctxcompact.Compactor) -> None:
     with pytest.raises(OptionError) as e:
         compactor.native_policy(route="api.anthropic.com")  # type: ignore[arg-type]
@@ -304,7 +318,8 @@ def test_native_observe_and_trim_wrappers(compactor: ctxcompact.Compactor) -> No
         "stop_reason": "end_turn"})
     assert [s["kind"] for s in obs["seen"]] == ["anthropic_compaction"]
     key = obs["seen"][0]["key"]
-    assert key == "sha256:" + hashlib.sha256(b"Summary.").hexdigest()[:16]
+    # The key hashes the signature, else encrypted_content, else content (the core's order).
+    assert key == "sha256:" + hashlib.sha256(b"enc-1").hexdigest()[:16]
     assert obs["session"]["issuers"] == {key: "anthropic"}
     msgs = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
             {"role": "user", "content": "c"}, {"role": "assistant", "content": [block, {"type": "text", "text": "d"}]},
@@ -314,16 +329,26 @@ def test_native_observe_and_trim_wrappers(compactor: ctxcompact.Compactor) -> No
     assert r["messages"] == msgs[3:]
     assert r["dropped"] == [{"index": i, "reason": "before_compaction"} for i in range(3)]
     assert r["dropped_messages"] == msgs[:3]
+    assert r["rewritten"] == []
+    # Kept messages are the caller's own objects, and so are the dropped originals.
+    assert r["messages"][0] is msgs[3] and r["messages"][1] is msgs[4]
+    assert all(a is b for a, b in zip(r["dropped_messages"], msgs[:3]))
     kept = compactor.native_trim(msgs, format="anthropic", session=obs["session"], route=ANTHROPIC_ROUTE,
                                  drop_before_newest=False)
     assert kept["messages"] == msgs and kept["dropped"] == [] and kept["changed"] is False
-    # On another route the block's issuer is foreign: the block goes, and its
-    # message with it when nothing else is left... here the text stays.
+    # On another route the block's issuer is foreign: it is not sent; its readable
+    # summary stays as a text block (the core's rule), the message is rewritten.
     moved = compactor.native_trim(msgs, format="anthropic", session=obs["session"],
                                   route={"base_url": "https://openrouter.ai/api/v1"})
     assert not any(b.get("type") == "compaction" for m in moved["messages"] if isinstance(m["content"], list)
                    for b in m["content"])
-    assert len(moved["messages"]) == len(msgs)
+    assert len(moved["messages"]) == len(msgs) and moved["dropped"] == []
+    assert [(w["index"], w["reason"]) for w in moved["rewritten"]] == [(3, "other_issuer")]
+    assert moved["rewritten"][0]["original"] is msgs[3]
+    text = moved["messages"][3]["content"][0]
+    assert text["type"] == "text" and text["text"].endswith("\nSummary.")
+    assert moved["messages"][3]["content"][1] == {"type": "text", "text": "d"}
+    assert moved["messages"][4] is msgs[4]
 
 
 # --- (a) threshold: the compact_20260112 edit -------------------------------------------

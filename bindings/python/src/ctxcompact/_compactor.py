@@ -209,6 +209,27 @@ def _native_parts(route: Any, session: Any) -> List[Tuple[bytes, bytes]]:
     return parts
 
 
+def _own_trim(msgs: List[Message], r: Dict[str, Any], replaced: bool) -> None:
+    """In place: native.trim's kept messages that it did not change become the
+    caller's own objects again (the core returns copies), and dropped_messages and
+    each rewritten entry's original are the caller's originals."""
+    dropped = r.get("dropped") or []
+    rewritten = r.setdefault("rewritten", [])
+    gone = {d["index"] for d in dropped}
+    changed = {w["index"] for w in rewritten}
+    kept = [i for i in range(len(msgs)) if i not in gone]
+    out = r["messages"]
+    # With replace, the swapped-in message leads (unless a newer block dropped it).
+    offset = len(out) - len(kept)
+    if offset in (0, 1) and (offset == 0 or replaced):
+        for k, i in enumerate(kept):
+            if i not in changed:
+                out[k + offset] = msgs[i]
+    r["dropped_messages"] = [msgs[d["index"]] for d in dropped]
+    for w in rewritten:
+        w["original"] = msgs[w["index"]]
+
+
 _COMPACT_OPTIONS = ("messages", "summarize", "force", "prompt_tokens", "config", "system", "format", "timeout")
 #: At most this many merged per-call configs are remembered per Compactor.
 _MERGE_MEMO = 64
@@ -609,7 +630,7 @@ class Compactor:
                 raise OptionError(f"replace must be a dict, not {type(replace).__name__}", "/replace")
             parts.append((b"replace", dumps_at(replace, "invalid_request", "/replace", "replace")))
         r = self._run(b"native.trim", parts + [(b"messages", mj)])
-        r.setdefault("dropped_messages", [msgs[d["index"]] for d in r.get("dropped") or ()])
+        _own_trim(msgs, r, replace is not None)
         return cast(NativeTrimResult, r)
 
     # -- compaction ------------------------------------------------------------------------

@@ -170,7 +170,8 @@ class ContextEngine:
         #: the native.policy decision of the last prepare_request, else None.
         self.last_native_decision: Optional[NativeDecision] = None
         #: the native.trim of the last prepare_request or apply_compaction that
-        #: dropped messages (their originals in ``dropped_messages``), else None.
+        #: changed the messages (the dropped originals in ``dropped_messages``, the
+        #: rewritten ones in ``rewritten``), else None.
         self.last_native_trim: Optional[NativeTrimResult] = None
         try:
             if state is not None:
@@ -522,7 +523,7 @@ class ContextEngine:
         r = self._compactor.native_trim(items, format=cast(Any, fmt), route=self.native_route,
                                         session=cast(Optional[NativeSession], session),
                                         replace=cast(Any, replace))
-        if r["dropped"]:
+        if r["changed"]:
             self.last_native_trim = r
         return r
 

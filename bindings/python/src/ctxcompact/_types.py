@@ -55,6 +55,7 @@ __all__ = [
     "NativeSeen",
     "NativeObservation",
     "NativeDropped",
+    "NativeRewritten",
     "NativeTrimReplace",
     "NativeTrimResult",
     "NativeRequest",
@@ -609,8 +610,23 @@ class NativeObservation(TypedDict):
 
 
 class NativeDropped(TypedDict):
+    """An input index native.trim left out, and why: ``replaced`` (swapped for an
+    on-demand compaction block), ``other_issuer`` (a compaction item of another
+    route), ``disabled`` (an Anthropic block of a mechanism the session turned
+    off), ``before_compaction`` (summarized by the newest compaction item)."""
+
     index: int
-    reason: Literal["replaced", "other_issuer", "before_compaction"]
+    reason: Literal["replaced", "other_issuer", "disabled", "before_compaction"]
+
+
+class NativeRewritten(TypedDict):
+    """An input index native.trim kept but changed (an Anthropic message that lost
+    the blocks before the newest compaction block, or whose foreign block became a
+    text block), with ``original``, the caller's message, to archive."""
+
+    index: int
+    reason: Literal["other_issuer", "disabled", "before_compaction"]
+    original: Message
 
 
 class NativeTrimReplace(TypedDict):
@@ -622,12 +638,15 @@ class NativeTrimReplace(TypedDict):
 
 
 class NativeTrimResult(TypedDict):
-    """native.trim's answer: the messages to send; every input index is kept or in
-    ``dropped``, whose originals are ``dropped_messages`` (in the same order)."""
+    """native.trim's answer: the messages to send (unchanged ones are the caller's
+    own objects); every input index is kept or in ``dropped``, whose originals (the
+    caller's) are ``dropped_messages``, in the same order; ``rewritten`` lists the
+    kept ones that changed."""
 
     messages: List[Message]
     dropped: List[NativeDropped]
     dropped_messages: List[Message]
+    rewritten: List[NativeRewritten]
     changed: bool
 
 
