@@ -597,3 +597,15 @@ def test_app_server_events() -> None:
                                                        "boundaries": [12]}
         with pytest.raises(OptionError):
             engine.observe_event("thread/compacted")  # type: ignore[arg-type]
+
+
+def test_app_server_boundary_from_hermes() -> None:
+    # Hermes' codex runtime calls record_completed_compaction after the app-server
+    # compacted its thread (agent/codex_runtime.py), and after its own compaction step.
+    with ContextEngine(model="gpt-5.5", context_length=272000, provider="openai-codex") as engine:
+        engine.record_completed_compaction(used_fallback=False)  # not the app-server route: nothing
+        assert engine.native_session is None
+        engine.update_model("gpt-5.5", 272000, provider="openai-codex", api_mode="codex_app_server")
+        engine.record_completed_compaction()
+        assert engine.native_session["app_server"]["compactions"] == 1  # type: ignore[index]
+        assert engine.state["native"]["app_server"]["compactions"] == 1

@@ -695,6 +695,17 @@ class ContextEngine:
         return expand_result(self._compactor, call["id"], store.expand_rows(session, call["id"]),
                              call.get("max_tokens"))
 
+    def record_completed_compaction(self, *, used_fallback: bool = False, **unknown: Any) -> None:
+        """Hermes calls this after a completed compaction boundary (when the engine
+        class has it): after its own compaction step, which ``compress`` has
+        recorded already (nothing more to do), and after the Codex app-server
+        compacted its thread (``api_mode == "codex_app_server"``): that one is
+        recorded in the native session as a completed app-server compaction (as a
+        ``thread/compacted`` event), since the local transcript is not rewritten."""
+        check_bool("used_fallback", used_fallback)
+        if self.native_route.get("api_mode") == "codex_app_server":
+            self.observe_event({"method": "thread/compacted", "params": {}})
+
     def has_content_to_compress(self, messages: List[Message]) -> bool:
         return len(messages) > self.protect_first_n + 1
 
