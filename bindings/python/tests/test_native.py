@@ -540,6 +540,10 @@ def test_anthropic_rejection_then_local_compressor(server: FakeAnthropic) -> Non
         with ContextEngine(state=engine.state) as restored:
             again = restored.prepare_request(request([user_turn(0)]))
             assert again["decision"]["reason"] == "rejected" and "context_management" not in again["body"]
+            # /new or /reset starts a fresh native session (engine.reset): the field goes again.
+            restored.on_session_reset()
+            assert restored.native_session is None
+            assert "context_management" in restored.prepare_request(request([user_turn(0)]))["body"]
 
 
 def test_transient_error_retries_without_disabling() -> None:
