@@ -1046,6 +1046,21 @@ export interface PrepareRequestOptions {
   manual?: boolean;
 }
 
+/** What nativePrepare returns (native.prepare's result, as the core writes it). */
+export interface NativePrepared<B extends object = Record<string, unknown>> {
+  body: B;
+  betas: string[];
+  /** The body of an Anthropic on-demand compaction due now, or null. */
+  compaction_body: (B & { compaction: { type: "summarize"; instructions?: string } }) | null;
+  decision: NativeDecision;
+  trimmed: {
+    list: string;
+    dropped: Array<{ index: number; reason: NativeTrimReason }>;
+    dropped_messages: Item[];
+    rewritten: Array<{ index: number; reason: NativeTrimReason; original: Item }>;
+  };
+}
+
 /** What prepareRequest returns (native.prepare). */
 export interface PreparedRequest<B extends object = Record<string, unknown>> {
   /**
@@ -1199,6 +1214,8 @@ export declare class Compactor {
   engine(options?: EngineOptions): ContextEngine;
   /** Provider-native compaction: what the next request carries for the route, and why. */
   nativePolicy(params?: NativePolicyParams): NativeDecision;
+  /** The decision applied to a request body (native.prepare): fields set or merged, the list trimmed. */
+  nativePrepare<B extends object>(body: B, params?: NativePolicyParams): NativePrepared<B>;
   /** Updates a native-compaction session from a response, an error or an app-server event. */
   nativeObserve(params?: NativeObserveParams): NativeObservation;
   /** Drops other issuers' compaction items and what precedes the newest one. */

@@ -404,6 +404,23 @@ export class Compactor {
   }
 
   /**
+   * Provider-native compaction applied to a request body (native.prepare): the
+   * decision's fields set or removed, Anthropic's compaction edit merged into the
+   * body's own edits, the body's input or messages trimmed, and the body of an
+   * on-demand compaction due now. The result's body is a new object (copies).
+   * @param {Record<string, unknown>} body
+   * @param {import("./index.d.ts").NativePolicyParams} [params]
+   */
+  nativePrepare(body, params) {
+    if (body === null || typeof body !== "object" || Array.isArray(body)) {
+      throw new CompactError("invalid_request", `ctxcompact: nativePrepare() takes the request body object, got ${describe(body)}`, "/body");
+    }
+    const { config, ...rest } = checkOptions("nativePrepare()", params, NATIVE_POLICY_PARAMS, "params");
+    return unwrap(this.callRaw(`{"op":"native.prepare"${paramsBody(rest)}${this.#configField(config)}` +
+      `,"body":${serialize(body, "/body", "invalid_request")}}`));
+  }
+
+  /**
    * Updates a native-compaction session from what the provider answered: one of
    * `response` (compaction items seen), `error` ({status, body}: a rejection of the
    * field disables it for the session) or `event` (an app-server JSON-RPC message).

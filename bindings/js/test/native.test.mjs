@@ -526,3 +526,14 @@ test("prepareRequest merges the compaction edit into the host's own edits and re
   assert.equal(q.compactionBody.messages, history);
   assert.deepEqual(q.body.context_management.edits, [clear], "on-demand leaves the host's edits on ordinary requests");
 });
+
+test("nativePrepare is native.prepare's result as the core writes it", () => {
+  const body = { model: "gpt-5.6", input: [{ role: "user", content: "hi" }, COMPACTION, { role: "user", content: "next" }] };
+  const p = c.nativePrepare(body, { config: NATIVE, route: { base_url: OPENAI } });
+  assert.equal(p.decision.reason, "sent");
+  assert.deepEqual(p.body.context_management, [{ type: "compaction", compact_threshold: N }]);
+  assert.deepEqual(p.body.input, [COMPACTION, { role: "user", content: "next" }]);
+  assert.deepEqual(p.trimmed.dropped, [{ index: 0, reason: "before_compaction" }]);
+  assert.equal(p.compaction_body, null);
+  assert.throws(() => c.nativePrepare([]), (err) => err instanceof CompactError && err.path === "/body");
+});

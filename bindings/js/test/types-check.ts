@@ -172,6 +172,10 @@ export function native(c: Compactor, engine: ContextEngine): number {
   const p = engine.prepareRequest({ model: "gpt-5.6", input: items }, { tokens: 10 });
   const model: string = p.body.model;
   const betas: string[] = p.betas;
+  const due: boolean = p.compactionBody !== null && p.compactionBody.compaction.type === "summarize" && p.trimmed.dropped.length >= 0;
+  const prepared = c.nativePrepare({ model: "gpt-5.6", input: items }, { config, route });
+  const preparedModel: string = prepared.body.model;
+  const preparedBody: boolean = prepared.compaction_body === null && prepared.trimmed.list === "input";
   const retry: boolean = engine.observeError(400, { error: { param: "context_management" } }).retry || engine.observeError({ status: 400, error: {} }).retry;
   engine.observeResponse({ output: [] });
   engine.observeEvent({ method: "thread/compacted", params: {} }, 12);
@@ -186,6 +190,6 @@ export function native(c: Compactor, engine: ContextEngine): number {
   engine.observeError("400", {});
   // @ts-expect-error the event is a JSON-RPC message with a method
   engine.observeEvent({ params: {} });
-  void [session, off, seen, trimmed, model, betas, retry, restored, badAuto, badAnthropic];
+  void [session, off, seen, trimmed, model, betas, retry, restored, badAuto, badAnthropic, due, preparedModel, preparedBody];
   return n + trimmed.messages.length;
 }

@@ -643,3 +643,18 @@ def test_prepare_request_merges_the_compaction_edit_into_the_hosts_edits() -> No
         assert "context_management" not in cb  # the API does not take both
         assert cb["messages"] is history
         assert q["body"]["context_management"] == {"edits": [clear]}
+
+
+def test_native_prepare_wrapper(compactor: ctxcompact.Compactor) -> None:
+    item = {"type": "compaction", "id": "cmp_1", "encrypted_content": "x"}
+    body = {"model": "gpt-5.6", "input": [{"role": "user", "content": "hi"}, item, {"role": "user", "content": "next"}]}
+    cfg: ctxcompact.Config = {"model": {"name": "gpt-5.6", "context_length": 1000000},
+                              "compression": {"codex_responses_native": True}}
+    p = compactor.native_prepare(body, route={"base_url": "https://api.openai.com/v1"}, config=cfg)
+    assert p["decision"]["reason"] == "sent"
+    assert p["body"]["context_management"] == [{"type": "compaction", "compact_threshold": 200000}]
+    assert p["body"]["input"] == [item, {"role": "user", "content": "next"}]
+    assert p["trimmed"]["dropped"] == [{"index": 0, "reason": "before_compaction"}]
+    assert p["compaction_body"] is None
+    with pytest.raises(ctxcompact.OptionError):
+        compactor.native_prepare([])  # type: ignore[arg-type]

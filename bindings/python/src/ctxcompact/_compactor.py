@@ -53,6 +53,7 @@ from ._types import (
     InfoResult,
     Message,
     NativeDecision,
+    NativePrepared,
     NativeObservation,
     NativeRoute,
     NativeSession,
@@ -564,6 +565,35 @@ class Compactor:
         if check_bool("manual", manual):
             parts.append((b"manual", b"true"))
         return cast(NativeDecision, self._run(b"native.policy", parts))
+
+    def native_prepare(
+        self,
+        body: Dict[str, Any],
+        *,
+        route: Optional[NativeRoute] = None,
+        session: Optional[NativeSession] = None,
+        tokens: Optional[int] = None,
+        manual: bool = False,
+        config: Optional[Config] = None,
+        **unknown: NoReturn,
+    ) -> NativePrepared:
+        """native.prepare: native_policy's decision applied to the request body
+        about to be sent: OpenAI's field set (or removed where it must not go),
+        Anthropic's compaction edit merged into the body's own edits, the body's
+        ``input`` or ``messages`` trimmed (``trimmed`` lists what was left out, for
+        archiving), and the body of an on-demand compaction due now
+        (``compaction_body``). The result's body is a new dict (copies)."""
+        reject_unknown("native_prepare", unknown, ("body", "route", "session", "tokens", "manual", "config"))
+        if not isinstance(body, dict):
+            raise OptionError(f"body must be a dict, not {type(body).__name__}", "/body")
+        parts = [(b"config", self._cfg(config))] + _native_parts(route, session)
+        t = check_opt_int("tokens", tokens)
+        if t is not None:
+            parts.append((b"tokens", dumps(t)))
+        if check_bool("manual", manual):
+            parts.append((b"manual", b"true"))
+        parts.append((b"body", dumps_at(body, "invalid_request", "/body", "body")))
+        return cast(NativePrepared, self._run(b"native.prepare", parts))
 
     def native_observe(
         self,

@@ -507,7 +507,7 @@ class ContextEngine:
                 parts.append((b"tokens", dumps(t)))
             if manual:
                 parts.append((b"manual", b"true"))
-            parts.append((b"body", dumps(sent)))
+            parts.append((b"body", dumps_at(sent, "invalid_request", "/body", "body")))
             res = self._compactor._run(b"native.prepare", parts)
             decision = cast(NativeDecision, res["decision"])
             self._adopt_session(decision["session"])

@@ -650,6 +650,25 @@ class NativeTrimResult(TypedDict):
     changed: bool
 
 
+class NativePreparedTrim(TypedDict):
+    """What native.prepare left out of the body's list (``input`` or ``messages``)."""
+
+    list: str
+    dropped: List[NativeDropped]
+    dropped_messages: List[Message]
+    rewritten: List[NativeRewritten]
+
+
+class NativePrepared(TypedDict):
+    """Compactor.native_prepare's answer (native.prepare, as the core writes it)."""
+
+    body: Dict[str, Any]
+    betas: List[str]
+    compaction_body: Optional[Dict[str, Any]]
+    decision: NativeDecision
+    trimmed: NativePreparedTrim
+
+
 class NativeRequest(TypedDict):
     """ContextEngine.prepare_request's answer (native.prepare): the body to send
     (a new dict), the ``anthropic-beta`` values, the policy's decision, the trim of
