@@ -1,0 +1,208 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/ctxcompact/ctxcompact/core"
+)
+
+// gpt56 is a config that opts in to OpenAI server-side compaction for gpt-5.6.
+const gpt56 = `{"model":{"name":"gpt-5.6","context_length":200000},"compression":{"codex_responses_native":true}}`
+
+var openaiRoute = NativeRoute{Provider: "openai", BaseURL: "https://api.openai.com/v1", APIMode: "codex_responses"}
+
+// TestNativeTypedMethods checks NativePolicy, NativeObserve and NativeTrim against
+// core.Call on the same request, and the gates they exist for.
+func TestNativeTypedMethods(t *testing.T) {
+	requireOps(t, "native.policy", "native.observe", "native.trim", "threshold.resolve")
+	ctx := context.Background()
+	e := sharedEngine(t)
+	check := func(name string, got, want any, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		} else if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: wasm %+v\nnative %+v", name, got, want)
+		}
+	}
+	cfg := json.RawMessage(gpt56)
+	thr, err := e.ThresholdResolve(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := min(200000, thr.ThresholdTokens-8192)
+
+	d, err := e.NativePolicy(ctx, NativePolicyOptions{Config: cfg, Route: openaiRoute, Tokens: 1000})
+	check("NativePolicy", d, native[NativeDecision](t, env(t, newRequest("native.policy").raw("config", cfg).
+		raw("route", routeJSON(openaiRoute)).num("tokens", 1000))), err)
+	if d.Route != "openai" || d.Mechanism != "openai_compaction" || d.Reason != "sent" || d.CompactThreshold != n ||
+		gjson.GetBytes(d.Body, "context_management.0.compact_threshold").Int() != int64(n) ||
+		gjson.GetBytes(d.Body, "context_management.0.type").Str != "compaction" || len(d.Remove) != 0 {
+		t.Fatalf("gpt-5.6 on api.openai.com, opted in: %+v (body %s), want compact_threshold %d", d, d.Body, n)
+	}
+	// Each gate alone keeps the field out.
+	for _, c := range []struct {
+		name, cfg string
+		route     NativeRoute
+		reason    string
+	}{
+		{"not opted in", `{"model":{"name":"gpt-5.6","context_length":200000}}`, openaiRoute, "not_enabled"},
+		{"gpt-5.5", strings.Replace(gpt56, "gpt-5.6", "gpt-5.5", 1), openaiRoute, "model_not_eligible"},
+		{"another host", gpt56, NativeRoute{BaseURL: "https://openrouter.ai/api/v1"}, "route_not_eligible"},
+		{"chat completions", gpt56, NativeRoute{BaseURL: "https://api.openai.com/v1", APIMode: "chat_completions"}, "not_responses_api"},
+	} {
+		d, err := e.NativePolicy(ctx, NativePolicyOptions{Config: json.RawMessage(c.cfg), Route: c.route})
+		if err != nil || d.Reason != c.reason || gjson.GetBytes(d.Body, "context_management").Exists() ||
+			!slices.Equal(d.Remove, []string{"context_management"}) {
+			t.Fatalf("%s: %v %+v (body %s), want reason %s", c.name, err, d, d.Body, c.reason)
+		}
+	}
+
+	// A structured rejection disables it for the session.
+	rejection := NativeError{Status: 400, Body: []byte(`{"error":{"message":"Unknown parameter: 'context_management'.","type":"invalid_request_error","param":"context_management","code":"unknown_parameter"}}`)}
+	ob, err := e.NativeObserve(ctx, NativeObserveOptions{Config: cfg, Route: openaiRoute, Session: d.Session, Error: &rejection})
+	check("NativeObserve", ob, native[NativeObserveResult](t, env(t, newRequest("native.observe").raw("config", cfg).
+		raw("route", routeJSON(openaiRoute)).raw("session", d.Session).raw("error", errorJSON(rejection)))), err)
+	if !ob.Retry || ob.Disabled != "openai_compaction" || ob.Reason != "rejected" {
+		t.Fatalf("a 400 naming context_management: %+v", ob)
+	}
+	again, err := e.NativePolicy(ctx, NativePolicyOptions{Config: cfg, Route: openaiRoute, Session: ob.Session})
+	if err != nil || again.Reason != "rejected" || gjson.GetBytes(again.Body, "context_management").Exists() {
+		t.Fatalf("after the rejection: %v %+v", err, again)
+	}
+	// A body that is not JSON goes as a string, and says nothing about the field.
+	ob, err = e.NativeObserve(ctx, NativeObserveOptions{Config: cfg, Route: openaiRoute, Error: &NativeError{Status: 502, Body: []byte("<html>Bad gateway</html>")}})
+	if err != nil || ob.Retry || ob.Disabled != "" || ob.Reason != "unrelated" {
+		t.Fatalf("a 502 with an HTML body: %v %+v", err, ob)
+	}
+
+	// A compaction item seen on the OpenAI route is the OpenAI route's; on another
+	// route it is dropped.
+	resp := json.RawMessage(`{"object":"response","output":[{"type":"compaction","id":"cmp_1","encrypted_content":"gAAAA"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"ok"}]}]}`)
+	ob, err = e.NativeObserve(ctx, NativeObserveOptions{Config: cfg, Route: openaiRoute, Response: resp})
+	if err != nil || len(ob.Seen) != 1 || ob.Seen[0] != (NativeSeen{Kind: "openai_compaction", Key: "cmp_1", Issuer: "openai"}) {
+		t.Fatalf("a Responses output with a compaction item: %v %+v", err, ob)
+	}
+	input := json.RawMessage(`[{"role":"developer","content":"Be brief."},{"role":"user","content":"one"},{"type":"compaction","id":"cmp_1","encrypted_content":"gAAAA"},{"role":"user","content":"two"}]`)
+	other := NativeRoute{BaseURL: "https://chatgpt.com/backend-api/codex"}
+	tr, err := e.NativeTrim(ctx, input, NativeTrimOptions{Format: core.FormatResponses, Session: ob.Session, Route: other})
+	check("NativeTrim", tr, native[NativeTrimResult](t, env(t, newRequest("native.trim").raw("messages", input).
+		str("format", "responses").raw("session", ob.Session).raw("route", routeJSON(other)))), err)
+	if !tr.Changed || len(tr.Messages) != 3 || !reflect.DeepEqual(tr.Dropped, []NativeDropped{{Index: 2, Reason: "other_issuer"}}) ||
+		len(tr.DroppedMessages) != 1 {
+		t.Fatalf("trimming an openai item for the codex route: %+v", tr)
+	}
+	// On its own route, what precedes it goes (the developer message stays),
+	// unless KeepBeforeNewest.
+	tr, err = e.NativeTrim(ctx, input, NativeTrimOptions{Format: core.FormatResponses, Session: ob.Session, Route: openaiRoute})
+	if err != nil || !reflect.DeepEqual(tr.Dropped, []NativeDropped{{Index: 1, Reason: "before_compaction"}}) || len(tr.Messages) != 3 {
+		t.Fatalf("trimming before the newest item: %v %+v", err, tr)
+	}
+	tr, err = e.NativeTrim(ctx, input, NativeTrimOptions{Format: core.FormatResponses, Session: ob.Session, Route: openaiRoute, KeepBeforeNewest: true})
+	if err != nil || tr.Changed || len(tr.Messages) != 4 {
+		t.Fatalf("KeepBeforeNewest: %v %+v", err, tr)
+	}
+	// Replace swaps the first messages for one (Anthropic on-demand).
+	msgs := json.RawMessage(`[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":"c"}]`)
+	block := json.RawMessage(`{"role":"assistant","content":[{"type":"compaction","content":"summary of a and b"}]}`)
+	tr, err = e.NativeTrim(ctx, msgs, NativeTrimOptions{Format: FormatAnthropic, Route: NativeRoute{Provider: "anthropic"},
+		Replace: &NativeReplace{Count: 2, Message: block}})
+	if err != nil || len(tr.Messages) != 2 || !strings.Contains(string(tr.Messages[0]), "summary of a and b") ||
+		!reflect.DeepEqual(tr.Dropped, []NativeDropped{{Index: 0, Reason: "replaced"}, {Index: 1, Reason: "replaced"}}) {
+		t.Fatalf("replace: %v %+v", err, tr)
+	}
+	_, err = e.NativeObserve(ctx, NativeObserveOptions{Config: cfg, Route: openaiRoute, Session: json.RawMessage(`{"v":99}`), Response: resp})
+	if !errors.Is(err, &core.Error{Code: core.CodeInvalidState}) && !errors.Is(err, &core.Error{Code: core.CodeInvalidRequest}) {
+		t.Fatalf("a session of another version: %v", err)
+	}
+}
+
+// TestNativeContextEngine runs the OpenAI route through a ContextEngine: the field
+// sent, the compaction item carried and recorded, a rejection disabling the field,
+// and a route change dropping the other issuer's item from the body.
+func TestNativeContextEngine(t *testing.T) {
+	requireOps(t, "native.policy", "native.observe", "native.trim", "engine.start")
+	ctx := context.Background()
+	ce, err := NewContextEngine(ctx, sharedEngine(t), json.RawMessage(`{"model":{"name":"gpt-5.6","context_length":200000,"provider":"openai"},"compression":{"codex_responses_native":true}}`), ContextEngineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ce.UpdateModel(ctx, core.ModelUpdate{Model: "gpt-5.6", ContextLength: 200000, Provider: "openai",
+		BaseURL: "https://api.openai.com/v1", APIMode: "codex_responses"}); err != nil {
+		t.Fatal(err)
+	}
+	body := json.RawMessage(`{"model":"gpt-5.6","input":[{"role":"user","content":"hi"}],"store":false}`)
+	pr, err := ce.PrepareRequest(ctx, body, PrepareRequestOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := pr.Decision.CompactThreshold
+	if n <= 0 || gjson.GetBytes(pr.Body, "context_management.0.compact_threshold").Int() != int64(n) ||
+		gjson.GetBytes(pr.Body, "store").Type != gjson.False || gjson.GetBytes(pr.Body, "input.#").Int() != 1 {
+		t.Fatalf("the first request: %s (%+v)", pr.Body, pr.Decision)
+	}
+	if s := ce.NativeSession(); s.Route != "openai" || s.V != 1 {
+		t.Fatalf("session after the first decision: %+v", s)
+	}
+	// The response's compaction item is recorded and carried.
+	if _, err := ce.ObserveResponse(ctx, json.RawMessage(`{"object":"response","output":[{"type":"compaction","encrypted_content":"gAAAAsecret"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"hello"}]}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	s := ce.NativeSession()
+	if len(s.Issuers) != 1 {
+		t.Fatalf("issuers after a compaction item: %+v", s.Issuers)
+	}
+	for k, v := range s.Issuers {
+		if !strings.HasPrefix(k, "sha256:") || len(k) != len("sha256:")+16 || v != "openai" {
+			t.Fatalf("the issuer of an item without id: %q → %q", k, v)
+		}
+	}
+	turn2 := json.RawMessage(`{"model":"gpt-5.6","input":[{"role":"user","content":"hi"},{"type":"compaction","encrypted_content":"gAAAAsecret"},{"role":"assistant","content":"hello"},{"role":"user","content":"more"}]}`)
+	pr, err = ce.PrepareRequest(ctx, turn2, PrepareRequestOptions{})
+	if err != nil || gjson.GetBytes(pr.Body, "input.0.type").Str != "compaction" || gjson.GetBytes(pr.Body, "input.#").Int() != 3 ||
+		len(pr.Dropped) != 1 || !gjson.GetBytes(pr.Body, "context_management").Exists() {
+		t.Fatalf("the second request, its item carried and what precedes it left out: %v %s", err, pr.Body)
+	}
+	pr, err = ce.PrepareRequest(ctx, turn2, PrepareRequestOptions{KeepBeforeNewest: true})
+	if err != nil || gjson.GetBytes(pr.Body, "input.#").Int() != 4 {
+		t.Fatalf("KeepBeforeNewest: %v %s", err, pr.Body)
+	}
+	// The provider rejects the field: the session disables it, and the retry goes
+	// without it.
+	ob, err := ce.ObserveError(ctx, 400, []byte(`{"error":{"message":"Unsupported parameter: context_management","type":"invalid_request_error","param":"context_management"}}`))
+	if err != nil || !ob.Retry || ob.Disabled != "openai_compaction" {
+		t.Fatalf("ObserveError of the rejection: %v %+v", err, ob)
+	}
+	withField, _ := json.Marshal(map[string]any{"model": "gpt-5.6", "input": []any{}, "context_management": []any{map[string]any{"type": "compaction"}}})
+	pr, err = ce.PrepareRequest(ctx, withField, PrepareRequestOptions{})
+	if err != nil || gjson.GetBytes(pr.Body, "context_management").Exists() || pr.Decision.Reason != "rejected" {
+		t.Fatalf("the retry: %v %s %+v", err, pr.Body, pr.Decision)
+	}
+	if s := ce.NativeSession(); !slices.Equal(s.Disabled, []string{"openai_compaction"}) {
+		t.Fatalf("disabled: %+v", s.Disabled)
+	}
+	// The session moves to the Codex backend: the openai item is not sent there.
+	if err := ce.UpdateModel(ctx, core.ModelUpdate{Model: "gpt-5.6", ContextLength: 200000, Provider: "openai-codex",
+		BaseURL: "https://chatgpt.com/backend-api/codex", APIMode: "codex_responses"}); err != nil {
+		t.Fatal(err)
+	}
+	pr, err = ce.PrepareRequest(ctx, turn2, PrepareRequestOptions{})
+	if err != nil || pr.Decision.Route != "codex" || !slices.Contains(pr.Decision.DropIssuers, "openai") ||
+		strings.Contains(string(pr.Body), "gAAAAsecret") || gjson.GetBytes(pr.Body, "input.#").Int() != 3 {
+		t.Fatalf("on the codex route: %v %s %+v", err, pr.Body, pr.Decision)
+	}
+	if _, err := ce.PrepareRequest(ctx, json.RawMessage(`[1]`), PrepareRequestOptions{}); !errors.Is(err, &core.Error{Code: core.CodeInvalidRequest}) {
+		t.Fatalf("a body that is not an object: %v", err)
+	}
+	if _, err := ce.ObserveEvent(ctx, json.RawMessage(`{"method":"turn/completed","params":{}}`), -1); !errors.Is(err, &core.Error{Code: core.CodeInvalidRequest}) {
+		t.Fatalf("a negative messages count: %v", err)
+	}
+}
