@@ -53,6 +53,9 @@ type CompressionConfig struct {
 	HygieneThreshold    float64          `json:"hygiene_threshold"`
 	// SummaryContextLength is the summarizer model's window; 0 means the main model's.
 	SummaryContextLength int `json:"summary_context_length"`
+	// Native holds the keys of provider-native compaction (native.go); json "-" keeps
+	// them out of compact.begin's fingerprint, which they do not change.
+	Native NativeConfig `json:"-"`
 	// protectLastNSet and targetRatioSet record that the config gave these keys: the
 	// small-window tail rule (threshold.go) sizes the tail only where they are unset.
 	protectLastNSet, targetRatioSet bool
@@ -104,6 +107,7 @@ func DefaultConfig() Config {
 			SmallContextFloor:   0.75,
 			SmallContextLimit:   512_000,
 			HygieneThreshold:    0.85,
+			Native:              defaultNativeConfig(),
 		},
 		PromptCaching: CachingConfig{CacheTTL: "5m"},
 		Model:         ModelConfig{ContextLength: DefaultContextLength},
@@ -247,10 +251,10 @@ func parseConfig(v gjson.Result, path string) (Config, error) {
 		return cfg, root.err
 	}
 
-	c := root.object("compression", "enabled", "threshold", "model_thresholds", "target_ratio",
+	c := root.object("compression", append([]string{"enabled", "threshold", "model_thresholds", "target_ratio",
 		"tail_mode", "protect_first_n", "protect_last_n", "min_tail_user_messages",
 		"codex_gpt55_autoraise", "small_context_floor", "small_context_limit",
-		"hygiene_threshold", "summary_context_length")
+		"hygiene_threshold", "summary_context_length"}, nativeConfigKeys...)...)
 	cc := &cfg.Compression
 	c.boolean("enabled", &cc.Enabled)
 	c.fraction("threshold", &cc.Threshold, false)
@@ -268,6 +272,7 @@ func parseConfig(v gjson.Result, path string) (Config, error) {
 	c.integer("small_context_limit", &cc.SmallContextLimit, 0, maxContextLength)
 	c.fraction("hygiene_threshold", &cc.HygieneThreshold, false)
 	c.integer("summary_context_length", &cc.SummaryContextLength, 0, maxContextLength)
+	cc.Native.read(c)
 	_, cc.protectLastNSet = c.get("protect_last_n")
 	_, cc.targetRatioSet = c.get("target_ratio")
 	if mt, ok := c.get("model_thresholds"); ok {

@@ -37,6 +37,9 @@ type EngineState struct {
 	// BaseURL and APIMode are the route of the model, as update_model last set it.
 	BaseURL string `json:"base_url"`
 	APIMode string `json:"api_mode"`
+	// Native is the session of provider-native compaction (native.go), kept here by
+	// a context engine; omitted until the engine first uses it.
+	Native *NativeSession `json:"native,omitempty"`
 }
 
 // EngineCompaction is what the engine keeps of a compaction's report.

@@ -15,7 +15,32 @@ import (
 // and the system prompt is the request's top-level "system".
 type messagesFormat struct{ chatReader }
 
-func (messagesFormat) name() Format         { return FormatAnthropic }
+func (messagesFormat) name() Format { return FormatAnthropic }
+
+// read reads the messages and marks a provider compaction's boundary (markTurns).
+func (f messagesFormat) read(v gjson.Result, tc tokenCounter, known *jsonraw.ArrayParts) ([]message, error) {
+	msgs, err := f.chatReader.read(v, tc, known)
+	if err == nil {
+		f.markTurns(msgs)
+	}
+	return msgs, err
+}
+
+// markTurns makes everything through the newest message holding a compaction
+// block (Anthropic's server-side summary, native.go) one unit of the head: the API
+// reads the conversation from that block on, so the local compressor never
+// summarizes or splits it.
+func (messagesFormat) markTurns(msgs []message) {
+	newest := -1
+	for i := range msgs {
+		if strings.Contains(msgs[i].raw, `"compaction"`) && anthropicCompactionAt(gjson.Parse(msgs[i].raw)) >= 0 {
+			newest = i
+		}
+	}
+	for i := 0; i <= newest; i++ {
+		msgs[i].continuesTurn = true
+	}
+}
 func (messagesFormat) topLevelSystem() bool { return true }
 
 // joinsPrevious: results join their call's group; calls are in the assistant turn.
