@@ -319,7 +319,7 @@ func perTurn(t *testing.T, threshold int) int {
 
 // decide is PrepareRequest with no body (the app server takes none) at the
 // peer's last reported usage.
-func (h *appServerHost) decide(manual bool) NativeDecision {
+func (h *appServerHost) decide(manual bool) core.NativeDecision {
 	h.t.Helper()
 	pr, err := h.ce.PrepareRequest(h.ctx, nil, PrepareRequestOptions{Tokens: h.tokens, Manual: manual})
 	if err != nil {
@@ -397,7 +397,7 @@ func (h *appServerHost) compact() {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if s := h.ce.NativeSession(); !s.AppServer.Pending {
+	if s := h.session(); !s.AppServer.Pending {
 		h.t.Fatalf("after the host's thread/compact/start (%+v): session %+v, want pending", res, s)
 	}
 	// While it is pending, nothing starts another one, not even the user.
@@ -416,9 +416,19 @@ func (h *appServerHost) compact() {
 func (h *appServerHost) untilPending(method string, pending bool) {
 	h.t.Helper()
 	h.until(method)
-	if s := h.ce.NativeSession(); s.AppServer.Pending != pending {
+	if s := h.session(); s.AppServer.Pending != pending {
 		h.t.Fatalf("after %s: session %+v, want pending %v", method, s, pending)
 	}
+}
+
+// session is the engine's native session, which must exist by now.
+func (h *appServerHost) session() *core.NativeSession {
+	h.t.Helper()
+	s := h.ce.NativeSession()
+	if s == nil {
+		h.t.Fatal("the engine has no native session")
+	}
+	return s
 }
 
 // received is what the peer was asked, in order.
@@ -479,7 +489,7 @@ func TestAppServerHermes(t *testing.T) {
 	if !reflect.DeepEqual(h.transcript, before) {
 		t.Fatalf("the compaction changed the local transcript")
 	}
-	s := h.ce.NativeSession()
+	s := h.session()
 	if s.AppServer.Compactions != 1 || s.AppServer.Pending || !reflect.DeepEqual(s.AppServer.Boundaries, []int{len(before)}) || s.Route != "codex_app_server" {
 		t.Fatalf("session after the compaction: %+v, want 1 compaction at boundary %d", s, len(before))
 	}
@@ -516,13 +526,13 @@ func TestAppServerNative(t *testing.T) {
 		if d.CompactNow || d.AppServer.Mode != "native" || d.AppServer.Initiator != "app_server" || d.Reason != "app_server_native" {
 			t.Fatalf("turn %d at %d of %d tokens: %+v %+v", i, h.tokens, threshold, d, *d.AppServer)
 		}
-		if s := h.ce.NativeSession(); s.AppServer.Compactions != 0 {
+		if s := h.session(); s.AppServer.Compactions != 0 {
 			t.Fatalf("turn %d: %d compactions already", i, s.AppServer.Compactions)
 		}
 		h.turn(fmt.Sprintf("step %d", i))
 	}
 	// The peer compacted during turn 5, after its agent message: 1 system + 5 × 2.
-	s := h.ce.NativeSession()
+	s := h.session()
 	if s.AppServer.Compactions != 1 || s.AppServer.Pending || !reflect.DeepEqual(s.AppServer.Boundaries, []int{11}) {
 		t.Fatalf("session after the app server's own compaction: %+v, want 1 at boundary 11", s)
 	}
@@ -550,7 +560,7 @@ func TestAppServerOff(t *testing.T) {
 	if h.tokens < threshold {
 		t.Fatalf("six turns reported %d tokens, under the threshold %d", h.tokens, threshold)
 	}
-	if s := h.ce.NativeSession(); s.AppServer.Compactions != 0 || s.AppServer.Pending || len(s.AppServer.Boundaries) != 0 {
+	if s := h.session(); s.AppServer.Compactions != 0 || s.AppServer.Pending || len(s.AppServer.Boundaries) != 0 {
 		t.Fatalf("session in mode off: %+v", s)
 	}
 	d := h.decide(true)
@@ -558,7 +568,7 @@ func TestAppServerOff(t *testing.T) {
 		t.Fatalf("a manual compaction in mode off: compact_now %v, reason %q", d.CompactNow, d.Reason)
 	}
 	h.compact()
-	s := h.ce.NativeSession()
+	s := h.session()
 	if s.AppServer.Compactions != 1 || !reflect.DeepEqual(s.AppServer.Boundaries, []int{len(h.transcript)}) {
 		t.Fatalf("session after the manual compaction: %+v", s)
 	}

@@ -20,33 +20,6 @@ import (
 // route is the session's: config.model.provider and the base URL and API mode
 // UpdateModel set.
 
-// NativeSession is the native session a ContextEngine keeps, decoded.
-type NativeSession struct {
-	V int `json:"v"`
-	// Route is the route key the session last decided for.
-	Route string `json:"route"`
-	// Disabled lists the mechanisms a provider rejected for the session
-	// (openai_compaction, anthropic_compaction).
-	Disabled []string `json:"disabled"`
-	// Issuers maps each compaction item's key to the route that issued it.
-	Issuers map[string]string `json:"issuers"`
-	// AppServer is the Codex app-server bookkeeping.
-	AppServer NativeAppServerSession `json:"app_server"`
-	// NoticeShown is "<model>@<threshold_tokens>" of the autoraise notice last
-	// shown.
-	NoticeShown string `json:"notice_shown"`
-}
-
-// NativeAppServerSession is the app-server part of a NativeSession.
-type NativeAppServerSession struct {
-	// Pending says a compaction was started and has not completed.
-	Pending bool `json:"pending"`
-	// Compactions counts the completed compactions.
-	Compactions int `json:"compactions"`
-	// Boundaries are the local transcript's lengths at each completed compaction.
-	Boundaries []int `json:"boundaries"`
-}
-
 // PrepareRequestOptions are the optional parameters of PrepareRequest.
 type PrepareRequestOptions struct {
 	// Tokens is the prompt's current size; 0 means the session's last reported
@@ -68,11 +41,12 @@ type PreparedRequest struct {
 	Body json.RawMessage
 	// Betas are the Anthropic beta header values to send.
 	Betas []string
-	// Dropped are the items or messages left out of the body, to archive.
-	Dropped []json.RawMessage
+	// Trim is what native.trim left out of (or rewrote in) the body's list, to
+	// archive; nil when the list was not trimmed.
+	Trim *core.NativeTrimResult
 	// Decision is native.policy's answer, for CompactNow, AppServer, Local,
 	// Notice, ....
-	Decision NativeDecision
+	Decision core.NativeDecision
 }
 
 // PrepareRequest decides what the next request carries (native.policy, over the
@@ -93,26 +67,28 @@ func (ce *ContextEngine) PrepareRequest(ctx context.Context, body json.RawMessag
 		tokens = ce.status.LastPromptTokens
 	}
 	route := ce.routeLocked()
-	d, err := ce.e.NativePolicy(ctx, NativePolicyOptions{Config: ce.configLocked(), Route: route,
+	d, raw, err := ce.e.nativePolicy(ctx, NativePolicyOptions{Config: ce.configLocked(), Route: route,
 		Session: ce.nativeLocked(), Tokens: tokens, Manual: opts.Manual})
 	if err != nil {
 		return out, err
 	}
 	out.Decision, out.Betas = d, d.Betas
 	if len(body) > 0 {
-		if out.Body, out.Dropped, err = ce.applyDecision(ctx, body, route, d, opts.KeepBeforeNewest); err != nil {
+		fields := gjson.GetBytes(raw, "body")
+		if out.Body, out.Trim, err = ce.applyDecision(ctx, body, fields, route, d, opts.KeepBeforeNewest); err != nil {
 			return out, err
 		}
 	}
 	return out, ce.keepNativeLocked(d.Session)
 }
 
-// applyDecision sets d.Body's fields in body, deletes d.Remove's, and trims the
-// compaction items of its "input" or "messages" list.
-func (ce *ContextEngine) applyDecision(ctx context.Context, body json.RawMessage, route NativeRoute, d NativeDecision, keep bool) (json.RawMessage, []json.RawMessage, error) {
+// applyDecision sets the fields of the decision's body (fields, as the core wrote
+// them) in body, deletes d.Remove's, and trims the compaction items of its
+// "input" or "messages" list.
+func (ce *ContextEngine) applyDecision(ctx context.Context, body json.RawMessage, fields gjson.Result, route core.NativeRoute, d core.NativeDecision, keep bool) (json.RawMessage, *core.NativeTrimResult, error) {
 	out := bytes.Clone(body)
 	var err error
-	gjson.ParseBytes(d.Body).ForEach(func(k, v gjson.Result) bool {
+	fields.ForEach(func(k, v gjson.Result) bool {
 		out, err = sjson.SetRawBytes(out, escapeKey(k.Str), []byte(v.Raw))
 		return err == nil
 	})
@@ -138,7 +114,7 @@ func (ce *ContextEngine) applyDecision(ctx context.Context, body json.RawMessage
 		return out, nil, nil
 	}
 	t, err := ce.e.NativeTrim(ctx, json.RawMessage(list.Raw), NativeTrimOptions{Format: format,
-		Session: d.Session, Route: route, KeepBeforeNewest: keep})
+		Session: &d.Session, Route: route, KeepBeforeNewest: keep})
 	if err != nil || !t.Changed {
 		return out, nil, err
 	}
@@ -152,7 +128,7 @@ func (ce *ContextEngine) applyDecision(ctx context.Context, body json.RawMessage
 	if out, err = sjson.SetRawBytes(out, key, append(arr, ']')); err != nil {
 		return nil, nil, fmt.Errorf("ctxcompact: setting the body's %s: %w", key, err)
 	}
-	return out, t.DroppedMessages, nil
+	return out, &t, nil
 }
 
 // escapeKey is key as an sjson path of one top-level key.
@@ -170,7 +146,7 @@ func escapeKey(key string) string {
 // ObserveResponse records what the provider's response object (a Responses
 // response, an Anthropic Message) says about native compaction: the compaction
 // items it returned, with this route as their issuer.
-func (ce *ContextEngine) ObserveResponse(ctx context.Context, response json.RawMessage) (NativeObserveResult, error) {
+func (ce *ContextEngine) ObserveResponse(ctx context.Context, response json.RawMessage) (core.NativeObservation, error) {
 	return ce.observe(ctx, NativeObserveOptions{Response: orNull(response)})
 }
 
@@ -178,24 +154,24 @@ func (ce *ContextEngine) ObserveResponse(ctx context.Context, response json.RawM
 // rejection of the native compaction field disables it for the session, and the
 // result's Retry says to send the request again: PrepareRequest then leaves the
 // field out. A transient compaction failure is retried as it is.
-func (ce *ContextEngine) ObserveError(ctx context.Context, status int, body []byte) (NativeObserveResult, error) {
+func (ce *ContextEngine) ObserveError(ctx context.Context, status int, body []byte) (core.NativeObservation, error) {
 	return ce.observe(ctx, NativeObserveOptions{Error: &NativeError{Status: status, Body: body}})
 }
 
 // ObserveEvent records a Codex app-server JSON-RPC message: a notification the
 // peer sent (item/started, item/completed, thread/compacted, turn/completed), or
 // the host's own thread/compact/start request. messagesCount is the local
-// transcript's length, recorded as the boundary of a completed compaction (0 for
-// none).
-func (ce *ContextEngine) ObserveEvent(ctx context.Context, message json.RawMessage, messagesCount int) (NativeObserveResult, error) {
-	if messagesCount < 0 {
-		return NativeObserveResult{}, invalidRequest("/messages_count",
-			fmt.Sprintf("messages_count must not be negative, not %d", messagesCount))
+// transcript's length, recorded as the boundary of a completed compaction; a
+// negative one records none.
+func (ce *ContextEngine) ObserveEvent(ctx context.Context, message json.RawMessage, messagesCount int) (core.NativeObservation, error) {
+	opts := NativeObserveOptions{Event: orNull(message)}
+	if messagesCount >= 0 {
+		opts.MessagesCount = &messagesCount
 	}
-	return ce.observe(ctx, NativeObserveOptions{Event: orNull(message), MessagesCount: messagesCount})
+	return ce.observe(ctx, opts)
 }
 
-func (ce *ContextEngine) observe(ctx context.Context, opts NativeObserveOptions) (NativeObserveResult, error) {
+func (ce *ContextEngine) observe(ctx context.Context, opts NativeObserveOptions) (core.NativeObservation, error) {
 	ce.mu.Lock()
 	defer ce.mu.Unlock()
 	opts.Config, opts.Route, opts.Session = ce.configLocked(), ce.routeLocked(), ce.nativeLocked()
@@ -206,16 +182,13 @@ func (ce *ContextEngine) observe(ctx context.Context, opts NativeObserveOptions)
 	return r, ce.keepNativeLocked(r.Session)
 }
 
-// NativeSession is the native session the engine keeps (the zero session before
-// any native call). It makes no call.
-func (ce *ContextEngine) NativeSession() NativeSession {
+// NativeSession is the native session the engine keeps in its state, nil before
+// the first native call (PrepareRequest or an Observe method). It makes no call;
+// the session is a copy.
+func (ce *ContextEngine) NativeSession() *core.NativeSession {
 	ce.mu.Lock()
 	defer ce.mu.Unlock()
-	var s NativeSession
-	if raw := ce.nativeLocked(); raw != nil {
-		_ = json.Unmarshal(raw, &s) // the core wrote it
-	}
-	return s
+	return ce.nativeLocked()
 }
 
 func (ce *ContextEngine) configLocked() json.RawMessage {
@@ -227,25 +200,35 @@ func (ce *ContextEngine) configLocked() json.RawMessage {
 
 // routeLocked is the session's route: the config's provider and the route
 // UpdateModel recorded.
-func (ce *ContextEngine) routeLocked() NativeRoute {
-	return NativeRoute{Provider: gjson.GetBytes(ce.state, "config.model.provider").Str,
+func (ce *ContextEngine) routeLocked() core.NativeRoute {
+	return core.NativeRoute{Provider: gjson.GetBytes(ce.state, "config.model.provider").Str,
 		BaseURL: gjson.GetBytes(ce.state, "base_url").Str, APIMode: gjson.GetBytes(ce.state, "api_mode").Str}
 }
 
-// nativeLocked is the state's native session, nil when it has none.
-func (ce *ContextEngine) nativeLocked() json.RawMessage {
-	if n := gjson.GetBytes(ce.state, "native"); n.IsObject() {
-		return json.RawMessage(n.Raw)
+// nativeLocked is the state's native session (decoded afresh: a copy), nil when
+// it has none.
+func (ce *ContextEngine) nativeLocked() *core.NativeSession {
+	n := gjson.GetBytes(ce.state, "native")
+	if !n.IsObject() {
+		return nil
 	}
-	return nil
+	s := new(core.NativeSession)
+	if json.Unmarshal([]byte(n.Raw), s) != nil {
+		return nil // not ours to repair: the core says invalid_state at the next engine op
+	}
+	return s
 }
 
 // keepNativeLocked stores session as the state's native field.
-func (ce *ContextEngine) keepNativeLocked(session json.RawMessage) error {
-	if !gjson.ValidBytes(session) || !gjson.ParseBytes(session).IsObject() {
+func (ce *ContextEngine) keepNativeLocked(session core.NativeSession) error {
+	if session.V == 0 {
 		return fmt.Errorf("%w: a native op returned no session", ErrABIMismatch)
 	}
-	st, err := sjson.SetRawBytes(bytes.Clone(ce.state), "native", session)
+	raw, err := json.Marshal(session)
+	if err != nil {
+		return fmt.Errorf("ctxcompact: encoding the native session: %w", err)
+	}
+	st, err := sjson.SetRawBytes(bytes.Clone(ce.state), "native", raw)
 	if err != nil {
 		return fmt.Errorf("ctxcompact: keeping the native session: %w", err)
 	}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/ctxcompact/ctxcompact/core"
 )
 
 // The provider-native compaction ops (issue 16, docs/OPS.md): native.policy says
@@ -15,19 +17,9 @@ import (
 // starts a Codex app-server compaction; native.observe updates the session from a
 // response, an error or an app-server event; native.trim drops the compaction
 // items another issuer left in a conversation, and what precedes the newest one.
-// The session is data the host keeps and sends back (a JSON object, nil for a
-// fresh one): the core stays stateless. A ContextEngine keeps it in its state
+// The session (core.NativeSession, nil for a fresh one) is data the host keeps
+// and sends back: the core stays stateless. A ContextEngine keeps it in its state
 // (PrepareRequest, ObserveResponse, ObserveError, ObserveEvent).
-
-// NativeRoute is where a request goes: the provider, the base URL and the API mode
-// (chat_completions, codex_responses, anthropic_messages, codex_app_server). Every
-// field is optional; the core derives the route key (openai, codex, anthropic,
-// codex_app_server, other:<host>) from them.
-type NativeRoute struct {
-	Provider string `json:"provider,omitempty"`
-	BaseURL  string `json:"base_url,omitempty"`
-	APIMode  string `json:"api_mode,omitempty"`
-}
 
 // NativePolicyOptions are the parameters of NativePolicy.
 type NativePolicyOptions struct {
@@ -36,11 +28,13 @@ type NativePolicyOptions struct {
 	// section the opt-ins (codex_responses_native, anthropic_native,
 	// codex_app_server_auto, ...).
 	Config json.RawMessage
-	// Route is where the request goes.
-	Route NativeRoute
+	// Route is where the request goes: provider, base URL, API mode
+	// (chat_completions, codex_responses, anthropic_messages, codex_app_server);
+	// the core derives the route key from it (core.NativeRoute.Key).
+	Route core.NativeRoute
 	// Session is the native session the last native op returned; nil for a fresh
 	// one.
-	Session json.RawMessage
+	Session *core.NativeSession
 	// Tokens is the prompt's current size, for the who-initiates decisions
 	// (Anthropic on-demand, the app server's hermes mode); 0 for unknown.
 	Tokens int
@@ -48,93 +42,45 @@ type NativePolicyOptions struct {
 	Manual bool
 }
 
-// NativeDecision is what native.policy returns: what the next request carries, and
-// why. Every field is always present on the wire.
-type NativeDecision struct {
-	// Route is the route key (openai, codex, anthropic, codex_app_server,
-	// other:<host>, other).
-	Route string `json:"route"`
-	// Mechanism is openai_compaction, anthropic_threshold, anthropic_on_demand,
-	// app_server or none.
-	Mechanism string `json:"mechanism"`
-	// Reason is a stable code: sent, not_enabled, model_not_eligible,
-	// route_not_eligible, not_responses_api, rejected, window_too_small, armed,
-	// compact_now, pending, app_server_native, app_server_hermes, app_server_off.
-	Reason string `json:"reason"`
-	// Body holds the top-level request fields to set (a JSON object, {} for none).
-	Body json.RawMessage `json:"body"`
-	// Remove lists the top-level request fields to delete when present.
-	Remove []string `json:"remove"`
-	// Betas are the Anthropic beta header values to send (anthropic-beta).
-	Betas []string `json:"betas"`
-	// CompactNow says the host should start native compaction now.
-	CompactNow bool `json:"compact_now"`
-	// CompactionRequest is, for Anthropic on-demand compaction, the body fields of
-	// the compaction request (JSON null otherwise).
-	CompactionRequest json.RawMessage `json:"compaction_request"`
-	// AppServer is the app-server decision on that route, nil elsewhere.
-	AppServer *NativeAppServerDecision `json:"app_server"`
-	// DropIssuers are the issuers whose recorded compaction items must not be
-	// sent (every recorded issuer but the current route).
-	DropIssuers []string `json:"drop_issuers"`
-	// Local is what the local compressor does beside it.
-	Local NativeLocal `json:"local"`
-	// CompactThreshold is the compact_threshold sent (0 when not applicable).
-	CompactThreshold int `json:"compact_threshold"`
-	// Notice is the Codex gpt-5.5 autoraise notice, nil when the threshold was not
-	// autoraised.
-	Notice *NativeNotice `json:"notice"`
-	// Session is the next session: keep it and send it back.
-	Session json.RawMessage `json:"session"`
-}
-
-// NativeAppServerDecision is the Codex app-server part of a NativeDecision.
-type NativeAppServerDecision struct {
-	// Mode is compression.codex_app_server_auto: native, hermes or off.
-	Mode string `json:"mode"`
-	// Initiator is who starts compaction: app_server, host or none.
-	Initiator string `json:"initiator"`
-	// CompactNow says the host should send thread/compact/start now.
-	CompactNow bool `json:"compact_now"`
-}
-
-// NativeLocal is what the local compressor does on the route.
-type NativeLocal struct {
-	// Armed says the local compressor stays the fallback.
-	Armed bool `json:"armed"`
-	// Rewrite is false where the local transcript is never rewritten (the app
-	// server: the compaction boundary is recorded instead).
-	Rewrite bool `json:"rewrite"`
-	// ThresholdTokens is the local trigger threshold.
-	ThresholdTokens int `json:"threshold_tokens"`
-}
-
-// NativeNotice is the one-time notice of the Codex gpt-5.5 autoraise.
-type NativeNotice struct {
-	// Kind is codex_autoraise.
-	Kind  string `json:"kind"`
-	Model string `json:"model"`
-	// From and To are the threshold fractions before and after the raise.
-	From float64 `json:"from"`
-	To   float64 `json:"to"`
-	// Show says the host should show it now (it has not for this model and
-	// threshold).
-	Show bool `json:"show"`
-}
-
-// NativePolicy decides what the next request to opts.Route carries and who starts
-// compaction.
-func (e *Engine) NativePolicy(ctx context.Context, opts NativePolicyOptions) (NativeDecision, error) {
-	var r NativeDecision
-	req := newRequest("native.policy").raw("config", opts.Config).raw("route", routeJSON(opts.Route)).
-		raw("session", opts.Session).num("tokens", opts.Tokens).flag("manual", opts.Manual)
-	err := e.run(ctx, req, &r)
+// NativePolicy decides what the next request to opts.Route carries (the fields to
+// set and to remove, the Anthropic betas), why, and who starts a compaction.
+// Keep the result's Session for the next native call.
+func (e *Engine) NativePolicy(ctx context.Context, opts NativePolicyOptions) (core.NativeDecision, error) {
+	r, _, err := e.nativePolicy(ctx, opts)
 	return r, err
 }
 
-// routeJSON is the route object of a native op ({} for the zero route).
-func routeJSON(r NativeRoute) json.RawMessage {
+// nativePolicy is NativePolicy with the raw result too (its body's bytes in the
+// core's key order).
+func (e *Engine) nativePolicy(ctx context.Context, opts NativePolicyOptions) (core.NativeDecision, json.RawMessage, error) {
+	var r core.NativeDecision
+	req := newRequest("native.policy").raw("config", opts.Config).raw("route", routeJSON(opts.Route)).
+		raw("session", sessionJSON(opts.Session)).num("tokens", opts.Tokens).flag("manual", opts.Manual)
+	raw, err := e.runRaw(ctx, req)
+	if err != nil {
+		return r, nil, err
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return r, nil, fmt.Errorf("%w: decoding the result: %w", ErrABIMismatch, err)
+	}
+	return r, raw, nil
+}
+
+// routeJSON is the route object of a native op, nil (none) for the zero route.
+func routeJSON(r core.NativeRoute) json.RawMessage {
+	if r == (core.NativeRoute{}) {
+		return nil
+	}
 	b, _ := json.Marshal(r) // three strings always encode
+	return b
+}
+
+// sessionJSON is a session as the native ops read it, nil (a fresh one) for nil.
+func sessionJSON(s *core.NativeSession) json.RawMessage {
+	if s == nil {
+		return nil
+	}
+	b, _ := json.Marshal(s) // strings, ints and a string map always encode
 	return b
 }
 
@@ -148,14 +94,14 @@ type NativeError struct {
 }
 
 // NativeObserveOptions are the parameters of NativeObserve: Config, Route and
-// Session, and exactly one of Response, Error and Event.
+// Session, and exactly one of Response, Error and Event (else invalid_request).
 type NativeObserveOptions struct {
 	// Config is a JSON config object; nil for the defaults.
 	Config json.RawMessage
-	// Route is where the request went.
-	Route NativeRoute
+	// Route is where the request went: the issuer of the compaction items seen.
+	Route core.NativeRoute
 	// Session is the native session to update; nil for a fresh one.
-	Session json.RawMessage
+	Session *core.NativeSession
 	// Response is the provider's response object (a Responses response with
 	// "output", an Anthropic Message with "content").
 	Response json.RawMessage
@@ -164,47 +110,24 @@ type NativeObserveOptions struct {
 	// Event is an app-server JSON-RPC message ({"method", "params"}), a
 	// notification the peer sent or the host's own thread/compact/start.
 	Event json.RawMessage
-	// MessagesCount is the length of the local transcript when Event arrives: a
-	// completed compaction records it as its boundary. 0 records none.
-	MessagesCount int
+	// MessagesCount, when not nil, is the length of the local transcript when
+	// Event arrives: a completed compaction records it as its boundary.
+	MessagesCount *int
 }
 
-// NativeObserveResult is what native.observe returns.
-type NativeObserveResult struct {
-	// Session is the updated session: keep it and send it back.
-	Session json.RawMessage `json:"session"`
-	// Seen lists the compaction items or events observed.
-	Seen []NativeSeen `json:"seen"`
-	// Disabled names the mechanism the observation disabled for the session
-	// (openai_compaction or anthropic_compaction), "" for none.
-	Disabled string `json:"disabled"`
-	// Retry says to send the request again (without the rejected field when
-	// Disabled is set).
-	Retry bool `json:"retry"`
-	// Reason is a stable code: rejected, transient, compaction_returned,
-	// unrelated, ...
-	Reason string `json:"reason"`
-}
-
-// NativeSeen is one compaction item, block or event an observation saw.
-type NativeSeen struct {
-	// Kind is openai_compaction, anthropic_compaction or app_server_compaction.
-	Kind string `json:"kind"`
-	// Key is the item's key in the session's issuers ("" for an event).
-	Key string `json:"key"`
-	// Issuer is the route key that issued it.
-	Issuer string `json:"issuer"`
-}
-
-// NativeObserve updates a native session from a provider response, an error
-// response or an app-server event.
-func (e *Engine) NativeObserve(ctx context.Context, opts NativeObserveOptions) (NativeObserveResult, error) {
-	var r NativeObserveResult
+// NativeObserve updates a native session from a provider response (the
+// compaction items it returned), an error response (a rejection of the native
+// field disables it; the result's Retry says to send the request again) or an
+// app-server event (pending and completed compactions).
+func (e *Engine) NativeObserve(ctx context.Context, opts NativeObserveOptions) (core.NativeObservation, error) {
+	var r core.NativeObservation
 	req := newRequest("native.observe").raw("config", opts.Config).raw("route", routeJSON(opts.Route)).
-		raw("session", opts.Session).raw("response", opts.Response).raw("event", opts.Event).
-		num("messages_count", opts.MessagesCount)
+		raw("session", sessionJSON(opts.Session)).raw("response", opts.Response).raw("event", opts.Event)
 	if opts.Error != nil {
 		req.raw("error", errorJSON(*opts.Error))
+	}
+	if n := opts.MessagesCount; n != nil {
+		req.raw("messages_count", json.RawMessage(strconv.Itoa(*n)))
 	}
 	err := e.run(ctx, req, &r)
 	return r, err
@@ -224,7 +147,8 @@ func errorJSON(e NativeError) json.RawMessage {
 }
 
 // NativeReplace swaps the first Count messages for Message (Anthropic on-demand
-// compaction: the signed compaction block replaces what it summarized).
+// compaction: the message with the signed compaction block replaces what it
+// summarized).
 type NativeReplace struct {
 	Count   int
 	Message json.RawMessage
@@ -232,13 +156,14 @@ type NativeReplace struct {
 
 // NativeTrimOptions are the optional parameters of NativeTrim.
 type NativeTrimOptions struct {
-	// Format is the messages' shape; "" detects it.
+	// Format is the messages' shape; "" detects it from their native items.
 	Format Format
 	// Session is the native session whose issuers say who issued each compaction
 	// item; nil for a fresh one.
-	Session json.RawMessage
-	// Route is where the messages go: items another route issued are removed.
-	Route NativeRoute
+	Session *core.NativeSession
+	// Route is where the messages go: compaction items another route issued are
+	// removed. The zero route removes none.
+	Route core.NativeRoute
 	// KeepBeforeNewest keeps what precedes the newest compaction item (the op
 	// drops it by default).
 	KeepBeforeNewest bool
@@ -246,31 +171,14 @@ type NativeTrimOptions struct {
 	Replace *NativeReplace
 }
 
-// NativeTrimResult is what native.trim returns.
-type NativeTrimResult struct {
-	// Messages are the messages to send, each as JSON.
-	Messages []json.RawMessage `json:"messages"`
-	// Dropped lists each input message left out, by index, with its reason
-	// (replaced, other_issuer, before_compaction).
-	Dropped []NativeDropped `json:"dropped"`
-	// DroppedMessages are those messages, in the same order: archive them.
-	DroppedMessages []json.RawMessage `json:"dropped_messages"`
-	// Changed reports any change.
-	Changed bool `json:"changed"`
-}
-
-// NativeDropped is one message native.trim left out.
-type NativeDropped struct {
-	Index  int    `json:"index"`
-	Reason string `json:"reason"`
-}
-
-// NativeTrim removes from messages the compaction items of other issuers than
-// opts.Route and, unless opts.KeepBeforeNewest, what precedes the newest one.
-func (e *Engine) NativeTrim(ctx context.Context, messages json.RawMessage, opts NativeTrimOptions) (NativeTrimResult, error) {
-	var r NativeTrimResult
+// NativeTrim removes from messages what must not be sent: the compaction items of
+// another issuer than opts.Route and, unless opts.KeepBeforeNewest, what precedes
+// the newest compaction item. Every input index is kept or listed in the result's
+// Dropped, with the message in DroppedMessages to archive.
+func (e *Engine) NativeTrim(ctx context.Context, messages json.RawMessage, opts NativeTrimOptions) (core.NativeTrimResult, error) {
+	var r core.NativeTrimResult
 	req := newRequest("native.trim").raw("messages", messages).str("format", string(opts.Format)).
-		raw("session", opts.Session).raw("route", routeJSON(opts.Route))
+		raw("session", sessionJSON(opts.Session)).raw("route", routeJSON(opts.Route))
 	if opts.KeepBeforeNewest {
 		req.raw("drop_before_newest", json.RawMessage("false"))
 	}

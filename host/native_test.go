@@ -17,7 +17,7 @@ import (
 // gpt56 is a config that opts in to OpenAI server-side compaction for gpt-5.6.
 const gpt56 = `{"model":{"name":"gpt-5.6","context_length":200000},"compression":{"codex_responses_native":true}}`
 
-var openaiRoute = NativeRoute{Provider: "openai", BaseURL: "https://api.openai.com/v1", APIMode: "codex_responses"}
+var openaiRoute = core.NativeRoute{Provider: "openai", BaseURL: "https://api.openai.com/v1", APIMode: "codex_responses"}
 
 // TestNativeTypedMethods checks NativePolicy, NativeObserve and NativeTrim against
 // core.Call on the same request, and the gates they exist for.
@@ -41,26 +41,26 @@ func TestNativeTypedMethods(t *testing.T) {
 	n := min(200000, thr.ThresholdTokens-8192)
 
 	d, err := e.NativePolicy(ctx, NativePolicyOptions{Config: cfg, Route: openaiRoute, Tokens: 1000})
-	check("NativePolicy", d, native[NativeDecision](t, env(t, newRequest("native.policy").raw("config", cfg).
+	check("NativePolicy", d, native[core.NativeDecision](t, env(t, newRequest("native.policy").raw("config", cfg).
 		raw("route", routeJSON(openaiRoute)).num("tokens", 1000))), err)
 	if d.Route != "openai" || d.Mechanism != "openai_compaction" || d.Reason != "sent" || d.CompactThreshold != n ||
-		gjson.GetBytes(d.Body, "context_management.0.compact_threshold").Int() != int64(n) ||
-		gjson.GetBytes(d.Body, "context_management.0.type").Str != "compaction" || len(d.Remove) != 0 {
+		gjson.GetBytes(bodyJSON(d), "context_management.0.compact_threshold").Int() != int64(n) ||
+		gjson.GetBytes(bodyJSON(d), "context_management.0.type").Str != "compaction" || len(d.Remove) != 0 {
 		t.Fatalf("gpt-5.6 on api.openai.com, opted in: %+v (body %s), want compact_threshold %d", d, d.Body, n)
 	}
 	// Each gate alone keeps the field out.
 	for _, c := range []struct {
 		name, cfg string
-		route     NativeRoute
+		route     core.NativeRoute
 		reason    string
 	}{
 		{"not opted in", `{"model":{"name":"gpt-5.6","context_length":200000}}`, openaiRoute, "not_enabled"},
 		{"gpt-5.5", strings.Replace(gpt56, "gpt-5.6", "gpt-5.5", 1), openaiRoute, "model_not_eligible"},
-		{"another host", gpt56, NativeRoute{BaseURL: "https://openrouter.ai/api/v1"}, "route_not_eligible"},
-		{"chat completions", gpt56, NativeRoute{BaseURL: "https://api.openai.com/v1", APIMode: "chat_completions"}, "not_responses_api"},
+		{"another host", gpt56, core.NativeRoute{BaseURL: "https://openrouter.ai/api/v1"}, "route_not_eligible"},
+		{"chat completions", gpt56, core.NativeRoute{BaseURL: "https://api.openai.com/v1", APIMode: "chat_completions"}, "not_responses_api"},
 	} {
 		d, err := e.NativePolicy(ctx, NativePolicyOptions{Config: json.RawMessage(c.cfg), Route: c.route})
-		if err != nil || d.Reason != c.reason || gjson.GetBytes(d.Body, "context_management").Exists() ||
+		if err != nil || d.Reason != c.reason || gjson.GetBytes(bodyJSON(d), "context_management").Exists() ||
 			!slices.Equal(d.Remove, []string{"context_management"}) {
 			t.Fatalf("%s: %v %+v (body %s), want reason %s", c.name, err, d, d.Body, c.reason)
 		}
@@ -68,19 +68,19 @@ func TestNativeTypedMethods(t *testing.T) {
 
 	// A structured rejection disables it for the session.
 	rejection := NativeError{Status: 400, Body: []byte(`{"error":{"message":"Unknown parameter: 'context_management'.","type":"invalid_request_error","param":"context_management","code":"unknown_parameter"}}`)}
-	ob, err := e.NativeObserve(ctx, NativeObserveOptions{Config: cfg, Route: openaiRoute, Session: d.Session, Error: &rejection})
-	check("NativeObserve", ob, native[NativeObserveResult](t, env(t, newRequest("native.observe").raw("config", cfg).
-		raw("route", routeJSON(openaiRoute)).raw("session", d.Session).raw("error", errorJSON(rejection)))), err)
-	if !ob.Retry || ob.Disabled != "openai_compaction" || ob.Reason != "rejected" {
+	ob, err := e.NativeObserve(ctx, NativeObserveOptions{Config: cfg, Route: openaiRoute, Session: &d.Session, Error: &rejection})
+	check("NativeObserve", ob, native[core.NativeObservation](t, env(t, newRequest("native.observe").raw("config", cfg).
+		raw("route", routeJSON(openaiRoute)).raw("session", sessionJSON(&d.Session)).raw("error", errorJSON(rejection)))), err)
+	if !ob.Retry || ob.Disabled == nil || *ob.Disabled != "openai_compaction" || ob.Reason != "rejected" {
 		t.Fatalf("a 400 naming context_management: %+v", ob)
 	}
-	again, err := e.NativePolicy(ctx, NativePolicyOptions{Config: cfg, Route: openaiRoute, Session: ob.Session})
-	if err != nil || again.Reason != "rejected" || gjson.GetBytes(again.Body, "context_management").Exists() {
+	again, err := e.NativePolicy(ctx, NativePolicyOptions{Config: cfg, Route: openaiRoute, Session: &ob.Session})
+	if err != nil || again.Reason != "rejected" || gjson.GetBytes(bodyJSON(again), "context_management").Exists() {
 		t.Fatalf("after the rejection: %v %+v", err, again)
 	}
 	// A body that is not JSON goes as a string, and says nothing about the field.
 	ob, err = e.NativeObserve(ctx, NativeObserveOptions{Config: cfg, Route: openaiRoute, Error: &NativeError{Status: 502, Body: []byte("<html>Bad gateway</html>")}})
-	if err != nil || ob.Retry || ob.Disabled != "" || ob.Reason != "unrelated" {
+	if err != nil || ob.Retry || ob.Disabled != nil || ob.Reason != "unrelated" {
 		t.Fatalf("a 502 with an HTML body: %v %+v", err, ob)
 	}
 
@@ -88,38 +88,38 @@ func TestNativeTypedMethods(t *testing.T) {
 	// route it is dropped.
 	resp := json.RawMessage(`{"object":"response","output":[{"type":"compaction","id":"cmp_1","encrypted_content":"gAAAA"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"ok"}]}]}`)
 	ob, err = e.NativeObserve(ctx, NativeObserveOptions{Config: cfg, Route: openaiRoute, Response: resp})
-	if err != nil || len(ob.Seen) != 1 || ob.Seen[0] != (NativeSeen{Kind: "openai_compaction", Key: "cmp_1", Issuer: "openai"}) {
+	if err != nil || len(ob.Seen) != 1 || ob.Seen[0] != (core.NativeSeen{Kind: "openai_compaction", Key: "cmp_1", Issuer: "openai"}) {
 		t.Fatalf("a Responses output with a compaction item: %v %+v", err, ob)
 	}
 	input := json.RawMessage(`[{"role":"developer","content":"Be brief."},{"role":"user","content":"one"},{"type":"compaction","id":"cmp_1","encrypted_content":"gAAAA"},{"role":"user","content":"two"}]`)
-	other := NativeRoute{BaseURL: "https://chatgpt.com/backend-api/codex"}
-	tr, err := e.NativeTrim(ctx, input, NativeTrimOptions{Format: core.FormatResponses, Session: ob.Session, Route: other})
-	check("NativeTrim", tr, native[NativeTrimResult](t, env(t, newRequest("native.trim").raw("messages", input).
-		str("format", "responses").raw("session", ob.Session).raw("route", routeJSON(other)))), err)
-	if !tr.Changed || len(tr.Messages) != 3 || !reflect.DeepEqual(tr.Dropped, []NativeDropped{{Index: 2, Reason: "other_issuer"}}) ||
+	other := core.NativeRoute{BaseURL: "https://chatgpt.com/backend-api/codex"}
+	tr, err := e.NativeTrim(ctx, input, NativeTrimOptions{Format: core.FormatResponses, Session: &ob.Session, Route: other})
+	check("NativeTrim", tr, native[core.NativeTrimResult](t, env(t, newRequest("native.trim").raw("messages", input).
+		str("format", "responses").raw("session", sessionJSON(&ob.Session)).raw("route", routeJSON(other)))), err)
+	if !tr.Changed || len(tr.Messages) != 3 || !reflect.DeepEqual(tr.Dropped, []core.NativeDropped{{Index: 2, Reason: "other_issuer"}}) ||
 		len(tr.DroppedMessages) != 1 {
 		t.Fatalf("trimming an openai item for the codex route: %+v", tr)
 	}
 	// On its own route, what precedes it goes (the developer message stays),
 	// unless KeepBeforeNewest.
-	tr, err = e.NativeTrim(ctx, input, NativeTrimOptions{Format: core.FormatResponses, Session: ob.Session, Route: openaiRoute})
-	if err != nil || !reflect.DeepEqual(tr.Dropped, []NativeDropped{{Index: 1, Reason: "before_compaction"}}) || len(tr.Messages) != 3 {
+	tr, err = e.NativeTrim(ctx, input, NativeTrimOptions{Format: core.FormatResponses, Session: &ob.Session, Route: openaiRoute})
+	if err != nil || !reflect.DeepEqual(tr.Dropped, []core.NativeDropped{{Index: 1, Reason: "before_compaction"}}) || len(tr.Messages) != 3 {
 		t.Fatalf("trimming before the newest item: %v %+v", err, tr)
 	}
-	tr, err = e.NativeTrim(ctx, input, NativeTrimOptions{Format: core.FormatResponses, Session: ob.Session, Route: openaiRoute, KeepBeforeNewest: true})
+	tr, err = e.NativeTrim(ctx, input, NativeTrimOptions{Format: core.FormatResponses, Session: &ob.Session, Route: openaiRoute, KeepBeforeNewest: true})
 	if err != nil || tr.Changed || len(tr.Messages) != 4 {
 		t.Fatalf("KeepBeforeNewest: %v %+v", err, tr)
 	}
 	// Replace swaps the first messages for one (Anthropic on-demand).
 	msgs := json.RawMessage(`[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":"c"}]`)
 	block := json.RawMessage(`{"role":"assistant","content":[{"type":"compaction","content":"summary of a and b"}]}`)
-	tr, err = e.NativeTrim(ctx, msgs, NativeTrimOptions{Format: FormatAnthropic, Route: NativeRoute{Provider: "anthropic"},
+	tr, err = e.NativeTrim(ctx, msgs, NativeTrimOptions{Format: FormatAnthropic, Route: core.NativeRoute{Provider: "anthropic"},
 		Replace: &NativeReplace{Count: 2, Message: block}})
 	if err != nil || len(tr.Messages) != 2 || !strings.Contains(string(tr.Messages[0]), "summary of a and b") ||
-		!reflect.DeepEqual(tr.Dropped, []NativeDropped{{Index: 0, Reason: "replaced"}, {Index: 1, Reason: "replaced"}}) {
+		!reflect.DeepEqual(tr.Dropped, []core.NativeDropped{{Index: 0, Reason: "replaced"}, {Index: 1, Reason: "replaced"}}) {
 		t.Fatalf("replace: %v %+v", err, tr)
 	}
-	_, err = e.NativeObserve(ctx, NativeObserveOptions{Config: cfg, Route: openaiRoute, Session: json.RawMessage(`{"v":99}`), Response: resp})
+	_, err = e.NativeObserve(ctx, NativeObserveOptions{Config: cfg, Route: openaiRoute, Session: &core.NativeSession{V: 99}, Response: resp})
 	if !errors.Is(err, &core.Error{Code: core.CodeInvalidState}) && !errors.Is(err, &core.Error{Code: core.CodeInvalidRequest}) {
 		t.Fatalf("a session of another version: %v", err)
 	}
@@ -168,7 +168,7 @@ func TestNativeContextEngine(t *testing.T) {
 	turn2 := json.RawMessage(`{"model":"gpt-5.6","input":[{"role":"user","content":"hi"},{"type":"compaction","encrypted_content":"gAAAAsecret"},{"role":"assistant","content":"hello"},{"role":"user","content":"more"}]}`)
 	pr, err = ce.PrepareRequest(ctx, turn2, PrepareRequestOptions{})
 	if err != nil || gjson.GetBytes(pr.Body, "input.0.type").Str != "compaction" || gjson.GetBytes(pr.Body, "input.#").Int() != 3 ||
-		len(pr.Dropped) != 1 || !gjson.GetBytes(pr.Body, "context_management").Exists() {
+		pr.Trim == nil || len(pr.Trim.DroppedMessages) != 1 || !gjson.GetBytes(pr.Body, "context_management").Exists() {
 		t.Fatalf("the second request, its item carried and what precedes it left out: %v %s", err, pr.Body)
 	}
 	pr, err = ce.PrepareRequest(ctx, turn2, PrepareRequestOptions{KeepBeforeNewest: true})
@@ -178,7 +178,7 @@ func TestNativeContextEngine(t *testing.T) {
 	// The provider rejects the field: the session disables it, and the retry goes
 	// without it.
 	ob, err := ce.ObserveError(ctx, 400, []byte(`{"error":{"message":"Unsupported parameter: context_management","type":"invalid_request_error","param":"context_management"}}`))
-	if err != nil || !ob.Retry || ob.Disabled != "openai_compaction" {
+	if err != nil || !ob.Retry || ob.Disabled == nil || *ob.Disabled != "openai_compaction" {
 		t.Fatalf("ObserveError of the rejection: %v %+v", err, ob)
 	}
 	withField, _ := json.Marshal(map[string]any{"model": "gpt-5.6", "input": []any{}, "context_management": []any{map[string]any{"type": "compaction"}}})
@@ -202,7 +202,20 @@ func TestNativeContextEngine(t *testing.T) {
 	if _, err := ce.PrepareRequest(ctx, json.RawMessage(`[1]`), PrepareRequestOptions{}); !errors.Is(err, &core.Error{Code: core.CodeInvalidRequest}) {
 		t.Fatalf("a body that is not an object: %v", err)
 	}
-	if _, err := ce.ObserveEvent(ctx, json.RawMessage(`{"method":"turn/completed","params":{}}`), -1); !errors.Is(err, &core.Error{Code: core.CodeInvalidRequest}) {
-		t.Fatalf("a negative messages count: %v", err)
+	// An event's boundary is the count given; a negative count records none.
+	done := json.RawMessage(`{"method":"item/completed","params":{"threadId":"t","turnId":"u","item":{"type":"contextCompaction","id":"c"}}}`)
+	for _, n := range []int{-1, 0, 7} {
+		if _, err := ce.ObserveEvent(ctx, done, n); err != nil {
+			t.Fatal(err)
+		}
 	}
+	if s := ce.NativeSession(); s.AppServer.Compactions != 3 || !slices.Equal(s.AppServer.Boundaries, []int{0, 7}) {
+		t.Fatalf("boundaries of counts -1, 0 and 7: %+v", s.AppServer)
+	}
+}
+
+// bodyJSON is a decision's body as JSON.
+func bodyJSON(d core.NativeDecision) []byte {
+	b, _ := json.Marshal(d.Body)
+	return b
 }

@@ -7,7 +7,9 @@ import (
 	"io"
 	"strings"
 
-	"github.com/ctxcompact/ctxcompact/host"
+	"github.com/tidwall/gjson"
+
+	"github.com/ctxcompact/ctxcompact/core"
 )
 
 func init() {
@@ -57,7 +59,7 @@ func runNative(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	route := host.NativeRoute{Provider: *provider, BaseURL: *baseURL, APIMode: *apiMode}
+	route := core.NativeRoute{Provider: *provider, BaseURL: *baseURL, APIMode: *apiMode}
 	if route.Provider == "" {
 		var c struct {
 			Model struct {
@@ -93,26 +95,27 @@ func runNative(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		_, err := fmt.Fprintln(stdout, res.Raw)
 		return err
 	}
-	var d host.NativeDecision
+	var d core.NativeDecision
 	if err := json.Unmarshal([]byte(res.Raw), &d); err != nil {
 		return fmt.Errorf("ctxcompact native: %w", err)
 	}
-	_, err = io.WriteString(stdout, describeDecision(d))
+	_, err = io.WriteString(stdout, describeDecision(d, res))
 	return err
 }
 
-// describeDecision is the readable form of a decision: the mechanism and its
+// describeDecision is the readable form of a decision (raw: the op's result as
+// JSON, for its body's bytes): the mechanism and its
 // reason first (openai_compaction: sent (compact_threshold 191,808)), then what
 // the request carries and what the host does, one line each, only what applies.
-func describeDecision(d host.NativeDecision) string {
+func describeDecision(d core.NativeDecision, raw gjson.Result) string {
 	var b strings.Builder
 	b.WriteString(d.Mechanism + ": " + d.Reason)
 	if d.CompactThreshold > 0 {
 		fmt.Fprintf(&b, " (compact_threshold %s)", groupDigits(int64(d.CompactThreshold)))
 	}
 	fmt.Fprintf(&b, "\nroute: %s\n", d.Route)
-	if body := bytes.TrimSpace(d.Body); len(body) > 0 && !bytes.Equal(body, []byte("{}")) && !bytes.Equal(body, []byte("null")) {
-		fmt.Fprintf(&b, "body: %s\n", body)
+	if len(d.Body) > 0 {
+		fmt.Fprintf(&b, "body: %s\n", raw.Get("body").Raw) // in the core's key order
 	}
 	if len(d.Remove) > 0 {
 		fmt.Fprintf(&b, "remove: %s\n", strings.Join(d.Remove, ", "))
@@ -124,8 +127,8 @@ func describeDecision(d host.NativeDecision) string {
 		fmt.Fprintf(&b, "app_server: mode %s, initiator %s\n", a.Mode, a.Initiator)
 	}
 	fmt.Fprintf(&b, "compact_now: %v", d.CompactNow)
-	if cr := bytes.TrimSpace(d.CompactionRequest); len(cr) > 0 && !bytes.Equal(cr, []byte("null")) {
-		fmt.Fprintf(&b, " (compaction request %s)", cr)
+	if d.CompactionRequest != nil {
+		fmt.Fprintf(&b, " (compaction request %s)", raw.Get("compaction_request").Raw)
 	}
 	b.WriteByte('\n')
 	if len(d.DropIssuers) > 0 {

@@ -45,7 +45,7 @@ func TestNativeCommand(t *testing.T) {
 		t.Fatalf("first line %q, want %q\n%s", lines[0], want, out)
 	}
 	if !slices.Contains(lines, "route: openai") || !slices.Contains(lines, "compact_now: false") ||
-		!strings.Contains(out, `body: {"context_management":[{"type":"compaction","compact_threshold":`+fmt.Sprint(n)+`}]}`) {
+		!strings.Contains(out, `body: {"context_management":[{"compact_threshold":`+fmt.Sprint(n)+`,"type":"compaction"}]}`) {
 		t.Fatalf("the decision:\n%s", out)
 	}
 	// --json is the op's result, the same decision.
