@@ -204,7 +204,8 @@ func (s *EngineState) UpdateModel(m ModelUpdate) error {
 }
 
 // Reset starts the session over (/new, /reset): counters, usage, the breaker and
-// the last compaction are cleared; the config and the route stay.
+// the last compaction and the native session are cleared; the config and the route
+// stay.
 func (s *EngineState) Reset() {
 	*s = EngineState{V: s.V, Config: s.Config, BaseURL: s.BaseURL, APIMode: s.APIMode}
 }
@@ -318,6 +319,13 @@ func readEngineState(v gjson.Result) (EngineState, error) {
 			e.Code = CodeInvalidState
 		}
 		return s, err
+	}
+	if n := fieldOf(v, "native"); n.Exists() && n.Type != gjson.Null {
+		ns, err := readNativeSession(n, "/state/native")
+		if err != nil {
+			return s, err
+		}
+		s.Native = &ns
 	}
 	if s.LastPromptTokens < 0 || s.LastCompletionTokens < 0 || s.LastTotalTokens < 0 || s.CompressionCount < 0 ||
 		s.BreakerTokens != nil && *s.BreakerTokens < 0 {

@@ -2,10 +2,8 @@ package core
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"net/url"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -113,10 +111,7 @@ func (r NativeRoute) Key() string {
 	if r.APIMode == "codex_app_server" {
 		return RouteCodexAppServer
 	}
-	host, path := "", ""
-	if u, err := url.Parse(strings.TrimSpace(r.BaseURL)); err == nil {
-		host, path = strings.ToLower(u.Hostname()), u.EscapedPath()
-	}
+	host, path := hostAndPath(r.BaseURL)
 	provider := strings.ToLower(r.Provider)
 	switch {
 	case host == "api.openai.com", host == "" && provider == "openai":
@@ -130,6 +125,37 @@ func (r NativeRoute) Key() string {
 		return "other:" + host
 	}
 	return "other"
+}
+
+// hostAndPath returns a URL's host (lower case, without userinfo or port) and its
+// path. It is the small part of URL parsing a route needs; net/url would add its
+// package initialization to every module instantiation.
+func hostAndPath(raw string) (host, path string) {
+	rest := strings.TrimSpace(raw)
+	if i := strings.Index(rest, "://"); i >= 0 {
+		rest = rest[i+3:]
+	} else {
+		return "", "" // not an absolute URL: no host
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	host, path = rest[:end], rest[end:]
+	if i := strings.IndexAny(path, "?#"); i >= 0 {
+		path = path[:i]
+	}
+	if i := strings.LastIndexByte(host, '@'); i >= 0 {
+		host = host[i+1:]
+	}
+	if strings.HasPrefix(host, "[") { // an IPv6 literal
+		if i := strings.IndexByte(host, ']'); i >= 0 {
+			host = host[:i+1]
+		}
+	} else if i := strings.LastIndexByte(host, ':'); i >= 0 {
+		host = host[:i]
+	}
+	return strings.ToLower(host), path
 }
 
 // NativeSession is what native compaction remembers across a session's requests.
@@ -247,19 +273,21 @@ func readRoute(v gjson.Result) (NativeRoute, error) {
 }
 
 // NativeItemKey returns the key a compaction item is recorded under: a Responses
-// item's id, else a hash of what the provider signed or encrypted.
+// item's id, else the FNV-1a hash of what the provider signed or encrypted (an
+// Anthropic block has no id). The key names an item in one session; it is not a
+// security boundary (the provider verifies its own signature).
 func NativeItemKey(item gjson.Result) string {
 	if id := fieldOf(item, "id"); id.Type == gjson.String && id.Str != "" {
 		return id.Str
 	}
+	of := item.Raw
 	for _, k := range []string{"signature", "encrypted_content", "content"} {
 		if v := fieldOf(item, k); v.Type == gjson.String && v.Str != "" {
-			sum := sha256.Sum256([]byte(v.Str))
-			return "sha256:" + hex.EncodeToString(sum[:8])
+			of = v.Str
+			break
 		}
 	}
-	sum := sha256.Sum256([]byte(item.Raw))
-	return "sha256:" + hex.EncodeToString(sum[:8])
+	return fmt.Sprintf("fnv64:%016x", uint64(fnv64a(fnvOffset64).string(of)))
 }
 
 // modelBase is a model name after its last "/", lower case (openai/gpt-5.6 is gpt-5.6).
