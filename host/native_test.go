@@ -161,7 +161,7 @@ func TestNativeContextEngine(t *testing.T) {
 		t.Fatalf("issuers after a compaction item: %+v", s.Issuers)
 	}
 	for k, v := range s.Issuers {
-		if !strings.HasPrefix(k, "sha256:") || len(k) != len("sha256:")+16 || v != "openai" {
+		if !strings.HasPrefix(k, "fnv64:") || len(k) != len("fnv64:")+16 || v != "openai" {
 			t.Fatalf("the issuer of an item without id: %q → %q", k, v)
 		}
 	}
