@@ -23,7 +23,9 @@ import (
 // PrepareRequestOptions are the optional parameters of PrepareRequest.
 type PrepareRequestOptions struct {
 	// Tokens is the prompt's current size; 0 means the session's last reported
-	// prompt tokens.
+	// prompt tokens. After an Anthropic on-demand compaction has been swapped in
+	// (NativeTrim with Replace), the last report is the summarized conversation's:
+	// pass the new prompt's estimate (TokensCount) until the next response.
 	Tokens int
 	// Manual reports that the user asked to compact now.
 	Manual bool
