@@ -129,7 +129,7 @@ func OpenAISummarizer(opts OpenAISummarizerOptions) (Summarize, error) {
 		return func(ctx context.Context, req core.SummaryRequest) (string, error) {
 			system, turns := splitSystem(req.Messages)
 			body := responsesBody{Model: opts.Model, Instructions: system, Input: turns,
-				MaxOutputTokens: sizeOf(req, opts.MaxTokens)}
+				MaxOutputTokens: sizeOf(req, opts.MaxTokens), Store: false}
 			answer, err := h.post(ctx, body)
 			if err != nil {
 				return "", err
@@ -240,6 +240,9 @@ type responsesBody struct {
 	Instructions    string             `json:"instructions,omitempty"`
 	Input           []core.ChatMessage `json:"input"`
 	MaxOutputTokens int                `json:"max_output_tokens,omitempty"`
+	// Store is always false: a summary is not kept on the server, since nothing
+	// asks for it later (and store=false keeps the call ZDR-friendly).
+	Store bool `json:"store"`
 }
 
 type anthropicBody struct {

@@ -126,6 +126,8 @@ func TestOpenAIResponsesSummarizer(t *testing.T) {
 		t.Fatalf("input %s", body.Get("input").Raw)
 	case body.Get("max_output_tokens").Int() != 1200 || body.Get("max_tokens").Exists() || body.Get("max_completion_tokens").Exists():
 		t.Fatalf("size: %s", rec.Body)
+	case body.Get("store").Raw != "false":
+		t.Fatalf("store: %s", rec.Body)
 	case rec.Header.Get("Authorization") != "":
 		t.Fatalf("no key, no Authorization: %v", rec.Header)
 	}

@@ -6,7 +6,8 @@
 // What each sends (the cross-runtime spec of issue 18):
 // - OpenAI chat: chat.completions.create({model, messages: [system, user], max_tokens})
 //   (max_completion_tokens for reasoning models, names matching ^(o\d|gpt-5));
-// - OpenAI Responses: responses.create({model, instructions, input, max_output_tokens});
+// - OpenAI Responses: responses.create({model, instructions, input, max_output_tokens,
+//   store: false}) (a summary is not kept on the server: nothing asks for it later);
 // - Anthropic: messages.create({model, system, messages: [user], max_tokens}).
 // The size is the request's max_tokens unless maxTokens overrides it. The
 // compaction's signal goes to the SDK call as its request option, so a timeout or an
@@ -132,7 +133,7 @@ export function openaiSummarizer(client, options) {
     return async (request, context) => {
       const { system, user } = texts(request);
       const signal = context?.signal;
-      const body = { model, instructions: system, input: user, max_output_tokens: size(request, maxTokens) };
+      const body = { model, instructions: system, input: user, max_output_tokens: size(request, maxTokens), store: false };
       const res = await send("OpenAI responses", () => create(body, { signal }), signal);
       return responsesText(res);
     };

@@ -53,7 +53,7 @@ const KINDS = {
     path: "/v1/responses",
     make: (loop, model = SUMMARY_MODEL, extra) => openaiSummarizer(openaiClient(loop, extra), { model, api: "responses" }),
     body: (req, model = SUMMARY_MODEL) => ({
-      model, instructions: req.messages[0].content, input: req.messages[1].content, max_output_tokens: req.max_tokens,
+      model, instructions: req.messages[0].content, input: req.messages[1].content, max_output_tokens: req.max_tokens, store: false,
     }),
   },
   anthropic: {

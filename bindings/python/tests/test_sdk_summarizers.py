@@ -136,6 +136,7 @@ def test_sends_template_size_and_middle(name, is_async, model, compactor, messag
     elif name == "responses":
         assert body["instructions"] == system and body["input"] == user
         assert body["max_output_tokens"] == req["max_tokens"]
+        assert body["store"] is False
     else:
         assert body["system"] == system
         assert body["messages"] == [{"role": "user", "content": user}]

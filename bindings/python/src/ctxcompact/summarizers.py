@@ -20,7 +20,8 @@ conversation) as the user message, and asks for the summary's size in the API's
 own parameter: ``max_tokens`` (chat), ``max_completion_tokens`` (chat, for the
 reasoning models whose names match ``^(o\\d|gpt-5)``), ``max_output_tokens``
 (Responses), ``max_tokens`` (Anthropic). That size is the request's
-``max_tokens`` unless ``max_tokens=`` is given here.
+``max_tokens`` unless ``max_tokens=`` is given here. A Responses call sends
+``store=False``: the summary is not kept on the server, as nothing asks for it.
 
 The compaction's remaining time (``summary_time_left()``) is passed as the SDK's
 per-request ``timeout`` (never longer than the client's own). An API error
@@ -238,6 +239,7 @@ def _openai_kwargs(request: SummaryRequest, model: str, api: str, max_tokens: Op
         kw["input"] = users[0]["content"] if len(rest) == 1 and users else rest
         if size is not None:
             kw["max_output_tokens"] = size
+        kw["store"] = False  # a summary is not kept on the server: nothing asks for it later
     else:
         kw["messages"] = ([{"role": "system", "content": system}] if system else []) + rest
         if size is not None:
