@@ -59,7 +59,11 @@ type PreparedRequest struct {
 // kept.
 func (ce *ContextEngine) PrepareRequest(ctx context.Context, body json.RawMessage, opts PrepareRequestOptions) (PreparedRequest, error) {
 	var out PreparedRequest
-	if len(body) > 0 && !gjson.GetBytes(body, "@this").IsObject() {
+	switch {
+	case len(body) == 0:
+	case !gjson.ValidBytes(body):
+		return out, &core.Error{Code: core.CodeInvalidJSON, Path: "/body", Message: "ctxcompact: body is not valid JSON (at /body)"}
+	case !gjson.ParseBytes(body).IsObject():
 		return out, invalidRequest("/body", "the request body must be a JSON object")
 	}
 	ce.mu.Lock()
@@ -106,7 +110,7 @@ func (ce *ContextEngine) applyDecision(ctx context.Context, body json.RawMessage
 	list := gjson.GetBytes(out, key)
 	if !list.IsArray() {
 		key, format = "messages", ""
-		if d.Route == "anthropic" || route.APIMode == "anthropic_messages" {
+		if d.Route == core.RouteAnthropic || route.APIMode == "anthropic_messages" {
 			format = FormatAnthropic
 		}
 		list = gjson.GetBytes(out, key)

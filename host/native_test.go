@@ -202,6 +202,9 @@ func TestNativeContextEngine(t *testing.T) {
 	if _, err := ce.PrepareRequest(ctx, json.RawMessage(`[1]`), PrepareRequestOptions{}); !errors.Is(err, &core.Error{Code: core.CodeInvalidRequest}) {
 		t.Fatalf("a body that is not an object: %v", err)
 	}
+	if _, err := ce.PrepareRequest(ctx, json.RawMessage(`{"input":[`), PrepareRequestOptions{}); !errors.Is(err, &core.Error{Code: core.CodeInvalidJSON}) {
+		t.Fatalf("a body that is not JSON: %v", err)
+	}
 	// An event's boundary is the count given; a negative count records none.
 	done := json.RawMessage(`{"method":"item/completed","params":{"threadId":"t","turnId":"u","item":{"type":"contextCompaction","id":"c"}}}`)
 	for _, n := range []int{-1, 0, 7} {
