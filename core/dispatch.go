@@ -110,6 +110,7 @@ func init() {
 		"tokens.count":           returning(opTokensCount),
 		"tokens.calibrate":       returning(opTokensCalibrate),
 		"native.policy":          returning(opNativePolicy),
+		"native.prepare":         returning(opNativePrepare),
 		"native.observe":         returning(opNativeObserve),
 		"native.trim":            returning(opNativeTrim),
 		"recall.tools":           returning(opRecallTools),

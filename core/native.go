@@ -326,7 +326,11 @@ type NativeDecision struct {
 	// route_not_eligible, not_responses_api, rejected, window_too_small, armed,
 	// compact_now, pending, app_server_native, app_server_hermes, app_server_off.
 	Reason string `json:"reason"`
-	// Body holds the fields to set on the request body; Remove the ones to delete.
+	// Body holds the fields to set on the request body; Remove the ones to delete:
+	// on the OpenAI routes, context_management when it is not to be sent (it must
+	// never reach a model or route that does not take it). Anthropic's
+	// context_management is the host's too (other edits): native.prepare merges the
+	// compaction edit into it rather than setting or removing the field.
 	Body   map[string]any `json:"body"`
 	Remove []string       `json:"remove"`
 	// Betas are the anthropic-beta header values the request needs.
@@ -421,7 +425,6 @@ func NativePolicy(cfg Config, route NativeRoute, s NativeSession, tokens int, ma
 		if !nc.CodexResponsesNative && nc.AnthropicNative == AnthropicNativeOff {
 			d.Reason = "not_enabled"
 		}
-		d.Remove = append(d.Remove, "context_management")
 	}
 	if thr.Autoraised {
 		before := cfg
@@ -446,7 +449,6 @@ func (d *NativeDecision) anthropic(cfg Config, s *NativeSession, trigger, tokens
 	if nc.AnthropicNative == AnthropicNativeOnDemand {
 		d.Mechanism = MechanismAnthropicOnDemand
 	}
-	d.Remove = append(d.Remove, "context_management")
 	switch {
 	case nc.AnthropicNative == AnthropicNativeOff:
 		d.Mechanism, d.Reason = MechanismNone, "not_enabled"
@@ -467,7 +469,7 @@ func (d *NativeDecision) anthropic(cfg Config, s *NativeSession, trigger, tokens
 		if nc.AnthropicCompactInstructon != "" {
 			edit["instructions"] = nc.AnthropicCompactInstructon
 		}
-		d.Reason, d.CompactThreshold, d.Remove = "sent", trigger, []string{}
+		d.Reason, d.CompactThreshold = "sent", trigger
 		d.Body["context_management"] = map[string]any{"edits": []any{edit}}
 		d.Betas = append(d.Betas, betaCompactThreshold)
 		return
@@ -514,20 +516,29 @@ func opNativePolicy(req opRequest) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	tokens, manual := 0, false
+	tokens, manual, err := nativeAsk(req)
+	if err != nil {
+		return nil, err
+	}
+	return marshal(NativePolicy(cfg, route, s, tokens, manual))
+}
+
+// nativeAsk reads a request's tokens (the prompt's current size) and manual (a
+// user's request to compact now).
+func nativeAsk(req opRequest) (tokens int, manual bool, err error) {
 	if v := req.Field("tokens"); v.Exists() && v.Type != gjson.Null {
 		if v.Type != gjson.Number || v.Num < 0 || v.Num != float64(int64(v.Num)) || v.Num > maxContextLength*10 {
-			return nil, errorf(CodeInvalidRequest, "/tokens", "tokens must be a non-negative integer, got %s", v.Raw)
+			return 0, false, errorf(CodeInvalidRequest, "/tokens", "tokens must be a non-negative integer, got %s", v.Raw)
 		}
 		tokens = int(v.Num)
 	}
 	if v := req.Field("manual"); v.Exists() && v.Type != gjson.Null {
 		if !v.IsBool() {
-			return nil, errorf(CodeInvalidRequest, "/manual", "manual must be true or false")
+			return 0, false, errorf(CodeInvalidRequest, "/manual", "manual must be true or false")
 		}
 		manual = v.Bool()
 	}
-	return marshal(NativePolicy(cfg, route, s, tokens, manual))
+	return tokens, manual, nil
 }
 
 // nativeParams reads the config, route and session every native op takes.

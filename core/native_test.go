@@ -183,3 +183,18 @@ func asJSON(t *testing.T, v any) string {
 	require.NoError(t, err)
 	return string(raw)
 }
+
+func TestNativePrepareKeepsTheHostsEdits(t *testing.T) {
+	clear := obj{"type": "clear_tool_uses_20250919"}
+	body := obj{"model": "claude-opus-4-7", "messages": []any{obj{"role": "user", "content": "hi"}},
+		"context_management": obj{"edits": []any{clear, obj{"type": "compact_20260112", "trigger": obj{"type": "input_tokens", "value": 1}}}}}
+	p := nativeCall(t, "native.prepare", obj{"config": nativeCfg("claude-opus-4-7", 1_000_000, "anthropic_native", "threshold"),
+		"route": obj{"provider": "anthropic"}, "body": body})
+	edits := p.Get("body.context_management.edits").Array()
+	require.Len(t, edits, 2, p.Get("body").Raw)
+	assert.Equal(t, "clear_tool_uses_20250919", edits[0].Get("type").Str, "the host's edit stays, first")
+	assert.Equal(t, "compact_20260112", edits[1].Get("type").Str)
+	assert.EqualValues(t, 1_000_000/2-nativeHeadroom, edits[1].Get("trigger.value").Int(), "one compaction edit, ours (a 1M window has no floor)")
+	assert.Equal(t, `["compact-2026-01-12"]`, p.Get("betas").Raw)
+	assert.Equal(t, `"claude-opus-4-7"`, p.Get("body.model").Raw, "the rest of the body as it was")
+}

@@ -197,6 +197,18 @@ export interface CompressionConfig {
   hygiene_threshold?: number;
   /** The summarizer model's window in tokens; 0 = the main model's (default 0). */
   summary_context_length?: number;
+  /** Opt in to OpenAI server-side compaction (gpt-5.6 family on api.openai.com or the ChatGPT Codex backend) (default false). */
+  codex_responses_native?: boolean;
+  /** Its compact_threshold, clamped to threshold_tokens − 8192 (default 200000). */
+  codex_responses_compact_threshold?: number;
+  /** Who starts app-server compaction: the app server ("native"), this threshold ("hermes"), or nobody ("off") (default "native"). */
+  codex_app_server_auto?: "native" | "hermes" | "off";
+  /** Show the one-time notice when the Codex gpt-5.5 autoraise applies (default true). */
+  codex_gpt55_autoraise_notice?: boolean;
+  /** Anthropic server-side compaction: "off", "threshold" (the compact_20260112 edit) or "on_demand" (default "off"). */
+  anthropic_native?: "off" | "threshold" | "on_demand";
+  /** Instructions for Anthropic's summarizer; "" = the server's default (default ""). */
+  anthropic_compact_instructions?: string;
 }
 
 export interface PromptCachingConfig {
@@ -531,8 +543,185 @@ export interface CalibrateResult {
   fixed_overhead: number;
 }
 
+// --- Provider-native compaction (native.policy, native.observe, native.trim) ---
+
+/** Where a request goes (every key optional). The route key (its issuer name) is derived from it. */
+export interface NativeRoute {
+  /** Provider id (used when base_url is empty: "openai", "openai-codex", "anthropic"). */
+  provider?: string;
+  /** The API base URL, e.g. "https://api.openai.com/v1". */
+  base_url?: string;
+  /** The API shape; "codex_app_server" is the Codex app-server route. */
+  api_mode?: "chat_completions" | "codex_responses" | "anthropic_messages" | "codex_app_server" | (string & {});
+}
+
+/** A native mechanism that can be disabled for a session by a rejection. */
+export type NativeDisableable = "openai_compaction" | "anthropic_compaction";
+
+/** The native-compaction session: data the host keeps (ContextEngine keeps it as state.native). */
+export interface NativeSession {
+  v: 1;
+  /** The route key the last decision was for ("openai", "codex", "anthropic", "codex_app_server", "other:<host>", "other"). */
+  route: string;
+  /** Mechanisms the provider rejected in this session. */
+  disabled: NativeDisableable[];
+  /** Item key (a compaction item's id, or sha256:<16 hex>) -> the route key it was first seen on. */
+  issuers: Record<string, string>;
+  /** App-server compactions: one in flight, how many completed, the transcript length at each. */
+  app_server: { pending: boolean; compactions: number; boundaries: number[] };
+  /** "<model>@<threshold_tokens>" of the last autoraise notice shown, "" for none. */
+  notice_shown: string;
+}
+
+export type NativeMechanism = "openai_compaction" | "anthropic_threshold" | "anthropic_on_demand" | "app_server" | "none";
+
+/** Why native.policy decided what it did. */
+export type NativePolicyReason =
+  | "sent" | "not_enabled" | "model_not_eligible" | "route_not_eligible" | "not_responses_api" | "rejected"
+  | "window_too_small" | "compact_now" | "armed" | "app_server_native" | "app_server_hermes" | "app_server_off" | "pending";
+
+/** The app-server route's decision. */
+export interface NativeAppServerDecision {
+  mode: "native" | "hermes" | "off";
+  /** Who starts the compaction: the app server, this host (thread/compact/start), or nobody. */
+  initiator: "app_server" | "host" | "none";
+  /** Send thread/compact/start now. */
+  compact_now: boolean;
+}
+
+/** The one-time notice of the Codex gpt-5.5 autoraise. */
+export interface NativeNotice {
+  kind: "codex_autoraise";
+  model: string;
+  /** The threshold fraction before the raise. */
+  from: number;
+  /** The raised fraction (0.85). */
+  to: number;
+  /** Show it now (not shown yet for this model and threshold). */
+  show: boolean;
+}
+
+/** native.policy's answer: what the next request carries, and why. */
+export interface NativeDecision {
+  /** The route key. */
+  route: string;
+  mechanism: NativeMechanism;
+  reason: NativePolicyReason;
+  /** Body fields to set, e.g. { context_management: [{ type: "compaction", compact_threshold: N }] }. */
+  body: Record<string, unknown>;
+  /** Body keys to delete when present (["context_management"] when the field is not sent). */
+  remove: string[];
+  /** anthropic-beta header values to send. */
+  betas: string[];
+  /** Start native compaction now (Anthropic on-demand, app-server "hermes", or manual). */
+  compact_now: boolean;
+  /** Anthropic on-demand: the body fields of the compaction request. */
+  compaction_request: { compaction: { type: "summarize"; instructions?: string } } | null;
+  /** The app-server decision, on that route only. */
+  app_server: NativeAppServerDecision | null;
+  /** Compaction items recorded from these issuers must not be sent. */
+  drop_issuers: string[];
+  /** The local compressor: armed (the fallback), whether it may rewrite the transcript, its threshold. */
+  local: { armed: boolean; rewrite: boolean; threshold_tokens: number };
+  /** The compact_threshold sent (0 when not applicable). */
+  compact_threshold: number;
+  notice: NativeNotice | null;
+  /** The next session (the route recorded, notice_shown updated). */
+  session: NativeSession;
+}
+
+/** A native item native.observe saw. */
+export interface NativeSeen {
+  kind: "openai_compaction" | "anthropic_compaction" | "app_server_compaction";
+  /** The item key (an app-server compaction: its item id or turn id, "" when it has none). */
+  key: string;
+  /** The route key it is recorded under. */
+  issuer: string;
+}
+
+/**
+ * What native.observe made of it: recorded (compaction items seen), compaction_returned
+ * (Anthropic stop_reason "compaction"), nothing (a response without one), rejected,
+ * transient (retry as it was), compaction_started, compaction_completed,
+ * turn_completed, compact_requested, unrelated.
+ */
+export type NativeObserveReason =
+  | "recorded" | "compaction_returned" | "nothing" | "rejected" | "transient" | "compaction_started"
+  | "compaction_completed" | "turn_completed" | "compact_requested" | "unrelated";
+
+/** native.observe's answer. */
+export interface NativeObservation {
+  session: NativeSession;
+  seen: NativeSeen[];
+  /** The mechanism this error disabled, or null. */
+  disabled: NativeDisableable | null;
+  /** Send the request again: prepared anew, without the rejected field (rejected), or as it was (transient). */
+  retry: boolean;
+  reason: NativeObserveReason;
+}
+
+/** An app-server JSON-RPC message. */
+export interface AppServerMessage {
+  method: string;
+  params?: unknown;
+  [extra: string]: unknown;
+}
+
+/** Why native.trim dropped or rewrote a message. */
+export type NativeTrimReason = "replaced" | "other_issuer" | "disabled" | "before_compaction";
+
+/** native.trim's answer. */
+export interface NativeTrimResult<M extends Item = Item> {
+  /** The messages to send: your objects, except a replacement block and rewritten messages (new objects). */
+  messages: M[];
+  /** Every input index not kept, and why (other_issuer: another route's compaction item; disabled: a block of a mechanism the session turned off). */
+  dropped: Array<{ index: number; reason: NativeTrimReason }>;
+  /** The dropped messages (your objects, in the order of dropped): archive them, they are not lost. */
+  dropped_messages: M[];
+  /** Input indices kept but changed (an Anthropic message losing blocks; another issuer's block with a summary kept as text), each with your original. */
+  rewritten: Array<{ index: number; reason: NativeTrimReason; original: M }>;
+  changed: boolean;
+}
+
 // ---------------------------------------------------------------------------
 // Options
+
+export interface NativePolicyParams {
+  /** Config for this call (the model is config.model.name), merged per section over the compactor's. */
+  config?: Config;
+  route?: NativeRoute;
+  /** The session so far (absent: a fresh one). */
+  session?: NativeSession | null;
+  /** The prompt's current size, for who-initiates decisions. */
+  tokens?: number;
+  /** The user asked to compact now. */
+  manual?: boolean;
+}
+
+export interface NativeObserveParams {
+  config?: Config;
+  route?: NativeRoute;
+  session?: NativeSession | null;
+  /** The provider's response object (Responses or Anthropic Message). */
+  response?: object;
+  /** A failed request: its HTTP status and body. */
+  error?: { status: number; body: Record<string, unknown> | string | null };
+  /** An app-server JSON-RPC message. */
+  event?: AppServerMessage;
+  /** The local transcript's length, recorded as an app-server compaction boundary. */
+  messages_count?: number;
+}
+
+export interface NativeTrimParams {
+  /** "responses" or "anthropic" (absent: detected). */
+  format?: Format;
+  session?: NativeSession | null;
+  route?: NativeRoute;
+  /** Drop what precedes the newest compaction item (default true). */
+  drop_before_newest?: boolean;
+  /** Anthropic on-demand: messages[0:count] become message (the returned compaction). */
+  replace?: { count: number; message: object };
+}
 
 export interface CacheApplyParams {
   /** Anthropic top-level system value to mark too. */
@@ -748,6 +937,11 @@ export interface SanitizeOptions {
 export interface EngineState {
   v: number;
   config: Config;
+  /** The route, as updateModel last set it. */
+  base_url?: string;
+  api_mode?: string;
+  /** The native-compaction session (absent until the first prepareRequest or observe*). */
+  native?: NativeSession;
   [key: string]: unknown;
 }
 
@@ -843,6 +1037,39 @@ export interface CompressOptions {
   format?: Format;
   /** Anthropic layout: the top-level system prompt. */
   system?: string | ContentPart[] | GeminiSystemInstruction;
+}
+
+export interface PrepareRequestOptions {
+  /** The prompt's current size (default: the last reported prompt tokens). */
+  tokens?: number;
+  /** The user asked to compact now. */
+  manual?: boolean;
+}
+
+/** What prepareRequest returns (native.prepare). */
+export interface PreparedRequest<B extends object = Record<string, unknown>> {
+  /**
+   * A new body: the OpenAI field set (or removed where it must not go), Anthropic's
+   * compaction edit merged into the body's own context_management edits, the list
+   * trimmed of other issuers' compaction items and what precedes the newest one.
+   */
+  body: B;
+  /** anthropic-beta header values to send with it (beside your own). */
+  betas: string[];
+  decision: NativeDecision;
+  /** What was left out of the body's list ("input" or "messages"): archive it. */
+  trimmed: {
+    list: string;
+    dropped: Array<{ index: number; reason: NativeTrimReason }>;
+    dropped_messages: Item[];
+    rewritten: Array<{ index: number; reason: NativeTrimReason; original: Item }>;
+  };
+  /**
+   * The body of an Anthropic on-demand compaction due now (the conversation with
+   * `compaction: {type: "summarize"}`, without context_management), or null. Send it,
+   * then swap the returned block in with nativeTrim's `replace`.
+   */
+  compactionBody: (B & { compaction: { type: "summarize"; instructions?: string } }) | null;
 }
 
 export interface UpdateModelOptions {
@@ -970,6 +1197,12 @@ export declare class Compactor {
   calibrate(messages: Item[], promptTokens: number, params?: CalibrateParams): CalibrateResult;
   /** A context engine over this compactor (config merged over the compactor's, or a saved state). */
   engine(options?: EngineOptions): ContextEngine;
+  /** Provider-native compaction: what the next request carries for the route, and why. */
+  nativePolicy(params?: NativePolicyParams): NativeDecision;
+  /** Updates a native-compaction session from a response, an error or an app-server event. */
+  nativeObserve(params?: NativeObserveParams): NativeObservation;
+  /** Drops other issuers' compaction items and what precedes the newest one. */
+  nativeTrim<M extends Item>(messages: M[], params?: NativeTrimParams): NativeTrimResult<M>;
 }
 
 /** The default summarizer timeout of compact(), in ms (2 minutes). */
@@ -1019,6 +1252,20 @@ export declare class ContextEngine {
   updateModel(model: string, contextLength: number, options?: UpdateModelOptions): void;
   /** /new or /reset: counters, usage, breaker zeroed; config kept. */
   onSessionReset(): void;
+  /**
+   * Provider-native compaction for the next request on the engine's route: a new body
+   * with the decision applied (fields set, `remove` keys deleted, other issuers'
+   * compaction items dropped from `input` / `messages`), the beta headers, the decision.
+   */
+  prepareRequest<B extends object>(body: B, options?: PrepareRequestOptions): PreparedRequest<B>;
+  /** Records the compaction items of a provider response (usage is updateFromResponse's). */
+  observeResponse(response: object): NativeObservation;
+  /** Records a failed request: a rejection of the native field disables it; `retry` says to send again. */
+  observeError(status: number, body?: Record<string, unknown> | string | null): NativeObservation;
+  /** The same from an `openai` or `@anthropic-ai/sdk` APIError (its status and error body; one without a status throws invalid_request). */
+  observeError(error: { status: number | undefined; error?: unknown }): NativeObservation;
+  /** Records an app-server JSON-RPC message (messagesCount: the transcript's length, the compaction boundary). */
+  observeEvent(message: AppServerMessage, messagesCount?: number): NativeObservation;
   /** The status of the last op (a copy). */
   getStatus(): EngineStatus;
   /** The context tools' schemas (context_search, context_expand); [] in compressor mode. */

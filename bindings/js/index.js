@@ -61,6 +61,12 @@ const CACHE_SIMULATE_PARAMS = {
   per_request: [T.boolean], timestamps: [T.array], system: [T.system], format: [T.string], config: CONFIG,
 };
 const CALIBRATE_PARAMS = { fixed_overhead: [T.integer], baseline: [T.object], encoding: [T.string], config: CONFIG };
+const NATIVE_POLICY_PARAMS = { route: [T.object], session: [T.object], tokens: [T.count], manual: [T.boolean], config: CONFIG };
+const NATIVE_OBSERVE_PARAMS = {
+  route: [T.object], session: [T.object], response: [T.object], error: [T.object], event: [T.object],
+  messages_count: [T.count], config: CONFIG,
+};
+const NATIVE_TRIM_PARAMS = { format: [T.string], session: [T.object], route: [T.object], drop_before_newest: [T.boolean], replace: [T.object] };
 const ENGINE_OPTIONS = {
   config: CONFIG, summarize: [T.function], state: [T.object], timeoutMs: [T.positiveMs, "timeout"],
   store: [T.object], sessionId: [T.string],
@@ -71,6 +77,7 @@ const COMPRESS_OPTIONS = {
   signal: [T.signal], format: [T.string], system: [T.system],
 };
 const UPDATE_MODEL_OPTIONS = { provider: [T.string], baseUrl: [T.string], apiKey: [T.string], apiMode: [T.string] };
+const PREPARE_OPTIONS = { tokens: [T.count], manual: [T.boolean] };
 
 /**
  * Replaces message references (integers = input indices) by the caller's own objects
@@ -385,11 +392,44 @@ export class Compactor {
     return this.#withMessages("calibrate()", "tokens.calibrate", messages, { ...p, prompt_tokens: promptTokens }, { ...CALIBRATE_PARAMS, prompt_tokens: [T.any] });
   }
 
+  /**
+   * Provider-native compaction: what the next request should carry for the route
+   * (OpenAI's context_management field, an Anthropic compaction edit and its beta,
+   * the app-server decision) and why, with the next session. The model is
+   * config.model.name (merged over the compactor's config).
+   * @param {import("./index.d.ts").NativePolicyParams} [params]
+   */
+  nativePolicy(params) {
+    return this.#withMessages("nativePolicy()", "native.policy", undefined, params, NATIVE_POLICY_PARAMS);
+  }
+
+  /**
+   * Updates a native-compaction session from what the provider answered: one of
+   * `response` (compaction items seen), `error` ({status, body}: a rejection of the
+   * field disables it for the session) or `event` (an app-server JSON-RPC message).
+   * @param {import("./index.d.ts").NativeObserveParams} [params]
+   */
+  nativeObserve(params) {
+    return this.#withMessages("nativeObserve()", "native.observe", undefined, params, NATIVE_OBSERVE_PARAMS);
+  }
+
+  /**
+   * Drops from a Responses input or Anthropic messages the compaction items of
+   * another issuer than the route, and what precedes the newest compaction item.
+   * Kept messages are your objects (a rewritten Anthropic message is a new one, its
+   * original in rewritten[].original); dropped_messages are yours too.
+   * @param {import("./index.d.ts").Item[]} messages
+   * @param {import("./index.d.ts").NativeTrimParams} [params]
+   */
+  nativeTrim(messages, params) {
+    const p = checkOptions("nativeTrim()", params, NATIVE_TRIM_PARAMS, "params");
+    const res = unwrap(this.callRaw(`{"op":"native.trim"${paramsBody(p)},"messages":${messagesJSON(messages)}}`));
+    return materializeTrim(res, messages, p.replace !== undefined && p.replace !== null);
+  }
+
   #withMessages(where, op, messages, params, spec) {
     const { config, ...rest } = checkOptions(where, params, spec, "params");
-    for (const k of Object.keys(rest)) if (rest[k] === undefined || rest[k] === null) delete rest[k];
-    const body = serialize(rest, "", "invalid_request", 0).slice(1, -1);
-    return unwrap(this.callRaw(`{"op":"${op}"${body ? "," + body : ""}${this.#configField(config)}` +
+    return unwrap(this.callRaw(`{"op":"${op}"${paramsBody(rest)}${this.#configField(config)}` +
       `${messages === undefined ? "" : `,"messages":${messagesJSON(messages)}`}}`));
   }
 
@@ -467,6 +507,37 @@ export class Compactor {
       compact: (messages, o, configJSON) => this.#compact(messages, o, configJSON, true),
     };
   }
+}
+
+/** `,"key":value...` of checked params under their wire names (absent ones left out), "" for none. */
+function paramsBody(params) {
+  const rest = { ...params };
+  for (const k of Object.keys(rest)) if (rest[k] === undefined || rest[k] === null) delete rest[k];
+  const body = serialize(rest, "", "invalid_request", 0).slice(1, -1);
+  return body ? "," + body : "";
+}
+
+/**
+ * A native.trim result with the caller's objects: the kept messages in input order
+ * (after the replacement block, when `replaced`), except the rewritten ones, which
+ * are new; dropped_messages and rewritten[].original are the inputs they name.
+ */
+function materializeTrim(res, input, replaced) {
+  const gone = new Set(res.dropped.map((d) => d.index));
+  const rewritten = new Set(res.rewritten.map((r) => r.index));
+  let k = replaced ? 1 : 0;
+  for (let i = 0; i < input.length; i++) {
+    if (gone.has(i)) continue;
+    if (k >= res.messages.length) break;
+    if (!rewritten.has(i)) res.messages[k] = input[i];
+    k++;
+  }
+  if (k !== res.messages.length) {
+    throw new CompactError("internal", `ctxcompact: native.trim kept ${res.messages.length} messages, its dropped list accounts for ${k}`, "/messages");
+  }
+  res.dropped_messages = res.dropped.map((d) => input[d.index]);
+  for (const r of res.rewritten) r.original = input[r.index];
+  return res;
 }
 
 /** JSON of a message list, or invalid_messages at the offending value. */
@@ -759,6 +830,134 @@ export class ContextEngine {
       `${field("provider", o.provider)}${field("base_url", o.baseUrl)}${field("api_mode", o.apiMode)}`);
   }
 
+  /**
+   * Provider-native compaction for the next request: native.prepare for the engine's
+   * route (config.model.provider, and base_url and api_mode as updateModel set them)
+   * and session (state.native). Returns a new body with the decision applied (the
+   * OpenAI field set, or removed where it must not go; Anthropic's compaction edit
+   * merged into the body's own context_management edits), its `input` (Responses) or
+   * `messages` trimmed of other issuers' compaction items and of what precedes the
+   * newest one (`trimmed` lists them, for archiving), `betas` for the anthropic-beta
+   * header, and `compactionBody` when an Anthropic on-demand compaction is due now.
+   * Kept messages are the caller's own objects. The input body is not changed; the
+   * next session is recorded in the state. `tokens` defaults to the last reported
+   * prompt tokens.
+   * @param {Record<string, unknown>} body
+   * @param {import("./index.d.ts").PrepareRequestOptions} [options]
+   */
+  prepareRequest(body, options) {
+    if (body === null || typeof body !== "object" || Array.isArray(body)) {
+      throw new CompactError("invalid_request", `ctxcompact: prepareRequest() takes the request body object, got ${describe(body)}`, "/body");
+    }
+    const o = checkOptions("prepareRequest()", options, PREPARE_OPTIONS);
+    const state = JSON.parse(this.#state);
+    const last = this.#status.last_prompt_tokens;
+    const tokens = o.tokens ?? (last > 0 ? last : undefined);
+    const key = Array.isArray(body.input) ? "input" : Array.isArray(body.messages) ? "messages" : undefined;
+    const items = key === undefined ? undefined : body[key];
+    // A list without native items has nothing to trim: it is not sent to the core
+    // (every turn would serialize the whole conversation for nothing).
+    const carries = key !== undefined && (hasNativeItems(items, "responses") || hasNativeItems(items, "anthropic"));
+    const sent = key === undefined || carries ? body : { ...body, [key]: [] };
+    let bodyJSON;
+    try {
+      bodyJSON = serialize(sent, "/body", "invalid_request");
+    } catch (err) {
+      // A value that cannot be sent inside the list is a bad message, as the core says of one.
+      if (err instanceof CompactError && key !== undefined && err.path.startsWith(`/body/${key}/`)) err.code = "invalid_messages";
+      throw err;
+    }
+    const res = unwrap(this.#c.callRaw(`{"op":"native.prepare","config":${JSON.stringify(state.config)}` +
+      `,"route":${JSON.stringify(routeOf(state))}${field("session", state.native)}${field("tokens", tokens)}` +
+      `${field("manual", o.manual)},"body":${bodyJSON}}`));
+    const out = res.body;
+    let trimmed = { list: res.trimmed.list, dropped: [], dropped_messages: [], rewritten: [] };
+    if (key !== undefined) {
+      if (carries) {
+        trimmed = materializeTrim({ ...res.trimmed, messages: out[key] }, items, false);
+        out[key] = trimmed.messages;
+        delete trimmed.messages;
+      } else {
+        out[key] = items;
+      }
+    }
+    let compactionBody = null;
+    if (res.compaction_body) {
+      compactionBody = res.compaction_body;
+      if (key !== undefined) compactionBody[key] = out[key];
+    }
+    this.#setNative(state, res.decision.session);
+    return { body: out, betas: res.betas, decision: res.decision, trimmed, compactionBody };
+  }
+
+  /**
+   * Records a provider response for native compaction (native.observe): the
+   * compaction items (Responses output) or blocks (Anthropic content) it carries are
+   * recorded with the route as their issuer. Usage is updateFromResponse's.
+   * @param {object} response
+   */
+  observeResponse(response) {
+    if (response === null || typeof response !== "object" || Array.isArray(response)) {
+      throw new CompactError("invalid_request", `ctxcompact: observeResponse() takes the provider's response object, got ${describe(response)}`, "/response");
+    }
+    return this.#observe(`,"response":${serialize(response, "/response", "invalid_request")}`);
+  }
+
+  /**
+   * Records a failed request (native.observe): a rejection of the native field
+   * disables it for the session (`disabled` names the mechanism) and `retry` says to
+   * send the request again, prepared anew. Takes the HTTP status and the error body
+   * (an object or its text), or an SDK error (`openai` or `@anthropic-ai/sdk`:
+   * its `status` and `error`).
+   * @param {number | {status: number, error?: unknown}} status
+   * @param {object | string} [body]
+   */
+  observeError(status, body) {
+    if (status !== null && typeof status === "object" && typeof status.status === "number") {
+      const err = status;
+      status = err.status;
+      body = err.error;
+      // The openai SDK's error is the body's `error` member; Anthropic's the whole body.
+      if (body !== null && typeof body === "object" && !Array.isArray(body) && !("error" in body)) body = { error: body };
+    }
+    if (!Number.isSafeInteger(status)) {
+      throw new CompactError("invalid_request", `ctxcompact: observeError() takes the HTTP status (or an SDK error with a status), got ${describe(status)}`, "/error/status");
+    }
+    const text = body === undefined || body === null ? "null" : typeof body === "string" ? JSON.stringify(body) : serialize(body, "/error/body", "invalid_request");
+    return this.#observe(`,"error":{"status":${status},"body":${text}}`);
+  }
+
+  /**
+   * Records an app-server JSON-RPC message (native.observe event): compaction
+   * started or completed, the turn completed. `messagesCount` (the local transcript's
+   * length) is recorded as the compaction's boundary.
+   * @param {{method: string, params?: unknown}} message
+   * @param {number} [messagesCount]
+   */
+  observeEvent(message, messagesCount) {
+    if (message === null || typeof message !== "object" || Array.isArray(message)) {
+      throw new CompactError("invalid_request", `ctxcompact: observeEvent() takes the JSON-RPC message object, got ${describe(message)}`, "/event");
+    }
+    checkValue("observeEvent()", "messagesCount", "messages_count", messagesCount, T.count);
+    return this.#observe(`,"event":${serialize(message, "/event", "invalid_request")}${field("messages_count", messagesCount)}`);
+  }
+
+  /** native.observe on the engine's route and session; the next session is recorded. */
+  #observe(body) {
+    const state = JSON.parse(this.#state);
+    const res = unwrap(this.#c.callRaw(`{"op":"native.observe","config":${JSON.stringify(state.config)}` +
+      `,"route":${JSON.stringify(routeOf(state))}${field("session", state.native)}${body}}`));
+    this.#setNative(state, res.session);
+    return res;
+  }
+
+  /** Records the native-compaction session in the state (state.native). */
+  #setNative(state, session) {
+    if (session === undefined || session === null) delete state.native;
+    else state.native = session;
+    this.#state = JSON.stringify(state);
+  }
+
   /** /new or /reset: counters, usage, breaker and last report zeroed; the config is kept. */
   onSessionReset() {
     this.#op("engine.reset", "");
@@ -776,6 +975,25 @@ for (const [name, key] of Object.entries(STATUS_FIELDS)) {
     enumerable: false,
     configurable: true,
   });
+}
+
+/** The route of an engine state: config.model.provider, and base_url and api_mode as update_model set them. */
+function routeOf(state) {
+  const route = {};
+  const provider = state.config?.model?.provider;
+  if (provider) route.provider = provider;
+  if (state.base_url) route.base_url = state.base_url;
+  if (state.api_mode) route.api_mode = state.api_mode;
+  return route;
+}
+
+/** Whether a Responses input holds a compaction item, or Anthropic messages a compaction block. */
+function hasNativeItems(items, format) {
+  for (const m of items) {
+    if (m === null || typeof m !== "object") continue;
+    if (format === "responses" ? m.type === "compaction" : Array.isArray(m.content) && m.content.some((b) => b?.type === "compaction")) return true;
+  }
+  return false;
 }
 
 /** A store is a RecallStore of ctxcompact/recall (not imported here: the main entry never loads SQLite). */

@@ -9,8 +9,8 @@ import { ROOT, session } from "./helpers.mjs";
 
 const dts = readFileSync(path.join(ROOT, "bindings", "js", "index.d.ts"), "utf8");
 
-/** The body of `export interface name { ... }`, generic ones too (`PruneResult<M extends Item = Message>`). */
-const body = (name) => dts.match(new RegExp(`export interface ${name}(?:<[^>]*>)? \\{\\n([\\s\\S]*?)\\n\\}`));
+/** The body of `export interface name { ... }`, generic ones too (`PruneResult<M extends Item = Message>`, one level of nesting). */
+const body = (name) => dts.match(new RegExp(`export interface ${name}(?:<(?:[^<>]|<[^<>]*>)*>)? \\{\\n([\\s\\S]*?)\\n\\}`));
 
 /** Property names declared in interface name (index signatures excluded). */
 function declared(name) {
@@ -27,6 +27,12 @@ const finished = await c.compact(msgs, { config: small, summarize: async () => "
 const sim = c.cacheSimulate(msgs, { model: "claude-sonnet-4", per_request: true });
 const engine = c.engine({ config: small });
 const usage = engine.updateFromResponse({ prompt_tokens: 5 });
+const nativeConfig = { model: { name: "gpt-5.6", provider: "openai", context_length: 400000 }, compression: { codex_responses_native: true } };
+const decision = c.nativePolicy({ config: nativeConfig });
+const compaction = { type: "compaction", id: "cmp_1", encrypted_content: "x" };
+const observed = c.nativeObserve({ config: nativeConfig, response: { output: [compaction] } });
+const nativeEngine = c.engine({ config: nativeConfig });
+const prepared = nativeEngine.prepareRequest({ model: "gpt-5.6", input: [{ role: "user", content: "a" }, compaction] });
 
 const cases = {
   InfoResult: c.info(),
@@ -48,6 +54,12 @@ const cases = {
   CalibrateResult: c.calibrate(msgs, 30000),
   EngineStatus: engine.getStatus(),
   EngineUsage: usage,
+  NativeDecision: decision,
+  NativeSession: decision.session,
+  NativeObservation: observed,
+  NativeSeen: observed.seen[0],
+  NativeTrimResult: c.nativeTrim([compaction], { format: "responses", session: observed.session }),
+  PreparedRequest: prepared,
 };
 
 for (const [name, value] of Object.entries(cases)) {

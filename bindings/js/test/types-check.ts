@@ -6,6 +6,7 @@ import {
   type OpenAIChatToolSchema, type ContextSearchResult, type ContextExpandResult, type ContextToolError,
   openaiSummarizer, anthropicSummarizer, type Summarize, type OpenAISummarizerOptions,
   type ResponsesItem, type GeminiContent, type AISDKMessage,
+  type NativeDecision, type NativeObservation, type NativeRoute, type NativeSession, type NativeTrimResult,
 } from "ctxcompact";
 import { RecallStore, parseQuery, type RecallArchive, type RecallSearch } from "ctxcompact/recall";
 
@@ -152,4 +153,39 @@ export async function formats(c: Compactor): Promise<void> {
   // @ts-expect-error not a format name
   c.validate(gemini, { format: "gemini-pro" });
   void first;
+}
+
+// Provider-native compaction: the wrappers and the engine's request cycle.
+export function native(c: Compactor, engine: ContextEngine): number {
+  const config: Config = {
+    model: { name: "gpt-5.6", provider: "openai", context_length: 400000 },
+    compression: { codex_responses_native: true, codex_responses_compact_threshold: 150000, codex_app_server_auto: "hermes", anthropic_native: "on_demand", anthropic_compact_instructions: "" },
+  };
+  const route: NativeRoute = { base_url: "https://api.openai.com/v1", api_mode: "codex_responses" };
+  const d: NativeDecision = c.nativePolicy({ config, route, tokens: 1000, manual: false });
+  const n: number = d.compact_threshold + d.local.threshold_tokens;
+  const session: NativeSession = d.session;
+  const off: boolean = session.disabled.includes("openai_compaction") || d.app_server?.initiator === "host";
+  const seen: NativeObservation = c.nativeObserve({ config, route, session, error: { status: 400, body: { error: { param: "context_management" } } } });
+  const items: ResponsesItem[] = [{ role: "user", content: "hi" }, { type: "compaction", id: "cmp_1", encrypted_content: "x" }];
+  const trimmed: NativeTrimResult<ResponsesItem> = c.nativeTrim(items, { format: "responses", session, route, drop_before_newest: true });
+  const p = engine.prepareRequest({ model: "gpt-5.6", input: items }, { tokens: 10 });
+  const model: string = p.body.model;
+  const betas: string[] = p.betas;
+  const retry: boolean = engine.observeError(400, { error: { param: "context_management" } }).retry || engine.observeError({ status: 400, error: {} }).retry;
+  engine.observeResponse({ output: [] });
+  engine.observeEvent({ method: "thread/compacted", params: {} }, 12);
+  const restored: NativeSession | undefined = engine.state.native;
+  // @ts-expect-error codex_app_server_auto is "native" | "hermes" | "off"
+  const badAuto: Config = { compression: { codex_app_server_auto: "always" } };
+  // @ts-expect-error anthropic_native is "off" | "threshold" | "on_demand"
+  const badAnthropic: Config = { compression: { anthropic_native: true } };
+  // @ts-expect-error params use wire names (drop_before_newest)
+  c.nativeTrim(items, { dropBeforeNewest: true });
+  // @ts-expect-error the status is a number
+  engine.observeError("400", {});
+  // @ts-expect-error the event is a JSON-RPC message with a method
+  engine.observeEvent({ params: {} });
+  void [session, off, seen, trimmed, model, betas, retry, restored, badAuto, badAnthropic];
+  return n + trimmed.messages.length;
 }

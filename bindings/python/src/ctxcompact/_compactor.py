@@ -52,6 +52,12 @@ from ._types import (
     HygieneResult,
     InfoResult,
     Message,
+    NativeDecision,
+    NativeObservation,
+    NativeRoute,
+    NativeSession,
+    NativeTrimReplace,
+    NativeTrimResult,
     PruneResult,
     SanitizeResult,
     ShouldCompressResult,
@@ -188,6 +194,40 @@ def _format_parts(format: Any, system: Any) -> List[Tuple[bytes, bytes]]:
     if system is not None:
         parts.append((b"system", dumps_at(system, "invalid_messages", "/system", "system")))
     return parts
+
+
+def _native_parts(route: Any, session: Any) -> List[Tuple[bytes, bytes]]:
+    """The route and session fields of a native.* request (None: left out)."""
+    parts: List[Tuple[bytes, bytes]] = []
+    for key, v in ((b"route", route), (b"session", session)):
+        if v is None:
+            continue
+        name = key.decode()
+        if not isinstance(v, dict):
+            raise OptionError(f"{name} must be a dict or None, not {type(v).__name__}", "/" + name)
+        parts.append((key, dumps_at(v, "invalid_request", "/" + name, name)))
+    return parts
+
+
+def _own_trim(msgs: List[Message], r: Dict[str, Any], replaced: bool) -> None:
+    """In place: native.trim's kept messages that it did not change become the
+    caller's own objects again (the core returns copies), and dropped_messages and
+    each rewritten entry's original are the caller's originals."""
+    dropped = r.get("dropped") or []
+    rewritten = r.setdefault("rewritten", [])
+    gone = {d["index"] for d in dropped}
+    changed = {w["index"] for w in rewritten}
+    kept = [i for i in range(len(msgs)) if i not in gone]
+    out = r["messages"]
+    # With replace, the swapped-in message leads (unless a newer block dropped it).
+    offset = len(out) - len(kept)
+    if offset in (0, 1) and (offset == 0 or replaced):
+        for k, i in enumerate(kept):
+            if i not in changed:
+                out[k + offset] = msgs[i]
+    r["dropped_messages"] = [msgs[d["index"]] for d in dropped]
+    for w in rewritten:
+        w["original"] = msgs[w["index"]]
 
 
 _COMPACT_OPTIONS = ("messages", "summarize", "force", "prompt_tokens", "config", "system", "format", "timeout")
@@ -496,6 +536,102 @@ class Compactor:
         prompt size (use it as ``config["tokens"]["calibration"]``)."""
         params["prompt_tokens"] = check_int("prompt_tokens", prompt_tokens)
         return cast(Dict[str, Any], self._with(b"tokens.calibrate", messages, params))
+
+    # -- provider-native compaction (native.*) ------------------------------------------
+
+    def native_policy(
+        self,
+        *,
+        route: Optional[NativeRoute] = None,
+        session: Optional[NativeSession] = None,
+        tokens: Optional[int] = None,
+        manual: bool = False,
+        config: Optional[Config] = None,
+        **unknown: NoReturn,
+    ) -> NativeDecision:
+        """native.policy: what the next request to ``route`` should carry for
+        provider-native compaction (OpenAI ``context_management``, an Anthropic
+        compaction edit or beta, the app-server's initiator) and why, for the
+        model of the config (``config`` merged over the Compactor's). ``session``
+        is the one the last native op returned (None: a fresh one); ``tokens`` is
+        the prompt's current size, ``manual`` a user's "compact now". Keep the
+        returned ``session``."""
+        reject_unknown("native_policy", unknown, ("route", "session", "tokens", "manual", "config"))
+        parts = [(b"config", self._cfg(config))] + _native_parts(route, session)
+        t = check_opt_int("tokens", tokens)
+        if t is not None:
+            parts.append((b"tokens", dumps(t)))
+        if check_bool("manual", manual):
+            parts.append((b"manual", b"true"))
+        return cast(NativeDecision, self._run(b"native.policy", parts))
+
+    def native_observe(
+        self,
+        *,
+        route: Optional[NativeRoute] = None,
+        session: Optional[NativeSession] = None,
+        response: Optional[Dict[str, Any]] = None,
+        error: Optional[Dict[str, Any]] = None,
+        event: Optional[Dict[str, Any]] = None,
+        messages_count: Optional[int] = None,
+        config: Optional[Config] = None,
+        **unknown: NoReturn,
+    ) -> NativeObservation:
+        """native.observe: the next session after exactly one of ``response`` (the
+        provider's response object, as JSON: compaction items are recorded with
+        their issuer), ``error`` (``{"status": int, "body": object or str}``: a
+        rejection of the field disables it for the session and says to retry) or
+        ``event`` (an app-server JSON-RPC message ``{"method", "params"}``;
+        ``messages_count`` is recorded as the boundary of a completed compaction)."""
+        reject_unknown("native_observe", unknown,
+                       ("route", "session", "response", "error", "event", "messages_count", "config"))
+        given = [(k, v) for k, v in (("response", response), ("error", error), ("event", event)) if v is not None]
+        if len(given) != 1:
+            names = ", ".join(k for k, _ in given) or "none"
+            raise OptionError(f"native_observe takes exactly one of response, error, event (got {names})",
+                              "/" + (given[1][0] if len(given) > 1 else "response"))
+        key, value = given[0]
+        if not isinstance(value, dict):
+            raise OptionError(f"{key} must be a dict, not {type(value).__name__}", "/" + key)
+        parts = [(b"config", self._cfg(config))] + _native_parts(route, session)
+        parts.append((key.encode("ascii"), dumps_at(value, "invalid_request", "/" + key, key)))
+        mc = check_opt_int("messages_count", messages_count)
+        if mc is not None:
+            parts.append((b"messages_count", dumps(mc)))
+        return cast(NativeObservation, self._run(b"native.observe", parts))
+
+    def native_trim(
+        self,
+        messages: Sequence[Message],
+        *,
+        format: Optional[Format] = None,
+        session: Optional[NativeSession] = None,
+        route: Optional[NativeRoute] = None,
+        drop_before_newest: Optional[bool] = None,
+        replace: Optional[NativeTrimReplace] = None,
+        **unknown: NoReturn,
+    ) -> NativeTrimResult:
+        """native.trim: the messages to send around provider-native compaction
+        items. ``replace`` (``{"count", "message"}``) first swaps messages[0:count]
+        for message (Anthropic on-demand compaction); items recorded in
+        ``session`` from another issuer than ``route``'s are removed; with
+        ``drop_before_newest`` (the core's default: True) what precedes the newest
+        compaction item is dropped. Every input index is kept or in ``dropped``;
+        ``dropped_messages`` are the dropped originals (archive them)."""
+        reject_unknown("native_trim", unknown,
+                       ("messages", "format", "session", "route", "drop_before_newest", "replace"))
+        msgs, mj = _messages_json(messages)
+        parts = _format_parts(format, None) + _native_parts(route, session)
+        if drop_before_newest is not None:
+            parts.append((b"drop_before_newest", b"true" if check_bool("drop_before_newest", drop_before_newest)
+                           else b"false"))
+        if replace is not None:
+            if not isinstance(replace, dict):
+                raise OptionError(f"replace must be a dict, not {type(replace).__name__}", "/replace")
+            parts.append((b"replace", dumps_at(replace, "invalid_request", "/replace", "replace")))
+        r = self._run(b"native.trim", parts + [(b"messages", mj)])
+        _own_trim(msgs, r, replace is not None)
+        return cast(NativeTrimResult, r)
 
     # -- compaction ------------------------------------------------------------------------
 

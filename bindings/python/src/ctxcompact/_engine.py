@@ -34,6 +34,13 @@ from ._types import (
     Config,
     EngineStatus,
     Message,
+    NativeDecision,
+    NativeErrorOutcome,
+    NativeObservation,
+    NativeRequest,
+    NativeRoute,
+    NativeSession,
+    NativeTrimResult,
     RecallRange,
     SummaryRequest,
     UsageRecord,
@@ -160,6 +167,12 @@ class ContextEngine:
         self.last_should_compress_reason: Optional[str] = None
         #: how the last update_from_response read its usage object.
         self.last_usage: Optional[UsageRecord] = None
+        #: the native.policy decision of the last prepare_request, else None.
+        self.last_native_decision: Optional[NativeDecision] = None
+        #: the native.trim of the last prepare_request or apply_compaction that
+        #: changed the messages (the dropped originals in ``dropped_messages``, the
+        #: rewritten ones in ``rewritten``), else None.
+        self.last_native_trim: Optional[NativeTrimResult] = None
         try:
             if state is not None:
                 self._op(b"engine.status", [(b"state", dumps_at(state, "invalid_state", "/state", "state"))])
@@ -413,6 +426,189 @@ class ContextEngine:
         rows = cast(ArchiveRows, self._compactor._run(b"recall.archive", parts))
         return self.store.archive(self.session_id, rows)
 
+    # -- provider-native compaction (native.*, issue 16) -------------------------------
+
+    @property
+    def native_route(self) -> NativeRoute:
+        """The route native.policy reads: the config's ``model.provider`` and the
+        ``base_url`` and ``api_mode`` update_model last set (empty ones left out).
+        It names where requests go for the policy, whatever URL a client really
+        uses (a test points its client at a loopback server)."""
+        with self._lock:
+            model = (self._state.get("config") or {}).get("model") or {}
+            route: NativeRoute = {}
+            if isinstance(model, dict) and model.get("provider"):
+                route["provider"] = str(model["provider"])
+            if self._state.get("base_url"):
+                route["base_url"] = str(self._state["base_url"])
+            if self._state.get("api_mode"):
+                route["api_mode"] = str(self._state["api_mode"])
+            return route
+
+    @property
+    def native_session(self) -> Optional[NativeSession]:
+        """The session of provider-native compaction (a copy of ``state["native"]``),
+        None before the first native call."""
+        with self._lock:
+            n = self._state.get("native")
+            return cast(Optional[NativeSession], copy.deepcopy(n))
+
+    def _native_parts(self) -> List[Tuple[bytes, bytes]]:
+        parts = [(b"config", dumps(self._state.get("config") or {})), (b"route", dumps(self.native_route))]
+        session = self._state.get("native")
+        if session is not None:
+            parts.append((b"session", dumps(session)))
+        return parts
+
+    def _adopt_session(self, session: Any) -> None:
+        """Keep the session a native op returned in the state (the engine ops carry
+        it from then on; the next one validates it)."""
+        if session is None:
+            self._state.pop("native", None)
+        else:
+            self._state["native"] = session
+
+    def prepare_request(self, body: Dict[str, Any], *, tokens: Optional[int] = None, manual: bool = False,
+                        **unknown: NoReturn) -> NativeRequest:
+        """The request body for the engine's route, by native.policy: a new dict
+        (``body`` is not changed) with the decision's ``body`` keys set and its
+        ``remove`` keys deleted; the compaction items in the body's ``input``
+        (Responses) or ``messages`` (Anthropic) go through native.trim with the
+        session and the route (other issuers' items removed, what precedes the
+        newest one dropped), when the body carries any or the decision names
+        issuers to drop. Send ``betas`` as the ``anthropic-beta`` header. The
+        decision's session is kept in ``state["native"]``.
+
+        ``tokens`` is the prompt's current size (default: the last reported prompt
+        tokens, none while awaiting real usage); ``manual`` a user's "compact now".
+        With ``decision["compact_now"]`` on Anthropic on-demand, send a compaction
+        request (the body with ``decision["compaction_request"]`` merged) and swap
+        its block in with ``apply_compaction``; on the app-server route start
+        ``thread/compact/start``."""
+        reject_unknown("prepare_request", unknown, ("body", "tokens", "manual"))
+        if not isinstance(body, dict):
+            raise OptionError(f"body must be a dict, not {type(body).__name__}", "/body")
+        t = check_opt_int("tokens", tokens)
+        manual = check_bool("manual", manual)
+        with self._lock:
+            if t is None and self.last_prompt_tokens > 0:
+                t = self.last_prompt_tokens
+            parts = self._native_parts()
+            if t is not None:
+                parts.append((b"tokens", dumps(t)))
+            if manual:
+                parts.append((b"manual", b"true"))
+            decision = cast(NativeDecision, self._compactor._run(b"native.policy", parts))
+            self._adopt_session(decision["session"])
+            self.last_native_decision = decision
+            out = dict(body)
+            for key in decision["remove"]:
+                out.pop(key, None)
+            for key, value in decision["body"].items():
+                out[key] = copy.deepcopy(value)
+            trim: Optional[NativeTrimResult] = None
+            key = "input" if isinstance(out.get("input"), list) else "messages" if isinstance(out.get("messages"), list) else ""
+            if key:
+                items = out[key]
+                # Without compaction items there is nothing to trim, whatever
+                # drop_issuers names.
+                fmt = _native_format(key, items)
+                if fmt is not None:
+                    trim = self._trim(items, fmt)
+                    out[key] = trim["messages"]
+            return NativeRequest(body=out, betas=list(decision["betas"]), decision=decision, trim=trim)
+
+    def _trim(self, items: List[Message], fmt: str, replace: Optional[Dict[str, Any]] = None) -> NativeTrimResult:
+        session = self._state.get("native")
+        r = self._compactor.native_trim(items, format=cast(Any, fmt), route=self.native_route,
+                                        session=cast(Optional[NativeSession], session),
+                                        replace=cast(Any, replace))
+        if r["changed"]:
+            self.last_native_trim = r
+        return r
+
+    def apply_compaction(self, messages: List[Message], response: Any, *, count: Optional[int] = None,
+                         **unknown: NoReturn) -> NativeTrimResult:
+        """Anthropic on-demand compaction: swap the block of a compaction request's
+        ``response`` (its content, a single ``compaction`` block) in for the first
+        ``count`` messages (default: all), the messages that request sent, with
+        native.trim's ``replace``. The block is recorded (observe_response) first.
+        The result's ``messages`` start with the assistant message holding the
+        block, followed by the messages after ``count``; ``dropped_messages`` are
+        the summarized originals (archive them). Until the next response reports
+        usage, ``last_prompt_tokens`` reads -1 (the old size no longer applies)."""
+        reject_unknown("apply_compaction", unknown, ("messages", "response", "count"))
+        if not isinstance(messages, list):
+            raise CompactError("invalid_messages", "messages must be a list of message dicts", "/messages")
+        n = len(messages) if count is None else check_int("count", count)
+        resp = _json_object(response)
+        content = resp.get("content") if isinstance(resp, dict) else None
+        if not isinstance(content, list) or not any(
+                isinstance(b, dict) and b.get("type") == "compaction" for b in content):
+            raise OptionError("response must be an Anthropic message whose content holds a compaction block",
+                              "/response/content")
+        with self._lock:
+            self.observe_response(resp)
+            message = {"role": "assistant", "content": [b for b in content if isinstance(b, dict)]}
+            r = self._trim(messages, "anthropic", {"count": n, "message": message})
+            self._awaiting_usage = True
+            return r
+
+    def observe_response(self, response: Any, **unknown: NoReturn) -> NativeObservation:
+        """Record the compaction items of a provider response (native.observe): a
+        Responses ``output`` item or an Anthropic ``content`` block of type
+        ``compaction`` gets the route as its issuer in the session. ``response`` is
+        a dict or an SDK object (pydantic ``model_dump()``, ``to_dict()``)."""
+        reject_unknown("observe_response", unknown, ("response",))
+        return self._observe(b"response", _json_object(response), None)
+
+    def observe_error(self, status: int, body: Any, **unknown: NoReturn) -> NativeErrorOutcome:
+        """An error answer of the provider (native.observe): a 400 that names
+        ``context_management`` (or the compaction edit or beta) disables the route's
+        mechanism for the session and says ``retry`` (prepare the request again:
+        the field is then left out); Anthropic's transient
+        ``compaction_unavailable`` says retry and disables nothing. ``body`` is the
+        error body: a dict, its JSON text, or any text."""
+        reject_unknown("observe_error", unknown, ("status", "body"))
+        st = check_int("status", status)
+        b = _json_object(body)
+        if isinstance(b, (bytes, bytearray)):
+            b = bytes(b).decode("utf-8", "replace")
+        if isinstance(b, str):
+            try:
+                parsed = json.loads(b)
+            except ValueError:
+                parsed = None
+            if isinstance(parsed, dict):
+                b = parsed
+        if not isinstance(b, (dict, str)):
+            raise OptionError(f"body must be a dict or a str, not {type(b).__name__}", "/body")
+        r = self._observe(b"error", {"status": st, "body": b}, None)
+        return NativeErrorOutcome(retry=r["retry"], disabled=r["disabled"], reason=r["reason"])
+
+    def observe_event(self, message: Dict[str, Any], messages_count: Optional[int] = None,
+                      **unknown: NoReturn) -> NativeObservation:
+        """An app-server JSON-RPC message (native.observe ``event``):
+        ``item/started``/``item/completed`` of a ``contextCompaction`` item,
+        ``thread/compacted``, ``turn/completed``, ``thread/compact/start``.
+        ``messages_count`` (the transcript's length) is recorded as the boundary of
+        a completed compaction; the transcript itself is never rewritten on this
+        route."""
+        reject_unknown("observe_event", unknown, ("message", "messages_count"))
+        if not isinstance(message, dict):
+            raise OptionError(f"message must be a dict, not {type(message).__name__}", "/event")
+        return self._observe(b"event", message, check_opt_int("messages_count", messages_count))
+
+    def _observe(self, key: bytes, value: Any, messages_count: Optional[int]) -> NativeObservation:
+        with self._lock:
+            parts = self._native_parts()
+            parts.append((key, dumps_at(value, "invalid_request", "/" + key.decode(), key.decode())))
+            if messages_count is not None:
+                parts.append((b"messages_count", dumps(messages_count)))
+            r = cast(NativeObservation, self._compactor._run(b"native.observe", parts))
+            self._adopt_session(r["session"])
+            return r
+
     def get_status(self) -> EngineStatus:
         """The core's engine status (a copy): model, window, threshold and its rule,
         the last usage, usage_percent, compression_count, the breaker, and the last
@@ -498,6 +694,17 @@ class ContextEngine:
             return search_result(self._compactor, store, session, call["query"], int(call["limit"]))
         return expand_result(self._compactor, call["id"], store.expand_rows(session, call["id"]),
                              call.get("max_tokens"))
+
+    def record_completed_compaction(self, *, used_fallback: bool = False, **unknown: Any) -> None:
+        """Hermes calls this after a completed compaction boundary (when the engine
+        class has it): after its own compaction step, which ``compress`` has
+        recorded already (nothing more to do), and after the Codex app-server
+        compacted its thread (``api_mode == "codex_app_server"``): that one is
+        recorded in the native session as a completed app-server compaction (as a
+        ``thread/compacted`` event), since the local transcript is not rewritten."""
+        check_bool("used_fallback", used_fallback)
+        if self.native_route.get("api_mode") == "codex_app_server":
+            self.observe_event({"method": "thread/compacted", "params": {}})
 
     def has_content_to_compress(self, messages: List[Message]) -> bool:
         return len(messages) > self.protect_first_n + 1
@@ -595,6 +802,27 @@ def _with_model(config: Any, model: Optional[str], context_length: Optional[int]
             m["provider"] = provider
     cfg["model"] = m
     return cfg
+
+
+def _native_format(key: str, items: List[Any]) -> Optional[str]:
+    """The format of a body's ``input``/``messages`` for native.trim when they
+    carry compaction items or blocks (None when they carry none): ``input`` is
+    Responses; ``messages`` holding a ``compaction`` block is Anthropic."""
+    if key == "input":
+        return "responses" if any(isinstance(m, dict) and m.get("type") == "compaction" for m in items) else None
+    for m in items:
+        content = m.get("content") if isinstance(m, dict) else None
+        if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "compaction" for b in content):
+            return "anthropic"
+    return None
+
+
+def _json_object(value: Any) -> Any:
+    """A response or error body as JSON: dicts, lists and strings as they are; an
+    SDK object through model_dump (pydantic, None fields left out) or to_dict."""
+    if value is None or isinstance(value, (dict, list, str, bytes, bytearray, int, float, bool)):
+        return value
+    return _usage_dict(value)
 
 
 def _usage_dict(usage: Any) -> Any:

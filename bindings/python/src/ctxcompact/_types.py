@@ -45,6 +45,21 @@ __all__ = [
     "SearchResultHit",
     "SearchResult",
     "ExpandResult",
+    "NativeRoute",
+    "NativeAppServerState",
+    "NativeSession",
+    "NativeAppServerDecision",
+    "NativeLocal",
+    "NativeNotice",
+    "NativeDecision",
+    "NativeSeen",
+    "NativeObservation",
+    "NativeDropped",
+    "NativeRewritten",
+    "NativeTrimReplace",
+    "NativeTrimResult",
+    "NativeRequest",
+    "NativeErrorOutcome",
 ]
 
 class ResponsesItem(TypedDict, total=False):
@@ -145,6 +160,20 @@ class CompressionConfig(TypedDict, total=False):
     small_context_limit: int
     hygiene_threshold: float
     summary_context_length: int
+    #: provider-native compaction (issue 16, docs/OPS.md "native.*"): opt in to
+    #: OpenAI server-side compaction (gpt-5.6 family on api.openai.com or the Codex
+    #: backend) and its configured threshold (default 200000).
+    codex_responses_native: bool
+    codex_responses_compact_threshold: int
+    #: who starts compaction on the Codex app-server route (default "native").
+    codex_app_server_auto: Literal["native", "hermes", "off"]
+    #: show the one-time notice when the Codex gpt-5.5 autoraise applies.
+    codex_gpt55_autoraise_notice: bool
+    #: Anthropic server-side compaction: the compact_20260112 edit ("threshold") or
+    #: the compaction request ("on_demand"); default "off".
+    anthropic_native: Literal["off", "threshold", "on_demand"]
+    #: instructions for Anthropic's summarizer ("" = the server's own prompt).
+    anthropic_compact_instructions: str
 
 
 class PromptCachingConfig(TypedDict, total=False):
@@ -479,6 +508,167 @@ class ExpandResult(TypedDict, total=False):
     truncated: bool
     note: str
     error: str
+
+
+# --- provider-native compaction (native.policy, native.observe, native.trim) --------------
+
+
+class NativeRoute(TypedDict, total=False):
+    """Where the next request goes: ``api_mode`` is one of ``chat_completions``,
+    ``codex_responses``, ``anthropic_messages``, ``codex_app_server`` (others are
+    kept as given). The route key (``openai``, ``codex``, ``anthropic``,
+    ``codex_app_server``, ``other:<host>``) is the core's reading of it."""
+
+    provider: str
+    base_url: str
+    api_mode: str
+
+
+class NativeAppServerState(TypedDict, total=False):
+    """The app-server bookkeeping of a session: a compaction in flight, how many
+    completed, and the message counts at each boundary."""
+
+    pending: bool
+    compactions: int
+    boundaries: List[int]
+
+
+class NativeSession(TypedDict, total=False):
+    """The session of provider-native compaction: data the host keeps (the
+    ContextEngine keeps it in ``state["native"]``); absent or None is a fresh one.
+    ``issuers`` maps an item key to the route key it was first seen on."""
+
+    v: int
+    route: str
+    disabled: List[Literal["openai_compaction", "anthropic_compaction"]]
+    issuers: Dict[str, str]
+    app_server: NativeAppServerState
+    notice_shown: str
+
+
+class NativeAppServerDecision(TypedDict):
+    mode: Literal["native", "hermes", "off"]
+    initiator: Literal["app_server", "host", "none"]
+    compact_now: bool
+
+
+class NativeLocal(TypedDict):
+    """The local compressor beside the native mechanism: armed (the fallback), and
+    whether it may rewrite the transcript (never on the app-server route)."""
+
+    armed: bool
+    rewrite: bool
+    threshold_tokens: int
+
+
+#: The Codex gpt-5.5 autoraise notice (kind ``codex_autoraise``): the model, the
+#: fraction before and after; ``show`` once per model and threshold.
+NativeNotice = TypedDict(
+    "NativeNotice", {"kind": str, "model": str, "from": float, "to": float, "show": bool}
+)
+
+
+class NativeDecision(TypedDict):
+    """native.policy's answer: what the next request carries and why (every key is
+    always present). Apply ``body`` (merged over the request body) and delete the
+    keys in ``remove``; send ``betas`` as the ``anthropic-beta`` header; keep
+    ``session`` (the next session)."""
+
+    route: str
+    mechanism: Literal["openai_compaction", "anthropic_threshold", "anthropic_on_demand", "app_server", "none"]
+    reason: str
+    body: Dict[str, Any]
+    remove: List[str]
+    betas: List[str]
+    compact_now: bool
+    compaction_request: Optional[Dict[str, Any]]
+    app_server: Optional[NativeAppServerDecision]
+    drop_issuers: List[str]
+    local: NativeLocal
+    compact_threshold: int
+    notice: Optional[NativeNotice]
+    session: NativeSession
+
+
+class NativeSeen(TypedDict):
+    kind: Literal["openai_compaction", "anthropic_compaction", "app_server_compaction"]
+    key: str
+    issuer: str
+
+
+class NativeObservation(TypedDict):
+    """native.observe's answer: the next session, the compaction items seen, the
+    mechanism a rejection disabled (None when none), whether to send the request
+    again (without the field), and a reason code (``rejected``, ``transient``,
+    ``compaction_returned``, ``unrelated``, ...)."""
+
+    session: NativeSession
+    seen: List[NativeSeen]
+    disabled: Optional[Literal["openai_compaction", "anthropic_compaction"]]
+    retry: bool
+    reason: str
+
+
+class NativeDropped(TypedDict):
+    """An input index native.trim left out, and why: ``replaced`` (swapped for an
+    on-demand compaction block), ``other_issuer`` (a compaction item of another
+    route), ``disabled`` (an Anthropic block of a mechanism the session turned
+    off), ``before_compaction`` (summarized by the newest compaction item)."""
+
+    index: int
+    reason: Literal["replaced", "other_issuer", "disabled", "before_compaction"]
+
+
+class NativeRewritten(TypedDict):
+    """An input index native.trim kept but changed (an Anthropic message that lost
+    the blocks before the newest compaction block, or whose foreign block became a
+    text block), with ``original``, the caller's message, to archive."""
+
+    index: int
+    reason: Literal["other_issuer", "disabled", "before_compaction"]
+    original: Message
+
+
+class NativeTrimReplace(TypedDict):
+    """native.trim's ``replace``: messages[0:count] become ``message`` (Anthropic
+    on-demand compaction: the message holding the returned block)."""
+
+    count: int
+    message: Message
+
+
+class NativeTrimResult(TypedDict):
+    """native.trim's answer: the messages to send (unchanged ones are the caller's
+    own objects); every input index is kept or in ``dropped``, whose originals (the
+    caller's) are ``dropped_messages``, in the same order; ``rewritten`` lists the
+    kept ones that changed."""
+
+    messages: List[Message]
+    dropped: List[NativeDropped]
+    dropped_messages: List[Message]
+    rewritten: List[NativeRewritten]
+    changed: bool
+
+
+class NativeRequest(TypedDict):
+    """ContextEngine.prepare_request's answer: the body to send (a new dict), the
+    ``anthropic-beta`` values, the policy's decision, and the trim of the body's
+    messages (None when none ran)."""
+
+    body: Dict[str, Any]
+    betas: List[str]
+    decision: NativeDecision
+    trim: Optional[NativeTrimResult]
+
+
+class NativeErrorOutcome(TypedDict):
+    """ContextEngine.observe_error's answer: send the request again (prepare it
+    anew: the rejected field is then left out), the mechanism disabled for the
+    session, and native.observe's reason."""
+
+    retry: bool
+    disabled: Optional[Literal["openai_compaction", "anthropic_compaction"]]
+    reason: str
 
 
 JSONValue = Union[None, bool, int, float, str, List[Any], Dict[str, Any]]

@@ -1,0 +1,169 @@
+package core
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// NativePrepared is a request body made ready for its route (native.prepare): the
+// policy's fields applied, and what must not be sent trimmed from its list.
+type NativePrepared struct {
+	Body json.RawMessage `json:"body"`
+	// Betas are the anthropic-beta header values to add to the host's own.
+	Betas []string `json:"betas"`
+	// CompactionBody is, when the decision asks for an Anthropic on-demand
+	// compaction now, the body of that request: the conversation with
+	// compaction {type: summarize} and without context_management (the API does
+	// not take both). Null otherwise.
+	CompactionBody json.RawMessage `json:"compaction_body"`
+	Decision       NativeDecision  `json:"decision"`
+	// Trimmed is what was left out of the body's input (Responses) or messages
+	// (Anthropic), for the host to archive; its indices are the list's.
+	Trimmed NativeTrimmed `json:"trimmed"`
+}
+
+// NativeTrimmed is what a prepare trimmed: NativeTrimResult without the messages,
+// which are in the body.
+type NativeTrimmed struct {
+	List            string            `json:"list"`
+	Dropped         []NativeDropped   `json:"dropped"`
+	DroppedMessages []json.RawMessage `json:"dropped_messages"`
+	Rewritten       []NativeDropped   `json:"rewritten"`
+}
+
+// compactEditType is the context-management edit of Anthropic's server-side
+// compaction; the host's other edits (clear_tool_uses, clear_thinking) are its own.
+const compactEditType = "compact_20260112"
+
+// NativePrepare applies NativePolicy's decision to a request body: the OpenAI
+// field set or removed, Anthropic's compaction edit merged into the host's edits
+// (replacing one already there, or removed when not to be sent), and the body's
+// input or messages trimmed of other issuers' compaction items and of what
+// precedes the newest one.
+func NativePrepare(cfg Config, route NativeRoute, s NativeSession, body gjson.Result, tokens int, manual bool) (NativePrepared, error) {
+	d := NativePolicy(cfg, route, s, tokens, manual)
+	p := NativePrepared{Betas: d.Betas, Decision: d,
+		Trimmed: NativeTrimmed{Dropped: []NativeDropped{}, DroppedMessages: []json.RawMessage{}, Rewritten: []NativeDropped{}}}
+	raw := body.Raw
+	var err error
+	for _, k := range d.Remove {
+		if raw, err = sjson.Delete(raw, escapeKey(k)); err != nil {
+			return p, errorf(CodeInternal, "/body", "removing %s: %v", k, err)
+		}
+	}
+	if d.Route == RouteAnthropic {
+		if cfg.Compression.Native.AnthropicNative != AnthropicNativeOff { // off: the host's edits, untouched
+			raw = mergeCompactEdit(raw, d.Body["context_management"])
+		}
+	} else {
+		for k, v := range d.Body {
+			b, _ := marshal(v)
+			if raw, err = sjson.SetRaw(raw, escapeKey(k), string(b)); err != nil {
+				return p, errorf(CodeInternal, "/body", "setting %s: %v", k, err)
+			}
+		}
+	}
+	list := "messages"
+	if in := fieldOf(gjson.Parse(raw), "input"); in.IsArray() {
+		list = "input"
+	}
+	if msgs := fieldOf(gjson.Parse(raw), list); msgs.IsArray() {
+		format := nativeFormatOf(msgs)
+		switch {
+		case list == "input":
+			format = FormatResponses
+		case d.Route == RouteAnthropic:
+			format = FormatAnthropic
+		}
+		for i, m := range msgs.Array() {
+			if !m.IsObject() {
+				return p, errorf(CodeInvalidMessages, pointer("/body/"+list, i), "every item must be an object")
+			}
+		}
+		t := NativeTrim(msgs, format, d.Session, d.Route, true, 0, "")
+		if t.Changed {
+			parts := make([]string, len(t.Messages))
+			for i, m := range t.Messages {
+				parts[i] = string(m)
+			}
+			raw, _ = sjson.SetRaw(raw, list, "["+strings.Join(parts, ",")+"]")
+		}
+		p.Trimmed = NativeTrimmed{List: list, Dropped: t.Dropped, DroppedMessages: t.DroppedMessages, Rewritten: t.Rewritten}
+	}
+	p.Body = json.RawMessage(raw)
+	if d.CompactNow && d.Mechanism == MechanismAnthropicOnDemand {
+		cb, _ := sjson.Delete(raw, "context_management")
+		req, _ := marshal(d.CompactionRequest["compaction"])
+		cb, _ = sjson.SetRaw(cb, "compaction", string(req))
+		p.CompactionBody = json.RawMessage(cb)
+	}
+	return p, nil
+}
+
+// mergeCompactEdit returns body with Anthropic's compaction edit in
+// context_management.edits replaced by want (a {"edits": [edit]} object), or
+// removed when want is nil; the host's other edits stay, and a context_management
+// left with no edits and nothing else goes.
+func mergeCompactEdit(body string, want any) string {
+	cm := fieldOf(gjson.Parse(body), "context_management")
+	edits := []string{}
+	if cm.IsObject() {
+		fieldOf(cm, "edits").ForEach(func(_, e gjson.Result) bool {
+			if fieldOf(e, "type").Str != compactEditType {
+				edits = append(edits, e.Raw)
+			}
+			return true
+		})
+	} else if cm.Exists() && want == nil {
+		return body // not Anthropic's shape: the host's, left alone
+	}
+	if w, ok := want.(map[string]any); ok {
+		for _, e := range w["edits"].([]any) {
+			b, _ := marshal(e)
+			edits = append(edits, string(b))
+		}
+	}
+	if !cm.Exists() && len(edits) == 0 {
+		return body
+	}
+	obj := cm.Raw
+	if !cm.IsObject() {
+		obj = "{}"
+	}
+	obj, _ = sjson.SetRaw(obj, "edits", "["+strings.Join(edits, ",")+"]")
+	if len(edits) == 0 && len(gjson.Parse(obj).Map()) == 1 {
+		out, _ := sjson.Delete(body, "context_management")
+		return out
+	}
+	out, _ := sjson.SetRaw(body, "context_management", obj)
+	return out
+}
+
+// escapeKey escapes a top-level key for an sjson path.
+func escapeKey(k string) string {
+	r := strings.NewReplacer(".", `\.`, "*", `\*`, "?", `\?`, "|", `\|`, "#", `\#`, "@", `\@`, ":", `\:`)
+	return r.Replace(k)
+}
+
+func opNativePrepare(req opRequest) ([]byte, error) {
+	cfg, route, s, err := nativeParams(req)
+	if err != nil {
+		return nil, err
+	}
+	tokens, manual, err := nativeAsk(req)
+	if err != nil {
+		return nil, err
+	}
+	body := req.Field("body")
+	if !body.IsObject() {
+		return nil, errorf(CodeInvalidRequest, "/body", "body must be the request body object the host is about to send")
+	}
+	p, err := NativePrepare(cfg, route, s, body, tokens, manual)
+	if err != nil {
+		return nil, err
+	}
+	return marshal(p)
+}
