@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -29,36 +28,21 @@ type PrepareRequestOptions struct {
 	Tokens int
 	// Manual reports that the user asked to compact now.
 	Manual bool
-	// KeepBeforeNewest keeps in the body what precedes the newest compaction item
-	// (by default it is left out: the provider drops it anyway).
-	KeepBeforeNewest bool
 }
 
-// PreparedRequest is a request body made ready for the session's route.
-type PreparedRequest struct {
-	// Body is the request body with the decision applied: Decision.Body's fields
-	// set, Decision.Remove's deleted, and compaction items of other issuers (and
-	// what precedes the newest one) left out of its "input" or "messages". nil
-	// when PrepareRequest was given no body.
-	Body json.RawMessage
-	// Betas are the Anthropic beta header values to send.
-	Betas []string
-	// Trim is what native.trim left out of (or rewrote in) the body's list, to
-	// archive; nil when the list was not trimmed.
-	Trim *core.NativeTrimResult
-	// Decision is native.policy's answer, for CompactNow, AppServer, Local,
-	// Notice, ....
-	Decision core.NativeDecision
-}
-
-// PrepareRequest decides what the next request carries (native.policy, over the
-// session's config, route and native session) and applies it to body, a JSON
-// request object (the Responses API's, with "input", or a Messages or chat
-// completions one, with "messages"); body may be nil when the route sends none
-// (the Codex app server: the decision is all). The native session it returns is
-// kept.
-func (ce *ContextEngine) PrepareRequest(ctx context.Context, body json.RawMessage, opts PrepareRequestOptions) (PreparedRequest, error) {
-	var out PreparedRequest
+// PrepareRequest makes body, the JSON request object the host is about to send
+// (the Responses API's, with "input", or Anthropic Messages', with "messages"),
+// ready for the session's route in one native.prepare call over the session's
+// config, route and native session: the OpenAI field set, or removed where it must
+// not go; Anthropic's compaction edit merged into the body's own
+// context_management edits; other issuers' compaction items, and what precedes
+// the newest one, trimmed from the list (the result's Trimmed, to archive). The
+// result's Betas go in the anthropic-beta header beside the host's own, and
+// CompactionBody, when not null, is the Anthropic on-demand compaction request to
+// send now. body may be nil where the route sends none (the Codex app server):
+// the result then holds the Decision alone. The native session it returns is kept.
+func (ce *ContextEngine) PrepareRequest(ctx context.Context, body json.RawMessage, opts PrepareRequestOptions) (core.NativePrepared, error) {
+	var out core.NativePrepared
 	switch {
 	case len(body) == 0:
 	case !gjson.ValidBytes(body):
@@ -72,81 +56,19 @@ func (ce *ContextEngine) PrepareRequest(ctx context.Context, body json.RawMessag
 	if tokens == 0 {
 		tokens = ce.status.LastPromptTokens
 	}
-	route := ce.routeLocked()
-	d, raw, err := ce.e.nativePolicy(ctx, NativePolicyOptions{Config: ce.configLocked(), Route: route,
-		Session: ce.nativeLocked(), Tokens: tokens, Manual: opts.Manual})
+	po := NativePolicyOptions{Config: ce.configLocked(), Route: ce.routeLocked(), Session: ce.nativeLocked(),
+		Tokens: tokens, Manual: opts.Manual}
+	var err error
+	if len(body) == 0 {
+		out.Decision, err = ce.e.NativePolicy(ctx, po)
+		out.Betas = out.Decision.Betas
+	} else {
+		out, err = ce.e.NativePrepare(ctx, body, po)
+	}
 	if err != nil {
 		return out, err
 	}
-	out.Decision, out.Betas = d, d.Betas
-	if len(body) > 0 {
-		fields := gjson.GetBytes(raw, "body")
-		if out.Body, out.Trim, err = ce.applyDecision(ctx, body, fields, route, d, opts.KeepBeforeNewest); err != nil {
-			return out, err
-		}
-	}
-	return out, ce.keepNativeLocked(d.Session)
-}
-
-// applyDecision sets the fields of the decision's body (fields, as the core wrote
-// them) in body, deletes d.Remove's, and trims the compaction items of its
-// "input" or "messages" list.
-func (ce *ContextEngine) applyDecision(ctx context.Context, body json.RawMessage, fields gjson.Result, route core.NativeRoute, d core.NativeDecision, keep bool) (json.RawMessage, *core.NativeTrimResult, error) {
-	out := bytes.Clone(body)
-	var err error
-	fields.ForEach(func(k, v gjson.Result) bool {
-		out, err = sjson.SetRawBytes(out, escapeKey(k.Str), []byte(v.Raw))
-		return err == nil
-	})
-	for _, k := range d.Remove {
-		if err == nil && gjson.GetBytes(out, escapeKey(k)).Exists() {
-			out, err = sjson.DeleteBytes(out, escapeKey(k))
-		}
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("ctxcompact: applying the native decision to the body: %w", err)
-	}
-	key, format := "input", core.FormatResponses
-	list := gjson.GetBytes(out, key)
-	if !list.IsArray() {
-		key, format = "messages", ""
-		if d.Route == core.RouteAnthropic || route.APIMode == "anthropic_messages" {
-			format = FormatAnthropic
-		}
-		list = gjson.GetBytes(out, key)
-	}
-	// Only a list that may hold a compaction item is worth a trim.
-	if !list.IsArray() || !strings.Contains(list.Raw, `"compaction"`) {
-		return out, nil, nil
-	}
-	t, err := ce.e.NativeTrim(ctx, json.RawMessage(list.Raw), NativeTrimOptions{Format: format,
-		Session: &d.Session, Route: route, KeepBeforeNewest: keep})
-	if err != nil || !t.Changed {
-		return out, nil, err
-	}
-	arr := []byte{'['}
-	for i, m := range t.Messages {
-		if i > 0 {
-			arr = append(arr, ',')
-		}
-		arr = append(arr, m...)
-	}
-	if out, err = sjson.SetRawBytes(out, key, append(arr, ']')); err != nil {
-		return nil, nil, fmt.Errorf("ctxcompact: setting the body's %s: %w", key, err)
-	}
-	return out, &t, nil
-}
-
-// escapeKey is key as an sjson path of one top-level key.
-func escapeKey(key string) string {
-	var b strings.Builder
-	for _, r := range key {
-		if strings.ContainsRune(`\.*?|#@!:`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return out, ce.keepNativeLocked(out.Decision.Session)
 }
 
 // ObserveResponse records what the provider's response object (a Responses

@@ -48,10 +48,10 @@
 //
 // Provider-native compaction (OpenAI's server-side compaction, Anthropic's
 // compaction edit and on-demand compaction, the Codex app server's own threads):
-// NativePolicy, NativeObserve and NativeTrim run the core's native.* ops over a
-// session the host keeps; a ContextEngine keeps that session in its state and
-// gives PrepareRequest (the decision applied to a request body, with the betas to
-// send), ObserveResponse, ObserveError (a rejection disables the field and says
+// NativePolicy, NativePrepare, NativeObserve and NativeTrim run the core's
+// native.* ops over a session the host keeps; a ContextEngine keeps that session
+// in its state and gives PrepareRequest (native.prepare: the decision applied to
+// a request body, with the betas to send), ObserveResponse, ObserveError (a rejection disables the field and says
 // to retry) and ObserveEvent (app-server notifications and the host's own
 // thread/compact/start).
 //

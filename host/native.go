@@ -14,7 +14,8 @@ import (
 // The provider-native compaction ops (issue 16, docs/OPS.md): native.policy says
 // what the next request to a route carries (OpenAI's context_management
 // compaction field, an Anthropic compaction edit or beta, or nothing) and who
-// starts a Codex app-server compaction; native.observe updates the session from a
+// starts a Codex app-server compaction; native.prepare applies that to a request
+// body; native.observe updates the session from a
 // response, an error or an app-server event; native.trim drops the compaction
 // items another issuer left in a conversation, and what precedes the newest one.
 // The session (core.NativeSession, nil for a fresh one) is data the host keeps
@@ -46,24 +47,26 @@ type NativePolicyOptions struct {
 // set and to remove, the Anthropic betas), why, and who starts a compaction.
 // Keep the result's Session for the next native call.
 func (e *Engine) NativePolicy(ctx context.Context, opts NativePolicyOptions) (core.NativeDecision, error) {
-	r, _, err := e.nativePolicy(ctx, opts)
-	return r, err
-}
-
-// nativePolicy is NativePolicy with the raw result too (its body's bytes in the
-// core's key order).
-func (e *Engine) nativePolicy(ctx context.Context, opts NativePolicyOptions) (core.NativeDecision, json.RawMessage, error) {
 	var r core.NativeDecision
 	req := newRequest("native.policy").raw("config", opts.Config).raw("route", routeJSON(opts.Route)).
 		raw("session", sessionJSON(opts.Session)).num("tokens", opts.Tokens).flag("manual", opts.Manual)
-	raw, err := e.runRaw(ctx, req)
-	if err != nil {
-		return r, nil, err
-	}
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return r, nil, fmt.Errorf("%w: decoding the result: %w", ErrABIMismatch, err)
-	}
-	return r, raw, nil
+	err := e.run(ctx, req, &r)
+	return r, err
+}
+
+// NativePrepare applies native.policy's decision for opts to body, the JSON
+// request object the host is about to send (native.prepare): the OpenAI field set
+// or removed, Anthropic's compaction edit merged into the body's own
+// context_management edits, the body's input or messages trimmed as NativeTrim
+// does (Trimmed lists what went, to archive), the betas to send, and the body of
+// an Anthropic on-demand compaction due now (CompactionBody, else null). Keep
+// the result's Decision.Session.
+func (e *Engine) NativePrepare(ctx context.Context, body json.RawMessage, opts NativePolicyOptions) (core.NativePrepared, error) {
+	var r core.NativePrepared
+	req := newRequest("native.prepare").raw("config", opts.Config).raw("route", routeJSON(opts.Route)).
+		raw("session", sessionJSON(opts.Session)).raw("body", orNull(body)).num("tokens", opts.Tokens).flag("manual", opts.Manual)
+	err := e.run(ctx, req, &r)
+	return r, err
 }
 
 // routeJSON is the route object of a native op, nil (none) for the zero route.

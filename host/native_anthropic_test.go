@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 
 	"github.com/ctxcompact/ctxcompact/core"
 )
@@ -287,16 +286,12 @@ func TestNativeAnthropicOnDemand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !pr.Decision.CompactNow || pr.Decision.Reason != "compact_now" || pr.Decision.CompactionRequest == nil {
-		t.Fatalf("at the trigger (%d tokens): %+v", trigger, pr.Decision)
+	if !pr.Decision.CompactNow || pr.Decision.Reason != "compact_now" || gjson.GetBytes(pr.CompactionBody, "compaction.type").Str != "summarize" ||
+		gjson.GetBytes(pr.CompactionBody, "messages.#").Int() != int64(len(s.transcript)) {
+		t.Fatalf("at the trigger (%d tokens): %+v, compaction body %s", trigger, pr.Decision, pr.CompactionBody)
 	}
-	// The compaction request: the conversation with the decision's fields.
-	req := pr.Body
-	for k, v := range pr.Decision.CompactionRequest {
-		b, _ := json.Marshal(v)
-		req, _ = sjson.SetRawBytes(req, k, b)
-	}
-	status, resp := s.send(req, pr.Betas)
+	// The compaction request: the conversation with compaction {type: summarize}.
+	status, resp := s.send(pr.CompactionBody, pr.Betas)
 	if status != http.StatusOK {
 		t.Fatalf("the compaction request: %d %s", status, resp)
 	}

@@ -60,10 +60,34 @@ func TestNativeTypedMethods(t *testing.T) {
 		{"chat completions", gpt56, core.NativeRoute{BaseURL: "https://api.openai.com/v1", APIMode: "chat_completions"}, "not_responses_api"},
 	} {
 		d, err := e.NativePolicy(ctx, NativePolicyOptions{Config: json.RawMessage(c.cfg), Route: c.route})
+		// The field is removed where it must never go, the OpenAI routes; elsewhere
+		// a context_management is the host's own.
+		remove := []string{}
+		if d.Route == "openai" {
+			remove = []string{"context_management"}
+		}
 		if err != nil || d.Reason != c.reason || gjson.GetBytes(bodyJSON(d), "context_management").Exists() ||
-			!slices.Equal(d.Remove, []string{"context_management"}) {
+			!slices.Equal(d.Remove, remove) {
 			t.Fatalf("%s: %v %+v (body %s), want reason %s", c.name, err, d, d.Body, c.reason)
 		}
+	}
+
+	// NativePrepare applies it to a body; on Anthropic it merges the compaction
+	// edit into the host's own edits.
+	body := json.RawMessage(`{"model":"gpt-5.6","input":[{"role":"user","content":"hi"}]}`)
+	pp, err := e.NativePrepare(ctx, body, NativePolicyOptions{Config: cfg, Route: openaiRoute})
+	check("NativePrepare", pp, native[core.NativePrepared](t, env(t, newRequest("native.prepare").raw("config", cfg).
+		raw("route", routeJSON(openaiRoute)).raw("body", body))), err)
+	if gjson.GetBytes(pp.Body, "context_management.0.compact_threshold").Int() != int64(n) || string(pp.CompactionBody) != "null" {
+		t.Fatalf("NativePrepare on the OpenAI route: %s, compaction body %s", pp.Body, pp.CompactionBody)
+	}
+	anth := json.RawMessage(`{"model":{"name":"claude-opus-4-7","context_length":200000},"compression":{"anthropic_native":"threshold"}}`)
+	mine := json.RawMessage(`{"model":"claude-opus-4-7","messages":[{"role":"user","content":"hi"}],"context_management":{"edits":[{"type":"clear_tool_uses_20250919"}]}}`)
+	pp, err = e.NativePrepare(ctx, mine, NativePolicyOptions{Config: anth, Route: core.NativeRoute{Provider: "anthropic"}})
+	if err != nil || gjson.GetBytes(pp.Body, "context_management.edits.#").Int() != 2 ||
+		gjson.GetBytes(pp.Body, "context_management.edits.0.type").Str != "clear_tool_uses_20250919" ||
+		gjson.GetBytes(pp.Body, "context_management.edits.1.type").Str != "compact_20260112" || !slices.Equal(pp.Betas, []string{"compact-2026-01-12"}) {
+		t.Fatalf("NativePrepare over the host's own edit: %v %s %v", err, pp.Body, pp.Betas)
 	}
 
 	// A structured rejection disables it for the session.
@@ -168,12 +192,8 @@ func TestNativeContextEngine(t *testing.T) {
 	turn2 := json.RawMessage(`{"model":"gpt-5.6","input":[{"role":"user","content":"hi"},{"type":"compaction","encrypted_content":"gAAAAsecret"},{"role":"assistant","content":"hello"},{"role":"user","content":"more"}]}`)
 	pr, err = ce.PrepareRequest(ctx, turn2, PrepareRequestOptions{})
 	if err != nil || gjson.GetBytes(pr.Body, "input.0.type").Str != "compaction" || gjson.GetBytes(pr.Body, "input.#").Int() != 3 ||
-		pr.Trim == nil || len(pr.Trim.DroppedMessages) != 1 || !gjson.GetBytes(pr.Body, "context_management").Exists() {
+		len(pr.Trimmed.DroppedMessages) != 1 || pr.Trimmed.List != "input" || !gjson.GetBytes(pr.Body, "context_management").Exists() {
 		t.Fatalf("the second request, its item carried and what precedes it left out: %v %s", err, pr.Body)
-	}
-	pr, err = ce.PrepareRequest(ctx, turn2, PrepareRequestOptions{KeepBeforeNewest: true})
-	if err != nil || gjson.GetBytes(pr.Body, "input.#").Int() != 4 {
-		t.Fatalf("KeepBeforeNewest: %v %s", err, pr.Body)
 	}
 	// The provider rejects the field: the session disables it, and the retry goes
 	// without it.
