@@ -219,6 +219,18 @@ func TestNativeContextEngine(t *testing.T) {
 		strings.Contains(string(pr.Body), "gAAAAsecret") || gjson.GetBytes(pr.Body, "input.#").Int() != 3 {
 		t.Fatalf("on the codex route: %v %s %+v", err, pr.Body, pr.Decision)
 	}
+	// A session reset starts a fresh native session: the rejected field is sent
+	// again.
+	if err := ce.OnSessionReset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := ce.NativeSession(); s != nil {
+		t.Fatalf("the native session after a reset: %+v", s)
+	}
+	pr, err = ce.PrepareRequest(ctx, withField, PrepareRequestOptions{})
+	if err != nil || pr.Decision.Reason != "sent" || !gjson.GetBytes(pr.Body, "context_management.0.compact_threshold").Exists() {
+		t.Fatalf("after the reset: %v %s %+v", err, pr.Body, pr.Decision)
+	}
 	if _, err := ce.PrepareRequest(ctx, json.RawMessage(`[1]`), PrepareRequestOptions{}); !errors.Is(err, &core.Error{Code: core.CodeInvalidRequest}) {
 		t.Fatalf("a body that is not an object: %v", err)
 	}
