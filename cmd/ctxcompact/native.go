@@ -14,7 +14,7 @@ import (
 
 func init() {
 	commands["native"] = command{
-		summary: "print the provider-native compaction decision for a config and route: native [--config FILE] [--model NAME] [--context-length N] [--provider NAME] [--base-url URL] [--api-mode MODE] [--session FILE] [--tokens N] [--manual] [--json]",
+		summary: "print the provider-native compaction decision for a config and route: native [--config FILE] [--model NAME] [--context-length N] [--provider NAME] [--base-url URL] [--api-mode MODE] [--session FILE] [--tokens N] [--manual] [--body FILE] [--json]",
 		run:     runNative,
 	}
 }
@@ -22,13 +22,15 @@ func init() {
 // runNative prints native.policy's decision for the config (--config, with
 // --model and --context-length over it) and the route (--provider, else the
 // config's model.provider, --base-url, --api-mode): a few readable lines, or with
-// --json the op's result as it is.
+// --json the op's result as it is. With --body it runs native.prepare on that
+// request body instead and prints the body to send too.
 func runNative(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := commandFlags("native", stderr,
-		"usage: ctxcompact native [--config FILE] [--model NAME] [--context-length N] [--provider NAME] [--base-url URL] [--api-mode MODE] [--session FILE] [--tokens N] [--manual] [--json]",
+		"usage: ctxcompact native [--config FILE] [--model NAME] [--context-length N] [--provider NAME] [--base-url URL] [--api-mode MODE] [--session FILE] [--tokens N] [--manual] [--body FILE] [--json]",
 		"Prints what the next request to the route carries for provider-native compaction (OpenAI's",
 		"context_management, an Anthropic compaction edit or beta, or nothing), why, and who starts a",
-		"Codex app-server compaction: the native.policy op (docs/OPS.md).")
+		"Codex app-server compaction: the native.policy op (docs/OPS.md). With --body, native.prepare",
+		"applies it to that request body and the body to send is printed too.")
 	configFile := fs.String("config", "", "a JSON file with the config object (compression, model, ...); - reads stdin")
 	model := fs.String("model", "", "model name (overrides config.model.name)")
 	contextLength := fs.Int("context-length", 0, "the model's context window in tokens, > 0 (default: config, else 200000)")
@@ -38,6 +40,7 @@ func runNative(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	sessionFile := fs.String("session", "", "a JSON file with the native session a host kept (default: a fresh one); - reads stdin")
 	tokens := fs.Int("tokens", 0, "the prompt's current size in tokens, >= 0, for who starts compaction")
 	manual := fs.Bool("manual", false, "the user asked to compact now")
+	bodyFile := fs.String("body", "", "a JSON file with the request body about to be sent (Responses with input, Messages with messages): run native.prepare on it; - reads stdin")
 	asJSON := fs.Bool("json", false, "print the op's result as JSON")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -52,8 +55,14 @@ func runNative(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if *tokens < 0 {
 		return fmt.Errorf("ctxcompact native: --tokens must not be negative, got %d", *tokens)
 	}
-	if *configFile == "-" && *sessionFile == "-" {
-		return fmt.Errorf("ctxcompact native: --config and --session cannot both read stdin")
+	stdins := 0
+	for _, f := range []string{*configFile, *sessionFile, *bodyFile} {
+		if f == "-" {
+			stdins++
+		}
+	}
+	if stdins > 1 {
+		return fmt.Errorf("ctxcompact native: only one of --config, --session and --body can read stdin")
 	}
 	cfg, err := compactConfig("native", "", *configFile, stdin, *contextLength, *model)
 	if err != nil {
@@ -83,11 +92,19 @@ func runNative(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if *manual {
 		params["manual"] = true
 	}
+	op := "native.policy"
+	if *bodyFile != "" {
+		b, err := readJSON(*bodyFile, stdin)
+		if err != nil {
+			return err
+		}
+		op, params["body"] = "native.prepare", json.RawMessage(b)
+	}
 	p, err := json.Marshal(params)
 	if err != nil {
 		return fmt.Errorf("ctxcompact native: %w", err)
 	}
-	res, err := opResult(nativeCaller, "native.policy", p)
+	res, err := opResult(nativeCaller, op, p)
 	if err != nil {
 		return err
 	}
@@ -95,12 +112,40 @@ func runNative(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		_, err := fmt.Fprintln(stdout, res.Raw)
 		return err
 	}
+	decision := res
+	if op == "native.prepare" {
+		decision = res.Get("decision")
+	}
 	var d core.NativeDecision
-	if err := json.Unmarshal([]byte(res.Raw), &d); err != nil {
+	if err := json.Unmarshal([]byte(decision.Raw), &d); err != nil {
 		return fmt.Errorf("ctxcompact native: %w", err)
 	}
-	_, err = io.WriteString(stdout, describeDecision(d, res))
+	text := describeDecision(d, decision)
+	if op == "native.prepare" {
+		text += describePrepared(res)
+	}
+	_, err = io.WriteString(stdout, text)
 	return err
+}
+
+// describePrepared is the readable form of what native.prepare adds to a
+// decision: what it trimmed from the body's list, the body to send, and the
+// on-demand compaction request's body when one is due.
+func describePrepared(res gjson.Result) string {
+	var b strings.Builder
+	t := res.Get("trimmed")
+	if n := t.Get("dropped.#").Int() + t.Get("rewritten.#").Int(); n > 0 {
+		var what []string
+		for _, e := range append(t.Get("dropped").Array(), t.Get("rewritten").Array()...) {
+			what = append(what, fmt.Sprintf("%d %s", e.Get("index").Int(), e.Get("reason").Str))
+		}
+		fmt.Fprintf(&b, "trimmed from %s: %s\n", t.Get("list").Str, strings.Join(what, ", "))
+	}
+	fmt.Fprintf(&b, "body to send: %s\n", res.Get("body").Raw)
+	if cb := res.Get("compaction_body"); cb.IsObject() {
+		fmt.Fprintf(&b, "compaction request body: %s\n", cb.Raw)
+	}
+	return b.String()
 }
 
 // describeDecision is the readable form of a decision (raw: the op's result as

@@ -94,6 +94,35 @@ func TestNativeCommand(t *testing.T) {
 	}
 }
 
+// TestNativeCommandBody: with --body, native.prepare's body to send, what it
+// trimmed, and the on-demand compaction request.
+func TestNativeCommandBody(t *testing.T) {
+	requireNativeOps(t)
+	const cfg = `{"model":{"name":"gpt-5.6","context_length":200000,"provider":"openai"},"compression":{"codex_responses_native":true}}`
+	session := cliTempFile(t, "session.json", `{"v":1,"route":"codex","disabled":[],"issuers":{"cmp_9":"codex"},"app_server":{"pending":false,"compactions":0,"boundaries":[]},"notice_shown":""}`)
+	body := `{"model":"gpt-5.6","input":[{"role":"user","content":"hi"},{"type":"compaction","id":"cmp_9","encrypted_content":"x"},{"role":"user","content":"more"}]}`
+	code, out, errOut := cliRun(t, body, "native", "--config", cliTempFile(t, "c.json", cfg), "--session", session, "--body", "-")
+	if code != 0 || !strings.HasPrefix(out, "openai_compaction: sent") || !strings.Contains(out, "drop items issued by: codex\n") ||
+		!strings.Contains(out, "trimmed from input: 1 other_issuer\n") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	sent := out[strings.Index(out, "body to send: ")+len("body to send: "):]
+	sent = sent[:strings.IndexByte(sent, '\n')]
+	if !gjson.Valid(sent) || gjson.Get(sent, "input.#").Int() != 2 || strings.Contains(sent, "cmp_9") || !gjson.Get(sent, "context_management").Exists() {
+		t.Fatalf("body to send: %s", sent)
+	}
+	// Anthropic on demand, due now: the compaction request's body.
+	code, out, errOut = cliRun(t, `{"model":"claude-opus-4-7","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`, "native",
+		"--model", "claude-opus-4-7", "--provider", "anthropic", "--manual", "--body", "-", "--config", cliTempFile(t, "a.json", `{"compression":{"anthropic_native":"on_demand"}}`))
+	if code != 0 || !strings.Contains(out, `compaction request body: {"model":"claude-opus-4-7","max_tokens":100,"messages":[{"role":"user","content":"hi"}],"compaction":{"type":"summarize"}}`) {
+		t.Fatalf("on demand: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = cliRun(t, body, "native", "--body", "-", "--json")
+	if code != 0 || !gjson.Get(out, "decision.session").IsObject() || !gjson.Get(out, "body").IsObject() {
+		t.Fatalf("--body --json: %s", out)
+	}
+}
+
 // TestNativeCommandErrors: usage errors and a config the core rejects.
 func TestNativeCommandErrors(t *testing.T) {
 	requireNativeOps(t)
@@ -104,13 +133,17 @@ func TestNativeCommandErrors(t *testing.T) {
 		{[]string{"native", "extra.json"}, "no arguments expected"},
 		{[]string{"native", "--context-length", "0"}, "--context-length must be a positive"},
 		{[]string{"native", "--tokens", "-5"}, "--tokens must not be negative"},
-		{[]string{"native", "--config", "-", "--session", "-"}, "cannot both read stdin"},
+		{[]string{"native", "--config", "-", "--session", "-"}, "only one of --config, --session and --body can read stdin"},
+		{[]string{"native", "--body", "-"}, "[invalid_request]"},
 		{[]string{"native", "--config", "-"}, "[invalid_config]"},
 		{[]string{"native", "--session", "-"}, "[invalid_"},
 	} {
 		stdin := `{"compression":{"codex_app_server_auto":"sometimes"}}`
-		if c.args[1] == "--session" {
+		switch c.args[1] {
+		case "--session":
 			stdin = `{"v":99}`
+		case "--body":
+			stdin = `[1]`
 		}
 		code, out, errOut := cliRun(t, stdin, c.args...)
 		if code != 1 || out != "" || !strings.Contains(errOut, c.want) {
