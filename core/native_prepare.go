@@ -39,7 +39,8 @@ type NativeTrimmed struct {
 const compactEditType = "compact_20260112"
 
 // NativePrepare applies NativePolicy's decision to a request body: the OpenAI
-// field set or removed, Anthropic's compaction edit merged into the host's edits
+// field set or removed (an array context_management, OpenAI's shape, is removed
+// from every other route too), Anthropic's compaction edit merged into the host's edits
 // (replacing one already there, or removed when not to be sent), and the body's
 // input or messages trimmed of other issuers' compaction items and of what
 // precedes the newest one.
@@ -53,6 +54,11 @@ func NativePrepare(cfg Config, route NativeRoute, s NativeSession, body gjson.Re
 		if raw, err = sjson.Delete(raw, escapeKey(k)); err != nil {
 			return p, errorf(CodeInternal, "/body", "removing %s: %v", k, err)
 		}
+	}
+	if cm := fieldOf(gjson.Parse(raw), "context_management"); cm.IsArray() && d.Route != RouteOpenAI && d.Route != RouteCodex {
+		// OpenAI's shape of the field, on a route that never takes it (some stall on
+		// it): a body prepared for an OpenAI route and reused after a route change.
+		raw, _ = sjson.Delete(raw, "context_management")
 	}
 	if d.Route == RouteAnthropic {
 		if cfg.Compression.Native.AnthropicNative != AnthropicNativeOff { // off: the host's edits, untouched

@@ -230,6 +230,9 @@ func generateNativeSuites(t *testing.T) map[string]genSuite {
 		genCase{"anthropic-off-leaves-the-hosts-edits", prepare(claude("off", 1000000), routeAnthropic, anthropicBody(clearTools, oldCompact))},
 		genCase{"anthropic-on-demand-compaction-body", prepare(claude("on_demand", 200000), routeAnthropic, anthropicBody(clearTools), "tokens", 150000)},
 		genCase{"other-route-is-untouched", prepare(gpt(400000), routeOpenRoute, obj{"model": "openai/gpt-5.6", "messages": []any{userMsg("hi")}})},
+		genCase{"other-route-never-gets-openais-field", prepare(gpt(400000), routeOpenRoute, obj{"model": "openai/gpt-5.6", "messages": []any{userMsg("hi")},
+			"context_management": []any{obj{"type": "compaction", "compact_threshold": 200000}}})},
+		genCase{"other-route-keeps-an-anthropic-shaped-field", prepare(claude("threshold", 1000000), routeBedrock, anthropicBody(clearTools))},
 		genCase{"rejects-a-non-object-body", prepare(gpt(400000), routeOpenAI, nil, "body", []any{})},
 		genCase{"rejects-a-bad-item", prepare(gpt(400000), routeOpenAI, obj{"input": []any{"hi"}})},
 	)

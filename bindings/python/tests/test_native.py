@@ -318,8 +318,11 @@ def test_native_observe_and_trim_wrappers(compactor: ctxcompact.Compactor) -> No
         "stop_reason": "end_turn"})
     assert [s["kind"] for s in obs["seen"]] == ["anthropic_compaction"]
     key = obs["seen"][0]["key"]
-    # The key hashes the signature, else encrypted_content, else content (the core's order).
-    assert key == "sha256:" + hashlib.sha256(b"enc-1").hexdigest()[:16]
+    # The key is FNV-1a 64 of the signature, else encrypted_content, else content (the core's order).
+    h = 0xCBF29CE484222325
+    for byte in b"enc-1":
+        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    assert key == f"fnv64:{h:016x}"
     assert obs["session"]["issuers"] == {key: "anthropic"}
     msgs = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
             {"role": "user", "content": "c"}, {"role": "assistant", "content": [block, {"type": "text", "text": "d"}]},
@@ -613,3 +616,30 @@ def test_app_server_boundary_from_hermes() -> None:
         engine.record_completed_compaction()
         assert engine.native_session["app_server"]["compactions"] == 1  # type: ignore[index]
         assert engine.state["native"]["app_server"]["compactions"] == 1
+
+
+def test_prepare_request_merges_the_compaction_edit_into_the_hosts_edits() -> None:
+    clear = {"type": "clear_tool_uses_20250919", "trigger": {"type": "input_tokens", "value": 30000}}
+    history = [{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"},
+               {"role": "user", "content": "three"}]
+    body = {"model": "claude-opus-4-7", "max_tokens": 1024, "messages": history,
+            "context_management": {"edits": [clear]}}
+    with ContextEngine({"compression": {"anthropic_native": "threshold"}}, model="claude-opus-4-7",
+                       context_length=1000000, provider="anthropic") as engine:
+        p = engine.prepare_request(body)
+        edits = p["body"]["context_management"]["edits"]
+        assert [e["type"] for e in edits] == ["clear_tool_uses_20250919", "compact_20260112"]
+        assert edits[1]["trigger"]["value"] == 500000 - 8192
+        assert p["betas"] == ["compact-2026-01-12"]
+        assert p["body"]["messages"] is history  # no compaction item: the caller's list
+        assert body["context_management"] == {"edits": [clear]}  # not mutated
+        assert p["compaction_body"] is None and p["trim"] is None
+    with ContextEngine({"compression": {"anthropic_native": "on_demand"}}, model="claude-opus-4-7",
+                       context_length=200000, provider="anthropic") as engine:
+        q = engine.prepare_request(body, tokens=150000)
+        assert q["decision"]["compact_now"] is True
+        cb = q["compaction_body"]
+        assert cb is not None and cb["compaction"] == {"type": "summarize"}
+        assert "context_management" not in cb  # the API does not take both
+        assert cb["messages"] is history
+        assert q["body"]["context_management"] == {"edits": [clear]}

@@ -25,7 +25,7 @@ from ._check import (
     check_timeout,
     reject_unknown,
 )
-from ._compactor import DEFAULT_TIMEOUT, Compactor, SyncSummarizer, dumps, dumps_at
+from ._compactor import DEFAULT_TIMEOUT, Compactor, SyncSummarizer, _own_trim, dumps, dumps_at
 from ._errors import CompactError, OptionError
 from ._types import (
     ArchivedMessage,
@@ -470,20 +470,25 @@ class ContextEngine:
 
     def prepare_request(self, body: Dict[str, Any], *, tokens: Optional[int] = None, manual: bool = False,
                         **unknown: NoReturn) -> NativeRequest:
-        """The request body for the engine's route, by native.policy: a new dict
-        (``body`` is not changed) with the decision's ``body`` keys set and its
-        ``remove`` keys deleted; the compaction items in the body's ``input``
-        (Responses) or ``messages`` (Anthropic) go through native.trim with the
-        session and the route (other issuers' items removed, what precedes the
-        newest one dropped), when the body carries any or the decision names
-        issuers to drop. Send ``betas`` as the ``anthropic-beta`` header. The
-        decision's session is kept in ``state["native"]``.
+        """The request body for the engine's route, by native.prepare: a new dict
+        (``body`` is not changed) with the decision applied: OpenAI's
+        ``context_management`` set, or removed on the OpenAI routes where it must
+        not go; Anthropic's ``compact_20260112`` edit merged into the body's own
+        ``context_management`` edits (an older one replaced, yours kept; untouched
+        with ``anthropic_native`` off); the body's ``input`` (Responses) or
+        ``messages`` (Anthropic) trimmed of other issuers' compaction items and of
+        what precedes the newest one (``trim`` has what was left out, for
+        archiving; kept messages are your objects; a list without compaction items
+        is not even sent to the core). Send ``betas`` as the ``anthropic-beta``
+        header beside yours. The decision's session is kept in
+        ``state["native"]``.
 
         ``tokens`` is the prompt's current size (default: the last reported prompt
         tokens, none while awaiting real usage); ``manual`` a user's "compact now".
-        With ``decision["compact_now"]`` on Anthropic on-demand, send a compaction
-        request (the body with ``decision["compaction_request"]`` merged) and swap
-        its block in with ``apply_compaction``; on the app-server route start
+        With ``decision["compact_now"]`` on Anthropic on-demand,
+        ``compaction_body`` is the compaction request to send (the body with
+        ``compaction: {"type": "summarize"}``, without ``context_management``); swap
+        its block in with ``apply_compaction``. On the app-server route start
         ``thread/compact/start``."""
         reject_unknown("prepare_request", unknown, ("body", "tokens", "manual"))
         if not isinstance(body, dict):
@@ -493,30 +498,40 @@ class ContextEngine:
         with self._lock:
             if t is None and self.last_prompt_tokens > 0:
                 t = self.last_prompt_tokens
+            key = "input" if isinstance(body.get("input"), list) else "messages" if isinstance(body.get("messages"), list) else ""
+            items: List[Message] = body[key] if key else []
+            carries = bool(key) and _native_format(key, items) is not None
+            sent = body if not key or carries else {**body, key: []}
             parts = self._native_parts()
             if t is not None:
                 parts.append((b"tokens", dumps(t)))
             if manual:
                 parts.append((b"manual", b"true"))
-            decision = cast(NativeDecision, self._compactor._run(b"native.policy", parts))
+            parts.append((b"body", dumps(sent)))
+            res = self._compactor._run(b"native.prepare", parts)
+            decision = cast(NativeDecision, res["decision"])
             self._adopt_session(decision["session"])
             self.last_native_decision = decision
-            out = dict(body)
-            for key in decision["remove"]:
-                out.pop(key, None)
-            for key, value in decision["body"].items():
-                out[key] = copy.deepcopy(value)
+            out: Dict[str, Any] = res["body"]
             trim: Optional[NativeTrimResult] = None
-            key = "input" if isinstance(out.get("input"), list) else "messages" if isinstance(out.get("messages"), list) else ""
-            if key:
-                items = out[key]
-                # Without compaction items there is nothing to trim, whatever
-                # drop_issuers names.
-                fmt = _native_format(key, items)
-                if fmt is not None:
-                    trim = self._trim(items, fmt)
-                    out[key] = trim["messages"]
-            return NativeRequest(body=out, betas=list(decision["betas"]), decision=decision, trim=trim)
+            if key and carries:
+                t_res = res["trimmed"]
+                r: Dict[str, Any] = {"messages": out[key], "dropped": t_res["dropped"],
+                                     "dropped_messages": t_res["dropped_messages"],
+                                     "rewritten": t_res["rewritten"],
+                                     "changed": bool(t_res["dropped"] or t_res["rewritten"])}
+                _own_trim(items, r, False)
+                out[key] = r["messages"]
+                trim = cast(NativeTrimResult, r)
+                if r["changed"]:
+                    self.last_native_trim = trim
+            elif key:
+                out[key] = items
+            compaction_body: Optional[Dict[str, Any]] = res["compaction_body"]
+            if compaction_body is not None and key:
+                compaction_body[key] = out[key]
+            return NativeRequest(body=out, betas=list(res["betas"]), decision=decision, trim=trim,
+                                 compaction_body=compaction_body)
 
     def _trim(self, items: List[Message], fmt: str, replace: Optional[Dict[str, Any]] = None) -> NativeTrimResult:
         session = self._state.get("native")

@@ -651,14 +651,16 @@ class NativeTrimResult(TypedDict):
 
 
 class NativeRequest(TypedDict):
-    """ContextEngine.prepare_request's answer: the body to send (a new dict), the
-    ``anthropic-beta`` values, the policy's decision, and the trim of the body's
-    messages (None when none ran)."""
+    """ContextEngine.prepare_request's answer (native.prepare): the body to send
+    (a new dict), the ``anthropic-beta`` values, the policy's decision, the trim of
+    the body's list (None when it carried no compaction item), and the body of an
+    Anthropic on-demand compaction due now (None otherwise)."""
 
     body: Dict[str, Any]
     betas: List[str]
     decision: NativeDecision
     trim: Optional[NativeTrimResult]
+    compaction_body: Optional[Dict[str, Any]]
 
 
 class NativeErrorOutcome(TypedDict):
