@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -63,12 +64,44 @@ func (ce *ContextEngine) PrepareRequest(ctx context.Context, body json.RawMessag
 		out.Decision, err = ce.e.NativePolicy(ctx, po)
 		out.Betas = out.Decision.Betas
 	} else {
-		out, err = ce.e.NativePrepare(ctx, body, po)
+		out, err = ce.prepare(ctx, body, po)
 	}
 	if err != nil {
 		return out, err
 	}
 	return out, ce.keepNativeLocked(out.Decision.Session)
+}
+
+// prepare is NativePrepare, with the body's list left out of the call when it
+// holds no compaction item (nothing to trim: a long conversation is not worth
+// copying through the module on every request) and put back after.
+func (ce *ContextEngine) prepare(ctx context.Context, body json.RawMessage, po NativePolicyOptions) (core.NativePrepared, error) {
+	key := "input"
+	list := gjson.GetBytes(body, key)
+	if !list.Exists() {
+		key = "messages"
+		list = gjson.GetBytes(body, key)
+	}
+	if !list.IsArray() || strings.Contains(list.Raw, `"compaction"`) {
+		return ce.e.NativePrepare(ctx, body, po)
+	}
+	rest, err := sjson.DeleteBytes(bytes.Clone(body), key)
+	if err != nil {
+		return core.NativePrepared{}, fmt.Errorf("ctxcompact: setting the body's %s aside: %w", key, err)
+	}
+	out, err := ce.e.NativePrepare(ctx, rest, po)
+	if err != nil {
+		return out, err
+	}
+	if out.Body, err = sjson.SetRawBytes(out.Body, key, []byte(list.Raw)); err != nil {
+		return out, fmt.Errorf("ctxcompact: putting the body's %s back: %w", key, err)
+	}
+	if cb := gjson.ParseBytes(out.CompactionBody); cb.IsObject() {
+		if out.CompactionBody, err = sjson.SetRawBytes(out.CompactionBody, key, []byte(list.Raw)); err != nil {
+			return out, fmt.Errorf("ctxcompact: putting the compaction body's %s back: %w", key, err)
+		}
+	}
+	return out, nil
 }
 
 // ObserveResponse records what the provider's response object (a Responses
