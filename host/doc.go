@@ -46,6 +46,15 @@
 // originals are archived, the summary names them, and ToolSchemas and
 // HandleToolCall give the agent context_search and context_expand.
 //
+// Provider-native compaction (OpenAI's server-side compaction, Anthropic's
+// compaction edit and on-demand compaction, the Codex app server's own threads):
+// NativePolicy, NativePrepare, NativeObserve and NativeTrim run the core's
+// native.* ops over a session the host keeps; a ContextEngine keeps that session
+// in its state and gives PrepareRequest (native.prepare: the decision applied to
+// a request body, with the betas to send), ObserveResponse, ObserveError (a rejection disables the field and says
+// to retry) and ObserveEvent (app-server notifications and the host's own
+// thread/compact/start).
+//
 // Errors: a request the core rejects returns its *core.Error (match the code with
 // errors.Is(err, &core.Error{Code: core.CodeInvalidMessages})); host-level failures
 // wrap ErrBadBinary, ErrABIMismatch, ErrClosed or ErrTrapped. A call whose instance

@@ -28,6 +28,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(fakeAppServerEnv) == "1" { // this binary re-executed as a fake peer (appserver_test.go)
+		os.Exit(fakeAppServer(os.Stdin, os.Stdout))
+	}
 	dir, err := os.MkdirTemp("", "ctxcompact-host-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
