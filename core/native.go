@@ -173,6 +173,11 @@ type NativeSession struct {
 	AppServer AppServerState `json:"app_server"`
 	// NoticeShown is "<model>@<threshold_tokens>" of the last autoraise notice shown.
 	NoticeShown string `json:"notice_shown"`
+	// Archived are the keys of what native.prepare has handed the host for
+	// archiving (the newest compaction item whose predecessors it dropped, or a
+	// dropped item's own key), so a host resending its full history each turn
+	// archives each drop once.
+	Archived []string `json:"archived"`
 }
 
 // AppServerState is what the host has seen of a Codex app-server thread's
@@ -189,7 +194,7 @@ type AppServerState struct {
 
 func newNativeSession() NativeSession {
 	return NativeSession{V: nativeSessionVersion, Disabled: []string{}, Issuers: map[string]string{},
-		AppServer: AppServerState{Boundaries: []int{}}}
+		AppServer: AppServerState{Boundaries: []int{}}, Archived: []string{}}
 }
 
 // readNativeSession reads the session at path (absent or null is a fresh one).
@@ -225,6 +230,9 @@ func readNativeSession(v gjson.Result, path string) (NativeSession, error) {
 	}
 	if s.AppServer.Boundaries == nil {
 		s.AppServer.Boundaries = []int{}
+	}
+	if s.Archived == nil {
+		s.Archived = []string{}
 	}
 	return s, nil
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -32,6 +33,22 @@ type NativeTrimmed struct {
 	Dropped         []NativeDropped   `json:"dropped"`
 	DroppedMessages []json.RawMessage `json:"dropped_messages"`
 	Rewritten       []NativeDropped   `json:"rewritten"`
+	// Archive is what of this trim the host has not been handed before (the
+	// session's archived keys say what it has): each dropped message, and each
+	// rewritten message's original, once, with its index in the list and why.
+	// A lossless engine archives it to its recall store.
+	Archive []NativeArchived `json:"archive"`
+	// ArchivedAs is the recall range a lossless context engine archived Archive
+	// under; the op itself never sets it.
+	ArchivedAs string `json:"archived_as,omitempty"`
+}
+
+// NativeArchived is one message to archive: its index in the list, why it left
+// what is sent, and the message as it was.
+type NativeArchived struct {
+	Index   int             `json:"index"`
+	Reason  string          `json:"reason"`
+	Message json.RawMessage `json:"message"`
 }
 
 // compactEditType is the context-management edit of Anthropic's server-side
@@ -47,7 +64,8 @@ const compactEditType = "compact_20260112"
 func NativePrepare(cfg Config, route NativeRoute, s NativeSession, body gjson.Result, tokens int, manual bool) (NativePrepared, error) {
 	d := NativePolicy(cfg, route, s, tokens, manual)
 	p := NativePrepared{Betas: d.Betas, Decision: d,
-		Trimmed: NativeTrimmed{Dropped: []NativeDropped{}, DroppedMessages: []json.RawMessage{}, Rewritten: []NativeDropped{}}}
+		Trimmed: NativeTrimmed{Dropped: []NativeDropped{}, DroppedMessages: []json.RawMessage{}, Rewritten: []NativeDropped{},
+			Archive: []NativeArchived{}}}
 	raw := body.Raw
 	var err error
 	for _, k := range d.Remove {
@@ -97,7 +115,8 @@ func NativePrepare(cfg Config, route NativeRoute, s NativeSession, body gjson.Re
 			}
 			raw, _ = sjson.SetRaw(raw, list, "["+strings.Join(parts, ",")+"]")
 		}
-		p.Trimmed = NativeTrimmed{List: list, Dropped: t.Dropped, DroppedMessages: t.DroppedMessages, Rewritten: t.Rewritten}
+		p.Trimmed = NativeTrimmed{List: list, Dropped: t.Dropped, DroppedMessages: t.DroppedMessages, Rewritten: t.Rewritten,
+			Archive: toArchive(&p.Decision.Session, msgs, t)}
 	}
 	p.Body = json.RawMessage(raw)
 	if d.CompactNow && d.Mechanism == MechanismAnthropicOnDemand {
@@ -107,6 +126,61 @@ func NativePrepare(cfg Config, route NativeRoute, s NativeSession, body gjson.Re
 		p.CompactionBody = json.RawMessage(cb)
 	}
 	return p, nil
+}
+
+// toArchive returns what of trim t the host has not been handed for archiving,
+// and records it in the session: what precedes the newest compaction item goes
+// under that item's key (a host resending its history drops it again every turn),
+// anything else under its own key.
+func toArchive(s *NativeSession, input gjson.Result, t NativeTrimResult) []NativeArchived {
+	compactionKey := func(v gjson.Result) string {
+		if isCompaction(v) {
+			return NativeItemKey(v)
+		} else if at := anthropicCompactionAt(v); at >= 0 {
+			return NativeItemKey(fieldOf(v, "content").Array()[at])
+		}
+		return ""
+	}
+	newest := ""
+	for _, m := range t.Messages {
+		if k := compactionKey(gjson.ParseBytes(m)); k != "" {
+			newest = k
+		}
+	}
+	handed := map[string]bool{}
+	for _, k := range s.Archived {
+		handed[k] = true
+	}
+	// What precedes a compaction item already handed over was archived with it.
+	covered := 0
+	for i, m := range input.Array() {
+		if k := compactionKey(m); k != "" && handed[k] {
+			covered = i
+		}
+	}
+	out, added := []NativeArchived{}, []string{}
+	take := func(index int, reason string, msg json.RawMessage) {
+		key := newest
+		if reason != "before_compaction" || key == "" {
+			key = NativeItemKey(gjson.ParseBytes(msg))
+		}
+		if handed[key] || index < covered {
+			return
+		}
+		out = append(out, NativeArchived{Index: index, Reason: reason, Message: msg})
+		if !slices.Contains(added, key) {
+			added = append(added, key)
+		}
+	}
+	for i, d := range t.Dropped {
+		take(d.Index, d.Reason, t.DroppedMessages[i])
+	}
+	for _, r := range t.Rewritten {
+		take(r.Index, r.Reason, r.Original)
+	}
+	s.Archived = append(s.Archived, added...)
+	slices.SortFunc(out, func(a, b NativeArchived) int { return a.Index - b.Index })
+	return out
 }
 
 // mergeCompactEdit returns body with Anthropic's compaction edit in

@@ -198,3 +198,30 @@ func TestNativePrepareKeepsTheHostsEdits(t *testing.T) {
 	assert.Equal(t, `["compact-2026-01-12"]`, p.Get("betas").Raw)
 	assert.Equal(t, `"claude-opus-4-7"`, p.Get("body.model").Raw, "the rest of the body as it was")
 }
+
+func TestNativePrepareHandsEachDropForArchivingOnce(t *testing.T) {
+	cfg := nativeCfg("gpt-5.6", 400_000, "codex_responses_native", true)
+	route := obj{"base_url": "https://api.openai.com/v1"}
+	user := func(s string) obj { return obj{"role": "user", "content": s} }
+	c1 := obj{"type": "compaction", "id": "cmp_1", "encrypted_content": "a"}
+	c2 := obj{"type": "compaction", "id": "cmp_2", "encrypted_content": "b"}
+	history := []any{user("one"), user("two"), c1, user("three")}
+	p := nativeCall(t, "native.prepare", obj{"config": cfg, "route": route, "body": obj{"input": history}})
+	assert.Len(t, p.Get("trimmed.archive").Array(), 2, "one and two, summarized by cmp_1")
+	session := json.RawMessage(p.Get("decision.session").Raw)
+	// The host resends its whole history: the same drops, nothing new to archive.
+	p = nativeCall(t, "native.prepare", obj{"config": cfg, "route": route, "session": session, "body": obj{"input": history}})
+	assert.Len(t, p.Get("trimmed.dropped").Array(), 2)
+	assert.Empty(t, p.Get("trimmed.archive").Array())
+	session = json.RawMessage(p.Get("decision.session").Raw)
+	// A newer compaction: what precedes it and was not handed over before (cmp_1
+	// itself, three and four; one and two went with cmp_1).
+	history = append(history, user("four"), c2, user("five"))
+	p = nativeCall(t, "native.prepare", obj{"config": cfg, "route": route, "session": session, "body": obj{"input": history}})
+	var idx []int64
+	for _, a := range p.Get("trimmed.archive").Array() {
+		idx = append(idx, a.Get("index").Int())
+	}
+	assert.Equal(t, []int64{2, 3, 4}, idx)
+	assert.Equal(t, `["cmp_1","cmp_2"]`, p.Get("decision.session.archived").Raw)
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -69,7 +70,40 @@ func (ce *ContextEngine) PrepareRequest(ctx context.Context, body json.RawMessag
 	if err != nil {
 		return out, err
 	}
+	if ce.store != nil && len(out.Trimmed.Archive) > 0 {
+		if out.Trimmed.ArchivedAs, err = ce.archiveNative(ctx, out.Trimmed.Archive); err != nil {
+			return out, fmt.Errorf("ctxcompact: archiving what the provider's compaction stands for: %w", err)
+		}
+	}
 	return out, ce.keepNativeLocked(out.Decision.Session)
+}
+
+// archiveNative archives what a prepare left out for the first time (what the
+// provider's compaction now stands for) as a new recall range, and returns its id.
+func (ce *ContextEngine) archiveNative(ctx context.Context, archive []core.NativeArchived) (string, error) {
+	id, err := ce.store.NextRangeID(ctx, ce.session)
+	if err != nil {
+		return "", err
+	}
+	b := []byte{'['} // by hand: json.Marshal would escape <, > and & in the messages
+	for i, a := range archive {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"index":`...)
+		b = strconv.AppendInt(b, int64(a.Index), 10)
+		b = append(b, `,"reason":`...)
+		b = appendString(b, a.Reason)
+		b = append(append(b, `,"message":`...), a.Message...)
+		b = append(b, '}')
+	}
+	b = append(b, ']')
+	var rows core.RecallArchive
+	req := newRequest("recall.archive").str("session", ce.session).str("range_id", id).raw("report", []byte("{}")).raw("archived", b)
+	if err := ce.e.run(ctx, req, &rows); err != nil {
+		return "", err
+	}
+	return id, ce.store.Archive(ctx, ce.session, rows)
 }
 
 // prepare is NativePrepare, with the body's list left out of the call when it

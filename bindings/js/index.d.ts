@@ -571,6 +571,8 @@ export interface NativeSession {
   app_server: { pending: boolean; compactions: number; boundaries: number[] };
   /** "<model>@<threshold_tokens>" of the last autoraise notice shown, "" for none. */
   notice_shown: string;
+  /** Keys of what prepare has handed over for archiving (each drop is archived once). */
+  archived: string[];
 }
 
 export type NativeMechanism = "openai_compaction" | "anthropic_threshold" | "anthropic_on_demand" | "app_server" | "none";
@@ -1058,6 +1060,8 @@ export interface NativePrepared<B extends object = Record<string, unknown>> {
     dropped: Array<{ index: number; reason: NativeTrimReason }>;
     dropped_messages: Item[];
     rewritten: Array<{ index: number; reason: NativeTrimReason; original: Item }>;
+    /** What of it the session has not handed over before: archive it once. */
+    archive: Array<{ index: number; reason: NativeTrimReason; message: Item }>;
   };
 }
 
@@ -1072,12 +1076,16 @@ export interface PreparedRequest<B extends object = Record<string, unknown>> {
   /** anthropic-beta header values to send with it (beside your own). */
   betas: string[];
   decision: NativeDecision;
-  /** What was left out of the body's list ("input" or "messages"): archive it. */
+  /** What was left out of the body's list ("input" or "messages"). */
   trimmed: {
     list: string;
     dropped: Array<{ index: number; reason: NativeTrimReason }>;
     dropped_messages: Item[];
     rewritten: Array<{ index: number; reason: NativeTrimReason; original: Item }>;
+    /** What of it was not handed over before (the session remembers): archive it once. */
+    archive: Array<{ index: number; reason: NativeTrimReason; message: Item }>;
+    /** The range a lossless engine archived `archive` under (r<k>), else null. */
+    archivedAs: string | null;
   };
   /**
    * The body of an Anthropic on-demand compaction due now (the conversation with

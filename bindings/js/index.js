@@ -898,6 +898,17 @@ export class ContextEngine {
         out[key] = items;
       }
     }
+    trimmed.archive = res.trimmed.archive;
+    trimmed.archivedAs = null;
+    if (trimmed.archive.length > 0 && this.lossless) {
+      // What the provider's compaction stands for now is kept in the store, once
+      // (the session's archived keys say what was handed over before).
+      const rangeId = this.#store.nextRangeId(this.#sessionId);
+      const rows = unwrap(this.#c.callRaw(`{"op":"recall.archive","session":${JSON.stringify(this.#sessionId)}` +
+        `,"range_id":"${rangeId}","report":{},"archived":${JSON.stringify(trimmed.archive)}}`));
+      this.#store.archive(this.#sessionId, rows);
+      trimmed.archivedAs = rangeId;
+    }
     let compactionBody = null;
     if (res.compaction_body) {
       compactionBody = res.compaction_body;

@@ -13,6 +13,7 @@ import http from "node:http";
 import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
 import { CompactError, Compactor, _instanceOf } from "../index.js";
+import { RecallStore } from "../recall.js";
 
 const c = await Compactor.create();
 
@@ -536,4 +537,25 @@ test("nativePrepare is native.prepare's result as the core writes it", () => {
   assert.deepEqual(p.trimmed.dropped, [{ index: 0, reason: "before_compaction" }]);
   assert.equal(p.compaction_body, null);
   assert.throws(() => c.nativePrepare([]), (err) => err instanceof CompactError && err.path === "/body");
+});
+
+test("a lossless engine archives what the provider's compaction stands for, once", async () => {
+  const store = await RecallStore.open();
+  const e = c.engine({ config: { ...NATIVE, context: { engine: "lossless" } }, store, sessionId: "s1" });
+  e.updateModel("gpt-5.6", NATIVE.model.context_length, { baseUrl: OPENAI, provider: "openai" });
+  const history = [
+    { role: "user", content: "the flaky test is tests/test_io.py" },
+    { role: "assistant", content: "fixed by a retry" },
+    COMPACTION, { role: "user", content: "next" },
+  ];
+  const p = e.prepareRequest({ model: "gpt-5.6", input: history });
+  assert.deepEqual(p.body.input, [COMPACTION, history[3]]);
+  assert.equal(p.trimmed.archivedAs, "r1");
+  assert.equal(p.trimmed.archive.length, 2);
+  assert.match(e.handleToolCall("context_search", { query: "test_io.py" }), /r1/);
+  const again = e.prepareRequest({ model: "gpt-5.6", input: history });
+  assert.equal(again.trimmed.dropped.length, 2, "dropped again from what is sent");
+  assert.equal(again.trimmed.archivedAs, null, "but archived once");
+  assert.match(e.handleToolCall("context_expand", { id: "r1" }), /tests\/test_io\.py/);
+  store.close();
 });

@@ -658,3 +658,27 @@ def test_native_prepare_wrapper(compactor: ctxcompact.Compactor) -> None:
     assert p["compaction_body"] is None
     with pytest.raises(ctxcompact.OptionError):
         compactor.native_prepare([])  # type: ignore[arg-type]
+
+
+def test_lossless_engine_archives_native_drops_once(tmp_path: Any) -> None:
+    from ctxcompact.recall import RecallStore
+
+    store = RecallStore(tmp_path / "recall.db")
+    cfg = {"compression": {"codex_responses_native": True}, "context": {"engine": "lossless"}}
+    item = {"type": "compaction", "id": "cmp_1", "encrypted_content": "x"}
+    history = [{"role": "user", "content": "the flaky test is tests/test_io.py"},
+               {"role": "assistant", "content": "fixed by a retry"}, item, {"role": "user", "content": "next"}]
+    with ContextEngine(cfg, model="gpt-5.6", context_length=400000, provider="openai",
+                       store=store, session_id="s1") as engine:
+        engine.update_model("gpt-5.6", 400000, base_url="https://api.openai.com/v1", provider="openai")
+        p = engine.prepare_request({"model": "gpt-5.6", "input": history})
+        assert p["body"]["input"] == [item, {"role": "user", "content": "next"}]
+        assert engine.last_native_archive == "r1"
+        found = json.loads(engine.handle_tool_call("context_search", {"query": "test_io.py"}))
+        assert "r1" in json.dumps(found)
+        # The same history again: dropped again, archived once.
+        engine.last_native_archive = None
+        engine.prepare_request({"model": "gpt-5.6", "input": history})
+        assert engine.last_native_archive is None
+        expanded = json.loads(engine.handle_tool_call("context_expand", {"id": "r1"}))
+        assert "tests/test_io.py" in json.dumps(expanded)

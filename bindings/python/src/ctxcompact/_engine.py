@@ -167,6 +167,8 @@ class ContextEngine:
         self.last_should_compress_reason: Optional[str] = None
         #: how the last update_from_response read its usage object.
         self.last_usage: Optional[UsageRecord] = None
+        #: the range id prepare_request last archived native drops under (lossless).
+        self.last_native_archive: Optional[str] = None
         #: the native.policy decision of the last prepare_request, else None.
         self.last_native_decision: Optional[NativeDecision] = None
         #: the native.trim of the last prepare_request or apply_compaction that
@@ -527,6 +529,16 @@ class ContextEngine:
                     self.last_native_trim = trim
             elif key:
                 out[key] = items
+            archive = res["trimmed"]["archive"]
+            if archive and self.lossless:
+                # What the provider's compaction stands for now is kept in the store,
+                # once (the session's archived keys say what was handed over).
+                range_id = self.store.next_range_id(self.session_id)
+                rows = cast(ArchiveRows, self._compactor._run(b"recall.archive", [
+                    (b"session", dumps(self.session_id)), (b"range_id", dumps(range_id)),
+                    (b"report", b"{}"), (b"archived", _dumps_utf8(archive, "/archived"))]))
+                self.store.archive(self.session_id, rows)
+                self.last_native_archive = range_id
             compaction_body: Optional[Dict[str, Any]] = res["compaction_body"]
             if compaction_body is not None and key:
                 compaction_body[key] = out[key]

@@ -544,6 +544,8 @@ class NativeSession(TypedDict, total=False):
     issuers: Dict[str, str]
     app_server: NativeAppServerState
     notice_shown: str
+    #: keys of what prepare has handed over for archiving (each drop archived once)
+    archived: List[str]
 
 
 class NativeAppServerDecision(TypedDict):
@@ -650,13 +652,24 @@ class NativeTrimResult(TypedDict):
     changed: bool
 
 
+class NativeArchived(TypedDict):
+    """One message native.prepare hands over for archiving: its index in the list,
+    why it left what is sent, and the message as it was."""
+
+    index: int
+    reason: str
+    message: Message
+
+
 class NativePreparedTrim(TypedDict):
-    """What native.prepare left out of the body's list (``input`` or ``messages``)."""
+    """What native.prepare left out of the body's list (``input`` or ``messages``);
+    ``archive`` is what of it was not handed over before (archive it once)."""
 
     list: str
     dropped: List[NativeDropped]
     dropped_messages: List[Message]
     rewritten: List[NativeRewritten]
+    archive: List[NativeArchived]
 
 
 class NativePrepared(TypedDict):
