@@ -236,3 +236,85 @@ func invalidRequest(path, msg string) error {
 	return &core.Error{Code: core.CodeInvalidRequest, Path: path,
 		Message: "ctxcompact: " + msg + " (at " + path + ")"}
 }
+
+// ApplyCompactionOptions are the options of ApplyCompaction.
+type ApplyCompactionOptions struct {
+	// Count is how many leading messages the compaction request sent (and the
+	// block replaces); 0 means all of them.
+	Count int
+}
+
+// ApplyCompactionResult is native.trim's result of the swap, and the recall range
+// a lossless engine archived the summarized messages under ("" otherwise).
+type ApplyCompactionResult struct {
+	core.NativeTrimResult
+	ArchivedAs string
+}
+
+// ApplyCompaction finishes an Anthropic on-demand compaction: response is the
+// compaction request's answer (an Anthropic message whose content holds the
+// compaction block); the block is recorded (ObserveResponse) and swapped in for
+// the first Count messages with native.trim's replace. The result's messages start
+// with the assistant message holding the block; its DroppedMessages are the
+// summarized originals, which a lossless engine archives. Until a response reports
+// usage, the prompt's size is the swapped conversation's estimate.
+func (ce *ContextEngine) ApplyCompaction(ctx context.Context, messages, response json.RawMessage, opts ApplyCompactionOptions) (ApplyCompactionResult, error) {
+	var out ApplyCompactionResult
+	msgs := gjson.ParseBytes(messages)
+	if !msgs.IsArray() {
+		return out, &core.Error{Code: core.CodeInvalidMessages, Path: "/messages", Message: "ctxcompact: messages must be a JSON array (at /messages)"}
+	}
+	content := gjson.GetBytes(response, "content")
+	block := false
+	content.ForEach(func(_, b gjson.Result) bool {
+		block = block || b.Get("type").Str == "compaction"
+		return !block
+	})
+	if !content.IsArray() || !block {
+		return out, invalidRequest("/response/content", "the response must be an Anthropic message whose content holds a compaction block")
+	}
+	if _, err := ce.ObserveResponse(ctx, response); err != nil {
+		return out, err
+	}
+	count := opts.Count
+	if count <= 0 {
+		count = len(msgs.Array())
+	}
+	message := append(append([]byte(`{"role":"assistant","content":`), content.Raw...), '}')
+	ce.mu.Lock()
+	defer ce.mu.Unlock()
+	r, err := ce.e.NativeTrim(ctx, messages, NativeTrimOptions{Format: core.FormatAnthropic, Session: ce.nativeLocked(),
+		Route: ce.routeLocked(), Replace: &NativeReplace{Count: count, Message: message}})
+	if err != nil {
+		return out, err
+	}
+	out.NativeTrimResult = r
+	if ce.store != nil && len(r.Dropped) > 0 {
+		archive := make([]core.NativeArchived, len(r.Dropped))
+		for i, d := range r.Dropped {
+			archive[i] = core.NativeArchived{Index: d.Index, Reason: d.Reason, Message: r.DroppedMessages[i]}
+		}
+		if out.ArchivedAs, err = ce.archiveNative(ctx, archive); err != nil {
+			return out, fmt.Errorf("ctxcompact: archiving what the compaction summarized: %w", err)
+		}
+	}
+	// The reported size was the summarized conversation's: the swapped one's
+	// estimate stands until a response reports usage.
+	swapped := append([]byte{'['}, bytes.Join(rawList(r.Messages), []byte{','})...)
+	swapped = append(swapped, ']')
+	var count2 core.CountTokensResult
+	if err := ce.e.run(ctx, newRequest("tokens.count").raw("messages", swapped).str("format", string(core.FormatAnthropic)).
+		raw("config", ce.configLocked()), &count2); err != nil {
+		return out, err
+	}
+	usage := fmt.Appendf(nil, `{"prompt_tokens":%d,"completion_tokens":0}`, count2.Total)
+	return out, ce.applyLocked(ctx, newRequest("engine.usage").raw("usage", usage), nil)
+}
+
+func rawList(msgs []json.RawMessage) [][]byte {
+	out := make([][]byte, len(msgs))
+	for i, m := range msgs {
+		out[i] = m
+	}
+	return out
+}

@@ -1283,6 +1283,12 @@ export declare class ContextEngine {
    * compaction items dropped from `input` / `messages`), the beta headers, the decision.
    */
   prepareRequest<B extends object>(body: B, options?: PrepareRequestOptions): PreparedRequest<B>;
+  /**
+   * Anthropic on-demand compaction, finished: the response's compaction block swapped
+   * in for the first `count` messages (default: all); a lossless engine archives the
+   * summarized ones (`archivedAs`).
+   */
+  applyCompaction<M extends Item>(messages: M[], response: object, options?: { count?: number }): NativeTrimResult<M> & { archivedAs: string | null };
   /** Records the compaction items of a provider response (usage is updateFromResponse's). */
   observeResponse(response: object): NativeObservation;
   /** Records a failed request: a rejection of the native field disables it; `retry` says to send again. */

@@ -61,6 +61,7 @@ const CACHE_SIMULATE_PARAMS = {
   per_request: [T.boolean], timestamps: [T.array], system: [T.system], format: [T.string], config: CONFIG,
 };
 const CALIBRATE_PARAMS = { fixed_overhead: [T.integer], baseline: [T.object], encoding: [T.string], config: CONFIG };
+const APPLY_COMPACTION_OPTIONS = { count: [T.count] };
 const NATIVE_POLICY_PARAMS = { route: [T.object], session: [T.object], tokens: [T.count], manual: [T.boolean], config: CONFIG };
 const NATIVE_OBSERVE_PARAMS = {
   route: [T.object], session: [T.object], response: [T.object], error: [T.object], event: [T.object],
@@ -916,6 +917,50 @@ export class ContextEngine {
     }
     this.#setNative(state, res.decision.session);
     return { body: out, betas: res.betas, decision: res.decision, trimmed, compactionBody };
+  }
+
+  /**
+   * Anthropic on-demand compaction, finished: swaps the block of the compaction
+   * request's `response` (an Anthropic message whose content holds the
+   * `compaction` block) in for the first `count` messages (default: all of them,
+   * the messages that request sent), with native.trim's `replace`, after recording
+   * the block (observeResponse). The result's messages start with the assistant
+   * message holding the block; `dropped_messages` are the summarized originals,
+   * which a lossless engine archives (`archivedAs`). Until a response reports
+   * usage, the prompt's size is the swapped conversation's estimate.
+   * @param {import("./index.d.ts").Item[]} messages
+   * @param {object} response
+   * @param {{count?: number}} [options]
+   */
+  applyCompaction(messages, response, options) {
+    const o = checkOptions("applyCompaction()", options, APPLY_COMPACTION_OPTIONS);
+    if (!Array.isArray(messages)) messagesJSON(messages); // throws invalid_messages
+    const content = response !== null && typeof response === "object" ? response.content : undefined;
+    if (!Array.isArray(content) || !content.some((b) => b?.type === "compaction")) {
+      throw new CompactError("invalid_request", "ctxcompact: applyCompaction() takes the compaction request's response, an Anthropic message whose content holds a compaction block", "/response/content");
+    }
+    this.observeResponse(response);
+    const state = JSON.parse(this.#state);
+    const message = { role: "assistant", content: content.filter((b) => b !== null && typeof b === "object") };
+    const res = this.#c.nativeTrim(messages, {
+      format: "anthropic", route: routeOf(state), session: state.native ?? null,
+      replace: { count: o.count ?? messages.length, message },
+    });
+    res.archivedAs = null;
+    if (res.dropped.length > 0 && this.lossless) {
+      const rangeId = this.#store.nextRangeId(this.#sessionId);
+      const archived = res.dropped.map((d, i) => ({ index: d.index, reason: d.reason, message: res.dropped_messages[i] }));
+      const rows = unwrap(this.#c.callRaw(`{"op":"recall.archive","session":${JSON.stringify(this.#sessionId)}` +
+        `,"range_id":"${rangeId}","report":{},"archived":${serialize(archived, "/archived", "invalid_messages")}}`));
+      this.#store.archive(this.#sessionId, rows);
+      res.archivedAs = rangeId;
+    }
+    // The reported size was the summarized conversation's: the swapped one's
+    // estimate stands until the next response reports usage.
+    const estimate = unwrap(this.#c.callRaw(`{"op":"tokens.count","format":"anthropic","config":${JSON.stringify(state.config)}` +
+      `,"messages":${messagesJSON(res.messages)}}`)).total;
+    this.#op("engine.usage", `,"usage":{"prompt_tokens":${estimate},"completion_tokens":0}`);
+    return res;
   }
 
   /**

@@ -559,3 +559,30 @@ test("a lossless engine archives what the provider's compaction stands for, once
   assert.match(e.handleToolCall("context_expand", { id: "r1" }), /tests\/test_io\.py/);
   store.close();
 });
+
+test("applyCompaction swaps the on-demand block in, archives what it summarized and resets the prompt's size", async () => {
+  const store = await RecallStore.open();
+  const e = c.engine({
+    config: { model: { name: "claude-opus-4-7", provider: "anthropic", context_length: 200000 }, compression: { anthropic_native: "on_demand" }, context: { engine: "lossless" } },
+    store, sessionId: "s1",
+  });
+  const history = [
+    { role: "user", content: "the schema lives in db/schema.sql" }, { role: "assistant", content: "noted" },
+    { role: "user", content: "add a column" }, { role: "assistant", content: "done" },
+  ];
+  e.updateFromResponse({ input_tokens: 150000, output_tokens: 10 });
+  const due = e.prepareRequest({ model: "claude-opus-4-7", max_tokens: 1024, messages: history });
+  assert.equal(due.decision.compact_now, true);
+  const block = { type: "compaction", content: "Summary: schema in db/schema.sql; a column was added.", signature: "sig" };
+  const res = e.applyCompaction(history, { type: "message", role: "assistant", stop_reason: "compaction", content: [block] });
+  assert.deepEqual(res.messages, [{ role: "assistant", content: [block] }]);
+  assert.deepEqual(res.dropped_messages, history);
+  assert.equal(res.archivedAs, "r1");
+  assert.match(e.handleToolCall("context_search", { query: "schema.sql" }), /r1/);
+  assert.ok(e.getStatus().last_prompt_tokens < 1000, `the swapped conversation's estimate, got ${e.getStatus().last_prompt_tokens}`);
+  const next = e.prepareRequest({ model: "claude-opus-4-7", max_tokens: 1024, messages: [...res.messages, { role: "user", content: "go on" }] });
+  assert.equal(next.decision.compact_now, false, "not due again");
+  assert.deepEqual(next.body.messages[0].content[0], block, "the block goes first, as returned");
+  assert.throws(() => e.applyCompaction(history, { content: [{ type: "text", text: "no" }] }), (err) => err.path === "/response/content");
+  store.close();
+});

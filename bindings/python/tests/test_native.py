@@ -682,3 +682,21 @@ def test_lossless_engine_archives_native_drops_once(tmp_path: Any) -> None:
         assert engine.last_native_archive is None
         expanded = json.loads(engine.handle_tool_call("context_expand", {"id": "r1"}))
         assert "tests/test_io.py" in json.dumps(expanded)
+
+
+def test_lossless_apply_compaction_archives_what_the_block_summarized(tmp_path: Any) -> None:
+    from ctxcompact.recall import RecallStore
+
+    store = RecallStore(tmp_path / "recall.db")
+    history = [{"role": "user", "content": "the schema lives in db/schema.sql"},
+               {"role": "assistant", "content": "noted"}]
+    block = {"type": "compaction", "content": "Summary: schema in db/schema.sql.", "signature": "sig"}
+    cfg = {"compression": {"anthropic_native": "on_demand"}, "context": {"engine": "lossless"}}
+    with ContextEngine(cfg, model="claude-opus-4-7", context_length=200000, provider="anthropic",
+                       store=store, session_id="s1") as engine:
+        r = engine.apply_compaction(history, {"type": "message", "role": "assistant",
+                                              "stop_reason": "compaction", "content": [block]})
+        assert r["messages"] == [{"role": "assistant", "content": [block]}]
+        assert engine.last_native_archive == "r1"
+        assert "r1" in engine.handle_tool_call("context_search", {"query": "schema.sql"})
+        assert engine.last_prompt_tokens == -1

@@ -533,17 +533,22 @@ class ContextEngine:
             if archive and self.lossless:
                 # What the provider's compaction stands for now is kept in the store,
                 # once (the session's archived keys say what was handed over).
-                range_id = self.store.next_range_id(self.session_id)
-                rows = cast(ArchiveRows, self._compactor._run(b"recall.archive", [
-                    (b"session", dumps(self.session_id)), (b"range_id", dumps(range_id)),
-                    (b"report", b"{}"), (b"archived", _dumps_utf8(archive, "/archived"))]))
-                self.store.archive(self.session_id, rows)
-                self.last_native_archive = range_id
+                self._archive_native(archive)
             compaction_body: Optional[Dict[str, Any]] = res["compaction_body"]
             if compaction_body is not None and key:
                 compaction_body[key] = out[key]
             return NativeRequest(body=out, betas=list(res["betas"]), decision=decision, trim=trim,
                                  compaction_body=compaction_body)
+
+    def _archive_native(self, archived: List[Any]) -> None:
+        """recall.archive of messages a provider's compaction now stands for, as a
+        new range (``last_native_archive``), and one store transaction."""
+        range_id = self.store.next_range_id(self.session_id)
+        rows = cast(ArchiveRows, self._compactor._run(b"recall.archive", [
+            (b"session", dumps(self.session_id)), (b"range_id", dumps(range_id)),
+            (b"report", b"{}"), (b"archived", _dumps_utf8(archived, "/archived"))]))
+        self.store.archive(self.session_id, rows)
+        self.last_native_archive = range_id
 
     def _trim(self, items: List[Message], fmt: str, replace: Optional[Dict[str, Any]] = None) -> NativeTrimResult:
         session = self._state.get("native")
@@ -562,8 +567,9 @@ class ContextEngine:
         native.trim's ``replace``. The block is recorded (observe_response) first.
         The result's ``messages`` start with the assistant message holding the
         block, followed by the messages after ``count``; ``dropped_messages`` are
-        the summarized originals (archive them). Until the next response reports
-        usage, ``last_prompt_tokens`` reads -1 (the old size no longer applies)."""
+        the summarized originals, which a lossless engine archives
+        (``last_native_archive``). Until the next response reports usage,
+        ``last_prompt_tokens`` reads -1 (the old size no longer applies)."""
         reject_unknown("apply_compaction", unknown, ("messages", "response", "count"))
         if not isinstance(messages, list):
             raise CompactError("invalid_messages", "messages must be a list of message dicts", "/messages")
@@ -578,6 +584,10 @@ class ContextEngine:
             self.observe_response(resp)
             message = {"role": "assistant", "content": [b for b in content if isinstance(b, dict)]}
             r = self._trim(messages, "anthropic", {"count": n, "message": message})
+            if r["dropped"] and self.lossless:
+                archived = [{"index": d["index"], "reason": d["reason"], "message": m}
+                            for d, m in zip(r["dropped"], r["dropped_messages"])]
+                self._archive_native(archived)
             self._awaiting_usage = True
             return r
 
