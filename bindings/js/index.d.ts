@@ -1055,14 +1055,17 @@ export interface NativePrepared<B extends object = Record<string, unknown>> {
   /** The body of an Anthropic on-demand compaction due now, or null. */
   compaction_body: (B & { compaction: { type: "summarize"; instructions?: string } }) | null;
   decision: NativeDecision;
-  trimmed: {
-    list: string;
-    dropped: Array<{ index: number; reason: NativeTrimReason }>;
-    dropped_messages: Item[];
-    rewritten: Array<{ index: number; reason: NativeTrimReason; original: Item }>;
-    /** What of it the session has not handed over before: archive it once. */
-    archive: Array<{ index: number; reason: NativeTrimReason; message: Item }>;
-  };
+  trimmed: NativePreparedTrim;
+}
+
+/** What native.prepare left out of the body's list ("input" or "messages"). */
+export interface NativePreparedTrim {
+  list: string;
+  dropped: Array<{ index: number; reason: NativeTrimReason }>;
+  dropped_messages: Item[];
+  rewritten: Array<{ index: number; reason: NativeTrimReason; original: Item }>;
+  /** What of it the session has not handed over before: archive it once. */
+  archive: Array<{ index: number; reason: NativeTrimReason; message: Item }>;
 }
 
 /** What prepareRequest returns (native.prepare). */
@@ -1077,13 +1080,7 @@ export interface PreparedRequest<B extends object = Record<string, unknown>> {
   betas: string[];
   decision: NativeDecision;
   /** What was left out of the body's list ("input" or "messages"). */
-  trimmed: {
-    list: string;
-    dropped: Array<{ index: number; reason: NativeTrimReason }>;
-    dropped_messages: Item[];
-    rewritten: Array<{ index: number; reason: NativeTrimReason; original: Item }>;
-    /** What of it was not handed over before (the session remembers): archive it once. */
-    archive: Array<{ index: number; reason: NativeTrimReason; message: Item }>;
+  trimmed: NativePreparedTrim & {
     /** The range a lossless engine archived `archive` under (r<k>), else null. */
     archivedAs: string | null;
   };

@@ -210,6 +210,17 @@ def _native_parts(route: Any, session: Any) -> List[Tuple[bytes, bytes]]:
     return parts
 
 
+def _native_ask(tokens: Optional[int], manual: bool) -> List[Tuple[bytes, bytes]]:
+    """The tokens and manual parts of native.policy and native.prepare (checked)."""
+    parts: List[Tuple[bytes, bytes]] = []
+    t = check_opt_int("tokens", tokens)
+    if t is not None:
+        parts.append((b"tokens", dumps(t)))
+    if check_bool("manual", manual):
+        parts.append((b"manual", b"true"))
+    return parts
+
+
 def _own_trim(msgs: List[Message], r: Dict[str, Any], replaced: bool) -> None:
     """In place: native.trim's kept messages that it did not change become the
     caller's own objects again (the core returns copies), and dropped_messages and
@@ -558,12 +569,7 @@ class Compactor:
         the prompt's current size, ``manual`` a user's "compact now". Keep the
         returned ``session``."""
         reject_unknown("native_policy", unknown, ("route", "session", "tokens", "manual", "config"))
-        parts = [(b"config", self._cfg(config))] + _native_parts(route, session)
-        t = check_opt_int("tokens", tokens)
-        if t is not None:
-            parts.append((b"tokens", dumps(t)))
-        if check_bool("manual", manual):
-            parts.append((b"manual", b"true"))
+        parts = [(b"config", self._cfg(config))] + _native_parts(route, session) + _native_ask(tokens, manual)
         return cast(NativeDecision, self._run(b"native.policy", parts))
 
     def native_prepare(
@@ -586,12 +592,7 @@ class Compactor:
         reject_unknown("native_prepare", unknown, ("body", "route", "session", "tokens", "manual", "config"))
         if not isinstance(body, dict):
             raise OptionError(f"body must be a dict, not {type(body).__name__}", "/body")
-        parts = [(b"config", self._cfg(config))] + _native_parts(route, session)
-        t = check_opt_int("tokens", tokens)
-        if t is not None:
-            parts.append((b"tokens", dumps(t)))
-        if check_bool("manual", manual):
-            parts.append((b"manual", b"true"))
+        parts = [(b"config", self._cfg(config))] + _native_parts(route, session) + _native_ask(tokens, manual)
         parts.append((b"body", dumps_at(body, "invalid_request", "/body", "body")))
         return cast(NativePrepared, self._run(b"native.prepare", parts))
 
