@@ -591,11 +591,11 @@ func callPaths(c toolCall, commands bool) []string {
 			}
 			continue
 		}
-		for w, rest := nextWord(a.value()); w != ""; w, rest = nextWord(rest) {
+		pathWords(a.value(), func(w string) {
 			if looksLikePath(w) {
 				out = append(out, w)
 			}
-		}
+		})
 	}
 	return out
 }
@@ -643,6 +643,44 @@ func trimQuoting(w string) string {
 	return w
 }
 
+// pathWords calls yield with each word of s (as strings.Fields splits it) that
+// holds a '/' or a '.', in order: the only words looksLikePath can accept. It
+// finds them from those bytes, so a long command (a heredoc of a whole file) is
+// not walked word by word; FuzzSummaryText holds it to nextWord.
+func pathWords(s string, yield func(word string)) {
+	for i := 0; i < len(s); {
+		j := strings.IndexAny(s[i:], "/.")
+		if j < 0 {
+			return
+		}
+		start, end := i+j, i+j
+		for start > i {
+			r, size := utf8.DecodeLastRuneInString(s[i:start])
+			if isFieldSpace(r) {
+				break
+			}
+			start -= size
+		}
+		for end < len(s) {
+			r, size := rune(s[end]), 1
+			if r >= utf8.RuneSelf {
+				r, size = utf8.DecodeRuneInString(s[end:])
+			}
+			if isFieldSpace(r) {
+				break
+			}
+			end += size
+		}
+		yield(s[start:end])
+		i = end
+	}
+}
+
+// isFieldSpace is the space rule of strings.Fields.
+func isFieldSpace(c rune) bool {
+	return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f' || c >= utf8.RuneSelf && unicode.IsSpace(c)
+}
+
 // nextWord returns the first word of s, as strings.Fields splits it, and the text
 // after it; word is "" when s has no more words.
 func nextWord(s string) (word, rest string) {
@@ -652,7 +690,7 @@ func nextWord(s string) (word, rest string) {
 		if c >= utf8.RuneSelf {
 			c, size = utf8.DecodeRuneInString(s[i:])
 		}
-		if c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f' || c >= utf8.RuneSelf && unicode.IsSpace(c) {
+		if isFieldSpace(c) {
 			if start >= 0 {
 				return s[start:i], s[i:]
 			}

@@ -233,7 +233,7 @@ func FuzzStringArgs(f *testing.F) {
 // appendPending with encoding/json.
 func FuzzSummaryText(f *testing.F) {
 	for _, s := range []string{"src/app.py", "./x", "/etc/hosts", "main.go", "obj.attr", "a[1:2]", "https://x.io/a", "-rf", "../..", "\"README.md\",", "é/x", "x.PY",
-		"ls -la  src/app.py\t\n x\u00a0y\u2003z \xff end", "Traceback (most recent call last):", "make: *** build failed", "E rror: no", "ERROR", "ctl\x00\x1f\b\f\u2029 <&> \"q\" \\ é\xc3", "cat <<'EOF'\n\ta\v\a\x7f\x1b \"q\" \\ EOF\r", "ok\n failed: x\n\tError: y \r\nerror:\nFAILED ERROR\n failed", "tag \U000E0001 shy \u00ad nbsp \u00a0 box ─→ \U0001F600 \ufffd"} {
+		"ls -la  src/app.py\t\n x\u00a0y\u2003z \xff end", "Traceback (most recent call last):", "make: *** build failed", "E rror: no", "ERROR", "ctl\x00\x1f\b\f\u2029 <&> \"q\" \\ é\xc3", "cat <<'EOF'\n\ta\v\a\x7f\x1b \"q\" \\ EOF\r", "ok\n failed: x\n\tError: y \r\nerror:\nFAILED ERROR\n failed", "tag \U000E0001 shy \u00ad nbsp \u00a0 box ─→ \U0001F600 \ufffd", "a.b\u3000c/d\xe3\x80\x80e.f \xe3\xe3\x80\x80/g \x80.\x80 ..", "/", ". /"} {
 		f.Add(s)
 	}
 	plainPath := func(w string) bool {
@@ -260,6 +260,14 @@ func FuzzSummaryText(f *testing.F) {
 		if want := strings.Fields(s); len(want) > 0 || len(words) > 0 {
 			require.Equal(t, want, words, "words of %q", s)
 		}
+		var dotted, found []string
+		for _, w := range words {
+			if strings.ContainsAny(w, "/.") {
+				dotted = append(dotted, w)
+			}
+		}
+		pathWords(s, func(w string) { found = append(found, w) })
+		require.Equal(t, dotted, found, "path words of %q", s)
 		if got, want := looksLikePath(s), plainPath(s); got != want {
 			t.Fatalf("looksLikePath(%q) = %v, want %v", s, got, want)
 		}
