@@ -67,17 +67,32 @@ func isCompaction(v gjson.Result) bool {
 }
 
 // anthropicCompactionAt returns the index of the last compaction block of an
-// Anthropic message, or -1.
+// Anthropic message that carries a summary, or -1. A block whose content is null
+// records a compaction that failed, which the API treats as a no-op: it is no
+// boundary, and what precedes it is still the conversation.
 func anthropicCompactionAt(msg gjson.Result) int {
 	at, i := -1, 0
 	fieldOf(msg, "content").ForEach(func(_, b gjson.Result) bool {
-		if isCompaction(b) {
+		if isCompaction(b) && (nonEmptyString(fieldOf(b, "content")) || nonEmptyString(fieldOf(b, "encrypted_content"))) {
 			at = i
 		}
 		i++
 		return true
 	})
 	return at
+}
+
+func nonEmptyString(v gjson.Result) bool { return v.Type == gjson.String && v.Str != "" }
+
+// hasCompactionBlock reports whether an Anthropic message holds a compaction
+// block, failed or not.
+func hasCompactionBlock(msg gjson.Result) bool {
+	found := false
+	fieldOf(msg, "content").ForEach(func(_, b gjson.Result) bool {
+		found = isCompaction(b)
+		return !found
+	})
+	return found
 }
 
 // NativeTrim removes from a conversation what must not be sent: with replace, the
@@ -288,7 +303,7 @@ func nativeFormatOf(msgs gjson.Result) Format {
 		case isCompaction(m) || fieldOf(m, "type").Exists() && !fieldOf(m, "role").Exists():
 			f = FormatResponses
 			return false
-		case anthropicCompactionAt(m) >= 0:
+		case hasCompactionBlock(m):
 			f = FormatAnthropic
 			return false
 		}
