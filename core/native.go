@@ -68,12 +68,12 @@ const (
 // NativeConfig holds the compression keys of provider-native compaction. They do
 // not change a local compaction, so compact.begin's fingerprint leaves them out.
 type NativeConfig struct {
-	CodexResponsesNative       bool   `json:"codex_responses_native"`
-	CodexResponsesThreshold    int    `json:"codex_responses_compact_threshold"`
-	CodexAppServerAuto         string `json:"codex_app_server_auto"`
-	CodexAutoraiseNotice       bool   `json:"codex_gpt55_autoraise_notice"`
-	AnthropicNative            string `json:"anthropic_native"`
-	AnthropicCompactInstructon string `json:"anthropic_compact_instructions"`
+	CodexResponsesNative         bool   `json:"codex_responses_native"`
+	CodexResponsesThreshold      int    `json:"codex_responses_compact_threshold"`
+	CodexAppServerAuto           string `json:"codex_app_server_auto"`
+	CodexAutoraiseNotice         bool   `json:"codex_gpt55_autoraise_notice"`
+	AnthropicNative              string `json:"anthropic_native"`
+	AnthropicCompactInstructions string `json:"anthropic_compact_instructions"`
 }
 
 // defaultNativeConfig is NativeConfig's defaults: nothing native is sent until a
@@ -94,7 +94,7 @@ func (n *NativeConfig) read(c *configReader) {
 	c.str("codex_app_server_auto", &n.CodexAppServerAuto, AppServerNative, AppServerHermes, AppServerOff)
 	c.boolean("codex_gpt55_autoraise_notice", &n.CodexAutoraiseNotice)
 	c.str("anthropic_native", &n.AnthropicNative, AnthropicNativeOff, AnthropicNativeThreshold, AnthropicNativeOnDemand)
-	c.str("anthropic_compact_instructions", &n.AnthropicCompactInstructon)
+	c.str("anthropic_compact_instructions", &n.AnthropicCompactInstructions)
 }
 
 // NativeRoute is where a request goes: the provider, its base URL and API mode, as
@@ -474,8 +474,8 @@ func (d *NativeDecision) anthropic(cfg Config, s *NativeSession, trigger, tokens
 			return
 		}
 		edit := map[string]any{"type": "compact_20260112", "trigger": map[string]any{"type": "input_tokens", "value": trigger}}
-		if nc.AnthropicCompactInstructon != "" {
-			edit["instructions"] = nc.AnthropicCompactInstructon
+		if nc.AnthropicCompactInstructions != "" {
+			edit["instructions"] = nc.AnthropicCompactInstructions
 		}
 		d.Reason, d.CompactThreshold = "sent", trigger
 		d.Body["context_management"] = map[string]any{"edits": []any{edit}}
@@ -486,8 +486,8 @@ func (d *NativeDecision) anthropic(cfg Config, s *NativeSession, trigger, tokens
 	d.Reason, d.CompactThreshold = "armed", max(trigger, 0)
 	if manual || tokens > 0 && tokens >= trigger {
 		req := map[string]any{"type": "summarize"}
-		if nc.AnthropicCompactInstructon != "" {
-			req["instructions"] = nc.AnthropicCompactInstructon
+		if nc.AnthropicCompactInstructions != "" {
+			req["instructions"] = nc.AnthropicCompactInstructions
 		}
 		d.Reason, d.CompactNow = "compact_now", true
 		d.CompactionRequest = map[string]any{"compaction": req}
