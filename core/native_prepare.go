@@ -68,8 +68,10 @@ func NativePrepare(cfg Config, route NativeRoute, s NativeSession, body gjson.Re
 			Archive: []NativeArchived{}}}
 	raw := body.Raw
 	var err error
+	// The policy's keys are plain top-level names (context_management): usable as
+	// sjson paths as they are.
 	for _, k := range d.Remove {
-		if raw, err = sjson.Delete(raw, escapeKey(k)); err != nil {
+		if raw, err = sjson.Delete(raw, k); err != nil {
 			return p, errorf(CodeInternal, "/body", "removing %s: %v", k, err)
 		}
 	}
@@ -85,7 +87,7 @@ func NativePrepare(cfg Config, route NativeRoute, s NativeSession, body gjson.Re
 	} else {
 		for k, v := range d.Body {
 			b, _ := marshal(v)
-			if raw, err = sjson.SetRaw(raw, escapeKey(k), string(b)); err != nil {
+			if raw, err = sjson.SetRaw(raw, k, string(b)); err != nil {
 				return p, errorf(CodeInternal, "/body", "setting %s: %v", k, err)
 			}
 		}
@@ -102,10 +104,8 @@ func NativePrepare(cfg Config, route NativeRoute, s NativeSession, body gjson.Re
 		case d.Route == RouteAnthropic:
 			format = FormatAnthropic
 		}
-		for i, m := range msgs.Array() {
-			if !m.IsObject() {
-				return p, errorf(CodeInvalidMessages, pointer("/body/"+list, i), "every item must be an object")
-			}
+		if _, err := checkItems(msgs, "/body/"+list); err != nil {
+			return p, err
 		}
 		t := NativeTrim(msgs, format, d.Session, d.Route, true, 0, "")
 		if t.Changed {
@@ -220,12 +220,6 @@ func mergeCompactEdit(body string, want any) string {
 	}
 	out, _ := sjson.SetRaw(body, "context_management", obj)
 	return out
-}
-
-// escapeKey escapes a top-level key for an sjson path.
-func escapeKey(k string) string {
-	r := strings.NewReplacer(".", `\.`, "*", `\*`, "?", `\?`, "|", `\|`, "#", `\#`, "@", `\@`, ":", `\:`)
-	return r.Replace(k)
 }
 
 func opNativePrepare(req opRequest) ([]byte, error) {

@@ -247,15 +247,7 @@ func opNativeTrim(req opRequest) ([]byte, error) {
 	if !msgs.IsArray() {
 		return nil, errorf(CodeInvalidMessages, "/messages", "messages must be an array")
 	}
-	i := 0
-	msgs.ForEach(func(_, m gjson.Result) bool {
-		if !m.IsObject() {
-			err = errorf(CodeInvalidMessages, pointer("/messages", i), "every message must be an object")
-			return false
-		}
-		i++
-		return true
-	})
+	i, err := checkItems(msgs, "/messages")
 	if err != nil {
 		return nil, err
 	}
@@ -291,6 +283,20 @@ func opNativeTrim(req opRequest) ([]byte, error) {
 		key = route.Key()
 	}
 	return marshal(NativeTrim(msgs, format, s, key, dropBefore, count, replacement))
+}
+
+// checkItems checks that every item of the list at path is an object, and
+// returns how many there are.
+func checkItems(list gjson.Result, path string) (n int, err error) {
+	list.ForEach(func(_, m gjson.Result) bool {
+		if !m.IsObject() {
+			err = errorf(CodeInvalidMessages, pointer(path, n), "every item must be an object")
+			return false
+		}
+		n++
+		return true
+	})
+	return n, err
 }
 
 // nativeFormatOf tells the format of a conversation by its native items: a
