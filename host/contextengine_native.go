@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -85,17 +84,12 @@ func (ce *ContextEngine) archiveNative(ctx context.Context, archive []core.Nativ
 	if err != nil {
 		return "", err
 	}
-	b := []byte{'['} // by hand: json.Marshal would escape <, > and & in the messages
+	b := []byte{'['}
 	for i, a := range archive {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"index":`...)
-		b = strconv.AppendInt(b, int64(a.Index), 10)
-		b = append(b, `,"reason":`...)
-		b = appendString(b, a.Reason)
-		b = append(append(b, `,"message":`...), a.Message...)
-		b = append(b, '}')
+		b = appendArchived(b, a.Index, a.Reason, a.Message)
 	}
 	b = append(b, ']')
 	var rows core.RecallArchive

@@ -58,12 +58,7 @@ func (ce *ContextEngine) archive(ctx context.Context, messages json.RawMessage, 
 			}
 			msg = json.RawMessage(input[a.Index].Raw)
 		}
-		b = append(b, `{"index":`...)
-		b = strconv.AppendInt(b, int64(a.Index), 10)
-		b = append(b, `,"reason":`...)
-		b = appendString(b, string(a.Reason))
-		b = append(append(b, `,"message":`...), msg...)
-		b = append(b, '}')
+		b = appendArchived(b, a.Index, string(a.Reason), msg)
 	}
 	b = append(b, ']')
 	out := []byte{'['} // by hand: json.Marshal would escape <, > and & in the messages
@@ -81,6 +76,17 @@ func (ce *ContextEngine) archive(ctx context.Context, messages json.RawMessage, 
 		return err
 	}
 	return ce.store.Archive(ctx, ce.session, rows)
+}
+
+// appendArchived appends one archived entry of recall.archive, {"index", "reason",
+// "message"}, by hand: json.Marshal would escape <, > and & in the message.
+func appendArchived(b []byte, index int, reason string, msg []byte) []byte {
+	b = append(b, `{"index":`...)
+	b = strconv.AppendInt(b, int64(index), 10)
+	b = append(b, `,"reason":`...)
+	b = appendString(b, reason)
+	b = append(append(b, `,"message":`...), msg...)
+	return append(b, '}')
 }
 
 // ToolSchemas returns the schemas of the tools the engine gives the agent, a JSON
