@@ -779,6 +779,19 @@ export class ContextEngine {
   }
 
   /**
+   * recall.archive of messages a provider's compaction now stands for
+   * ([{index, reason, message}]), as a new range, and one store transaction.
+   * Returns the range id.
+   */
+  #archiveNative(archived) {
+    const rangeId = this.#store.nextRangeId(this.#sessionId);
+    const rows = unwrap(this.#c.callRaw(`{"op":"recall.archive","session":${JSON.stringify(this.#sessionId)}` +
+      `,"range_id":"${rangeId}","report":{},"archived":${serialize(archived, "/archived", "invalid_messages")}}`));
+    this.#store.archive(this.#sessionId, rows);
+    return rangeId;
+  }
+
+  /**
    * recall.archive over a compaction's result: the archived originals (the caller's
    * objects, as JSON.stringify writes them) and the output messages, where the core
    * finds the summary (the caller's unchanged objects go as refs: never the summary),
@@ -904,11 +917,7 @@ export class ContextEngine {
     if (trimmed.archive.length > 0 && this.lossless) {
       // What the provider's compaction stands for now is kept in the store, once
       // (the session's archived keys say what was handed over before).
-      const rangeId = this.#store.nextRangeId(this.#sessionId);
-      const rows = unwrap(this.#c.callRaw(`{"op":"recall.archive","session":${JSON.stringify(this.#sessionId)}` +
-        `,"range_id":"${rangeId}","report":{},"archived":${JSON.stringify(trimmed.archive)}}`));
-      this.#store.archive(this.#sessionId, rows);
-      trimmed.archivedAs = rangeId;
+      trimmed.archivedAs = this.#archiveNative(trimmed.archive);
     }
     let compactionBody = null;
     if (res.compaction_body) {
@@ -948,12 +957,7 @@ export class ContextEngine {
     });
     res.archivedAs = null;
     if (res.dropped.length > 0 && this.lossless) {
-      const rangeId = this.#store.nextRangeId(this.#sessionId);
-      const archived = res.dropped.map((d, i) => ({ index: d.index, reason: d.reason, message: res.dropped_messages[i] }));
-      const rows = unwrap(this.#c.callRaw(`{"op":"recall.archive","session":${JSON.stringify(this.#sessionId)}` +
-        `,"range_id":"${rangeId}","report":{},"archived":${serialize(archived, "/archived", "invalid_messages")}}`));
-      this.#store.archive(this.#sessionId, rows);
-      res.archivedAs = rangeId;
+      res.archivedAs = this.#archiveNative(res.dropped.map((d, i) => ({ index: d.index, reason: d.reason, message: res.dropped_messages[i] })));
     }
     // The reported size was the summarized conversation's: the swapped one's
     // estimate stands until the next response reports usage.
