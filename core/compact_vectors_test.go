@@ -370,18 +370,24 @@ func TestCompactVectorsUpToDate(t *testing.T) {
 // suites, or with -update rewrites it; test names the test that regenerates them.
 func checkGenerated(t *testing.T, suites map[string]genSuite, test string) {
 	for name, suite := range suites {
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", " ")
-		require.NoError(t, enc.Encode(suite))
-		path := "../testdata/" + name + ".json"
-		if *update {
-			require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
-			continue
-		}
-		have, err := os.ReadFile(path)
-		require.NoError(t, err)
-		require.True(t, bytes.Equal(have, buf.Bytes()), "%s is out of date: run go test ./core -run %s -update and review the diff", path, test)
+		checkGeneratedFile(t, name, suite, test)
 	}
+}
+
+// checkGeneratedFile fails when testdata/<name>.json differs from suite written
+// as the generators write it, or with -update rewrites it.
+func checkGeneratedFile(t *testing.T, name string, suite any, test string) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", " ")
+	require.NoError(t, enc.Encode(suite))
+	path := "../testdata/" + name + ".json"
+	if *update {
+		require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
+		return
+	}
+	have, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(have, buf.Bytes()), "%s is out of date: run go test ./core -run %s -update and review the diff", path, test)
 }

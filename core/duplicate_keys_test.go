@@ -1,9 +1,7 @@
 package core
 
 import (
-	"bytes"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 
@@ -73,19 +71,7 @@ func TestDuplicateKeyVectorsUpToDate(t *testing.T) {
 			require.Nil(t, resp.Error, "%s/%s", name, c.Name)
 			c.Want.Result = resp.Result
 		}
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", " ")
-		require.NoError(t, enc.Encode(f))
-		path := "../testdata/" + name + ".json"
-		if *update {
-			require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
-			continue
-		}
-		have, err := os.ReadFile(path)
-		require.NoError(t, err)
-		require.True(t, bytes.Equal(have, buf.Bytes()), "%s is out of date: run go test ./core -run TestDuplicateKeyVectorsUpToDate -update and review the diff", path)
+		checkGeneratedFile(t, name, f, "TestDuplicateKeyVectorsUpToDate")
 	}
 }
 
