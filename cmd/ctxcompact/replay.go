@@ -42,6 +42,8 @@ line per trace on stderr):
   peak          the largest request (estimate)
   billed        input cost in base-token units under ideal prefix caching: the messages
                 shared with the previous request read at 0.1x, the rest written at 1.25x
+  billed_pre    (--json) the part of billed before the first compaction: the same
+                for every compactor, so the rest is what a compactor controls
   paths, asks   [kept, total]: file paths named in tool-call arguments (file_path, path,
                 filename, notebook_path) and the user's requests (first 200 characters,
                 whitespace collapsed, matched on their first 120), found in the final
@@ -180,6 +182,7 @@ type replayResult struct {
 	Overflows            int    `json:"overflows"`
 	Peak                 int    `json:"peak"`
 	Billed               int64  `json:"billed"`
+	BilledPre            int64  `json:"billed_pre"`
 	Paths                [2]int `json:"paths"`
 	Asks                 [2]int `json:"asks"`
 	SummaryRequestTokens int    `json:"summary_request_tokens"`
@@ -240,7 +243,7 @@ func replayTrace(name string, msgs []string, window int, cfg []byte, call caller
 	r := &replayResult{Trace: name, Window: window, Messages: len(msgs), trigger: replayTrigger(window)}
 	live := []*replayMsg{newReplayMsg(msgs[0])}
 	var prev []string
-	billed := 0.0
+	billed, pre := 0.0, -1.0 // pre: billed before the first compaction, -1 until the trigger is reached
 	sum := func(ms []*replayMsg) int {
 		n := 0
 		for _, m := range ms {
@@ -257,6 +260,9 @@ func replayTrace(name string, msgs []string, window int, cfg []byte, call caller
 		turn := replayTurn{At: at, Before: sum(live)}
 		t := turn.Before
 		if float64(t) >= r.trigger {
+			if pre < 0 {
+				pre = billed
+			}
 			out, srTokens, err := replayCompact(live, cfg, call)
 			if err != nil {
 				r.Errors++
@@ -293,6 +299,10 @@ func replayTrace(name string, msgs []string, window int, cfg []byte, call caller
 		live = append(live, m)
 	}
 	r.Billed = int64(math.RoundToEven(billed))
+	if pre < 0 {
+		pre = billed
+	}
+	r.BilledPre = int64(math.RoundToEven(pre))
 	r.Requests = len(r.turns)
 
 	all := make([]gjson.Result, len(msgs))
