@@ -431,6 +431,7 @@ func (r *compactRequest) chooseSummary(p plan, summary, failure string, rep *Rep
 	if !rep.FallbackUsed && r.summarizer == SummarizerHost {
 		summary = r.checkHostSummary(p, summary, rep)
 	}
+	summary = r.withAnchors(p, summary, rep)
 	if p.activeRequest >= 0 {
 		size := func(body string) int {
 			return r.tc.message(gjson.Parse(`{"content":` + string(mustMarshal(summaryText(body, IndexRange{p.headEnd, p.tailStart}))) + `}`))
