@@ -19,12 +19,13 @@ import (
 
 func init() {
 	commands["replay"] = command{
-		summary: "replay recorded sessions as the agent lived them, compacting at the default trigger: replay FILE... --window N [--config FILE] [--json] [--html OUT.html] [--wasm]",
+		summary: "replay recorded sessions as the agent lived them, compacting at the default trigger: replay FILE... --window N [--config FILE] [--json] [--html OUT.html] [--wasm] [--needed-uses all|args]",
 		run:     runReplay,
 	}
 }
 
 const replayUsage = `usage: ctxcompact replay FILE... --window N [--config FILE] [--json] [--html OUT.html] [--wasm]
+                        [--needed-uses all|args]
 
 Replays each recorded session (a FILE holding {"messages": [...]} or a bare array) as
 the agent lived it: the live context starts with the first message; before each
@@ -32,7 +33,8 @@ assistant message the agent sends a request with the live context, and if its
 estimate reaches the trigger (75% of N below 512K, else 50%) the live context is first
 compacted as 'ctxcompact compact --context-length N [--config FILE]' compacts it
 (forced, built-in summarizer); then the recorded message is appended. The numbers are
-those of ../shared/replay/replay.py run on the same binary.
+those of ../shared/replay/replay.py (needed and recalled: needed_later.py) run on the
+same binary.
 
 Per trace (--json: one JSON line each; else a table with a totals row, and a progress
 line per trace on stderr):
@@ -48,13 +50,28 @@ line per trace on stderr):
                 filename, notebook_path) and the user's requests (first 200 characters,
                 whitespace collapsed, matched on their first 120), found in the final
                 live context
+  needed, recalled
+                facts the agent reused after a compaction took them out, as
+                ../shared/replay/needed_later.py counts them: a fact is a token its
+                ID_RE finds (matched as Python's re does, \w \d \b Unicode's), stripped
+                of . _ / - at the ends, 6+ characters, not a-f letters alone: an
+                identifier with . _ / or - inside or an inner capital, a path, a hex id
+                of 7-40 characters, a number of 4+ digits. It is removed when a
+                compaction leaves out the recorded message it first appeared in (a
+                message is kept when the compacted context holds one equal to it as
+                JSON), and no longer so once a later message holds it. needed: the
+                removed facts a later assistant message used (--needed-uses all: its
+                text, tool-call names and argument values; args: only the string values
+                of its tool-call arguments); recalled: those the live context sent for
+                that message held, anywhere in its text. The table writes recalled with
+                its share of needed
   summary_request_tokens
                 the input a real LLM summarizer would have been sent: the sum, over the
                 compactions, of the estimated size of the summary request's messages
                 that compact.begin returns for the same messages and config with
                 summarizer "host" (0 for a compaction that summarizes nothing)
---json adds messages (in the file), requests (assistant turns replayed) and, when a
-compaction failed, first_error.
+--json adds uses (the --needed-uses), messages (in the file), requests (assistant
+turns replayed) and, when a compaction failed, first_error.
 The estimate is ceil(characters/4) + 4 per message, text content and tool-call names
 and arguments counted; the trigger ignores the config's threshold, as replay.py does.
 `

@@ -299,7 +299,7 @@ func TestReplayCommandOutputs(t *testing.T) {
 	require.Equal(t, 2, strings.Count(errOut, "ctxcompact: replayed "), errOut)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Contains(t, lines[0], "window 4,000 tokens, compacting at 3,000")
-	require.Regexp(t, `^trace\s+requests\s+compactions\s+errors\s+overflows\s+peak\s+billed\s+paths\s+asks\s+summary requests$`, lines[2])
+	require.Regexp(t, `^trace\s+requests\s+compactions\s+errors\s+overflows\s+peak\s+billed\s+paths\s+asks\s+needed\s+recalled\s+summary requests$`, lines[2])
 	require.Regexp(t, `^session.json\s+12\s+[1-9]\d*\s+0\s+`, lines[3])
 	require.Regexp(t, `^total \(2 traces\)\s+`, lines[len(lines)-1])
 
