@@ -61,8 +61,8 @@ line per trace on stderr):
                 message is kept when the compacted context holds one equal to it as
                 JSON), and no longer so once a later message holds it. needed: the
                 removed facts a later assistant message used (--needed-uses all: its
-                text, tool-call names and argument values; args: only the string values
-                of its tool-call arguments); recalled: those the live context sent for
+                text, tool-call names and argument values; args: only its tool-call
+                argument values); recalled: those the live context sent for
                 that message held, anywhere in its text. The table writes recalled with
                 its share of needed
   summary_request_tokens

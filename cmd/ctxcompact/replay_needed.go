@@ -14,14 +14,13 @@ import (
 // replay. A fact is a characteristic token (neededFacts) of a message; it is removed
 // when a compaction takes out of the live context the message it first appeared in,
 // needed when a later assistant message uses it while it is still removed, and
-// recalled when the live context sent for that message holds it as text. A message
-// that holds it again (in the live context, after the compaction) brings it back: it
-// is no longer removed.
+// recalled when the live context sent for that message holds it as text. Any later
+// message that holds it brings it back: it is no longer removed.
 
 // The parts of an assistant message that count as a use (--needed-uses).
 const (
 	neededUsesAll  = "all"  // the whole message: text, tool-call names and argument values
-	neededUsesArgs = "args" // only the string values of its tool calls' arguments
+	neededUsesArgs = "args" // only the values in its tool calls' arguments
 )
 
 // neededLater follows one replay's facts.
