@@ -43,7 +43,7 @@ apt_get() {
 			return 0
 		fi
 		if [[ "$err" == *"Could not get lock"* ]] && ((SECONDS < deadline)); then
-			[[ -n "$noted" ]] || echo "apt-install.sh: apt-get $1: waiting for another apt-get or dpkg (up to ${left}s): ${err%%$'\n'*}" >&2
+			[[ -n "$noted" ]] || echo "apt-install.sh: apt-get $1: waiting for another apt-get or dpkg (up to ${left}s): $(grep -m1 'Could not get lock' <<<"$err")" >&2
 			noted=1
 			sleep "$retry_s"
 			continue

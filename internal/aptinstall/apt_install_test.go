@@ -16,6 +16,7 @@ const stubAptGet = `#!/bin/sh
 echo "FRONTEND=$DEBIAN_FRONTEND $*" >>"$STUB_LOG"
 n=$(wc -l <"$STUB_LOG")
 if [ "$n" -le "${STUB_LOCKED:-0}" ]; then
+	echo "W: a warning before the error" >&2
 	echo "E: Could not get lock /var/lib/apt/lists/lock. It is held by process 4242 (apt-get)" >&2
 	echo "E: Unable to lock directory /var/lib/apt/lists/" >&2
 	exit 100
@@ -102,7 +103,7 @@ func TestWaitsForTheLock(t *testing.T) {
 			t.Errorf("call %d: %q, want noninteractive apt-get -o DPkg::Lock::Timeout=N -qq %s", k+1, c, want)
 		}
 	}
-	if strings.Count(r.out, "waiting for another apt-get or dpkg") != 1 || !strings.Contains(r.out, "held by process 4242") {
+	if strings.Count(r.out, "waiting for another apt-get or dpkg") != 1 || !strings.Contains(r.out, "(up to 600s): E: Could not get lock /var/lib/apt/lists/lock. It is held by process 4242") {
 		t.Errorf("the wait is said once, naming the holder:\n%s", r.out)
 	}
 }
