@@ -784,7 +784,9 @@ class Compactor:
         worker thread (a daemon thread, with a copy of the caller's contextvars);
         one that hangs is abandoned, not stopped: Python cannot kill a thread, so
         it keeps whatever it holds until it returns. ``timeout=None`` runs it in
-        the calling thread.
+        the calling thread. A summarizer that returns an awaitable (an ``async
+        def``, or one over an async SDK client) raises OptionError at /summarize:
+        use ``acompact``.
 
         ``prompt_tokens`` is the API-reported prompt size of the last response,
         preferred over the estimate. ``config`` is merged over the Compactor's. For
@@ -1044,7 +1046,13 @@ def _sync_outcome(summarize: Any, request: SummaryRequest, timeout: Optional[flo
         close = getattr(out, "close", None)
         if close is not None:
             close()  # do not leak a never-awaited coroutine warning
-        raise TypeError("ctxcompact: summarize returned an awaitable; use `await compactor.acompact(...)`")
+        # A programming error, not an LLM failure: raised, not a fallback.
+        raise OptionError(
+            "summarize returned an awaitable (an async summarizer, or one over an async SDK client), "
+            "which compact() and ContextEngine.compress() cannot await: use `await compactor.acompact(...)` "
+            "or a sync summarizer",
+            "/summarize",
+        )
     return _check_summary(out)
 
 
