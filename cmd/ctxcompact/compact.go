@@ -130,7 +130,10 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	}
 
 	r := res.Get("report")
-	if !r.Get("compacted").Bool() && *ifNeeded {
+	if note := formatNote(conv); note != "" {
+		fmt.Fprintf(stderr, "ctxcompact: %s\n", note)
+	}
+	if !r.Get("compacted").Bool() && *ifNeeded && r.Get("reason").Str != "nothing_to_compact" {
 		fmt.Fprintf(stderr, "ctxcompact: no compaction needed (%s): an estimated %s tokens against a threshold of %s; the messages are unchanged\n",
 			r.Get("reason").Str, groupDigits(r.Get("tokens_before").Int()), groupDigits(r.Get("threshold_tokens").Int()))
 		return nil
@@ -143,9 +146,12 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stderr, "  summarized messages %d–%d (summary as %s, %s tokens); pruned %d tool outputs; prompt cache breaks at message %d\n",
 			s.Get("from").Int(), s.Get("to").Int()-1, r.Get("summary_role").Str, groupDigits(r.Get("summary_tokens").Int()),
 			len(r.Get("pruned").Array()), r.Get("first_changed_index").Int())
+	} else if why, ok := notCompactedBecause[r.Get("reason").Str]; ok && !r.Get("compacted").Bool() {
+		fmt.Fprintf(stderr, "  nothing summarized or pruned (%s): %s\n", r.Get("reason").Str, why)
 	} else {
 		fmt.Fprintf(stderr, "  nothing summarized (%s); pruned %d tool outputs\n", r.Get("reason").Str, len(r.Get("pruned").Array()))
 	}
+	writeRepairs(stderr, r.Get("orphans_removed"), r.Get("stubs_added"), r.Get("repaired"))
 	if r.Get("fallback_used").Bool() {
 		code := ""
 		if c := r.Get("fallback_code").Str; c != "" {

@@ -181,6 +181,9 @@ func readReplayTrace(file string, stdin io.Reader) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := replayableFormat(file, conv); err != nil {
+		return nil, err
+	}
 	var msgs []string
 	gjson.Parse(conv.messages).ForEach(func(_, m gjson.Result) bool {
 		msgs = append(msgs, m.Raw)

@@ -876,10 +876,11 @@ def _result(msgs: List[Message], r: Dict[str, Any]) -> CompactResult:
 
 
 class SummaryTimeout(TimeoutError):
-    """Raised by a summarizer whose LLM call ran out of the compaction's time (the
-    ready summarizers raise it when the SDK's per-request timeout, set to the time
-    left, expires): the fallback_code is "timeout", as when the compaction stops
-    waiting itself, not "error"."""
+    """Raised by a summarizer whose LLM call timed out (the ready summarizers raise
+    it when the SDK's per-request timeout expires: the compaction's time left, or
+    the client's own shorter one): the fallback_code is "timeout", as when the
+    compaction stops waiting itself, not "error". Any TimeoutError a summarizer
+    raises counts the same, as a TimeoutError does in JS."""
 
 
 #: The time.monotonic() deadline of the summarizer running in this context (None:
@@ -917,7 +918,7 @@ def _raised(e: BaseException) -> _Outcome:
     SystemExit and the like are not summarizer failures and propagate."""
     if _is_cancel(e):
         return None, {"code": "cancelled", "message": _describe(e)}
-    if isinstance(e, SummaryTimeout):
+    if isinstance(e, TimeoutError):  # SummaryTimeout, socket timeouts, asyncio's (3.11+)
         return None, {"code": "timeout", "message": _describe(e)}
     if isinstance(e, Exception):
         return None, _describe(e)
