@@ -294,6 +294,9 @@ const asciiLower = (t) => t.replace(/[A-Z]/g, (c) => c.toLowerCase());
  */
 export function parseQuery(query) {
   if (typeof query !== "string") throw fail("recall: query must be a string", "/query");
+  const chars = [...query].length;
+  if (chars > MAX_QUERY_CHARS) throw fail(`recall: query is too long: ${chars} characters, at most ${MAX_QUERY_CHARS}`, "/query");
+  if (query.includes("\0")) throw fail("recall: query must not contain a NUL character (U+0000)", "/query");
   const terms = [];
   const seen = new Set();
   const add = (t) => {
@@ -317,9 +320,23 @@ export function parseQuery(query) {
       i = j;
     }
   }
-  if (terms.length === 0) throw fail("recall: query must have at least one word to search for", "/query");
+  if (terms.length === 0) throw fail("recall: query has no words to search for", "/query");
+  checkTerms(terms.length, terms);
   const fts = terms.filter((t) => [...t].length >= 3).map(ftsPhrase).join(" AND ");
   return { terms, fts, like: terms.map(likePattern) };
+}
+
+/** The bounds of a query, the core's (recall.query, recall.check_call). */
+export const MAX_QUERY_CHARS = 4000;
+export const MAX_QUERY_TERMS = 32;
+export const MAX_TERM_CHARS = 1000;
+
+function checkTerms(n, terms) {
+  if (n > MAX_QUERY_TERMS) throw fail(`recall: query has ${n} terms, at most ${MAX_QUERY_TERMS} (every term must match; "quote" a phrase to search for it as one term)`, "/query");
+  for (const t of terms) {
+    const chars = [...t].length;
+    if (chars > MAX_TERM_CHARS) throw fail(`recall: a term of the query is too long: ${chars} characters, at most ${MAX_TERM_CHARS}`, "/query");
+  }
 }
 
 function checkParsed(q) {
@@ -329,6 +346,11 @@ function checkParsed(q) {
     throw fail("recall: a query is a string or the result of recall.query ({terms, fts, like})", "/query");
   }
   if (q.like.length === 0 && !q.fts) throw fail("recall: the query has no terms", "/query");
+  // A plan made by hand is held to the core's bounds too: the store never runs an unbounded query.
+  checkTerms(q.like.length, []);
+  if ([q.fts, ...q.like].some((p) => p.includes("\0") || [...p].length > 4 * MAX_QUERY_CHARS)) {
+    throw fail("recall: a query plan's fts and like must be bounded strings without NUL (recall.query's result)", "/query");
+  }
   return { terms: q.terms ?? [], fts: q.fts ?? "", like: q.like };
 }
 
@@ -536,7 +558,8 @@ export class RecallStore {
     return this.#write(`archive ${rid} of session ${JSON.stringify(session)}`, (d) => {
       const fts = this.#writableIndex();
       if (d.get("SELECT 1 AS x FROM ctxc_ranges WHERE session = ? AND id = ?", [session, rid])) {
-        throw fail(`recall store: session ${JSON.stringify(session)} already has a range ${rid}`, "/range/id");
+        // One code in every runtime: another compaction of the session archived this id first.
+        throw new CompactError("invalid_state", `ctxcompact: recall store: session ${JSON.stringify(session)} already has a range ${rid}: another compaction of the session archived first (nothing of this one is written; compact again)`, "/range/id");
       }
       const seq = Number(d.get("SELECT count(*) AS n FROM ctxc_ranges WHERE session = ?", [session]).n) + 1;
       d.run("INSERT INTO ctxc_ranges(session, id, seq, from_index, to_index, summary) VALUES (?, ?, ?, ?, ?, ?)", [session, rid, seq, from, to, summary]);
@@ -545,7 +568,7 @@ export class RecallStore {
         try {
           info = d.run("INSERT INTO ctxc_messages(session, id, range_id, position, role, reason, json, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row);
         } catch (err) {
-          if (/UNIQUE/i.test(err?.message ?? "")) throw fail(`recall store: session ${JSON.stringify(session)} already has a message ${row[1]}`, "/rows");
+          if (/UNIQUE/i.test(err?.message ?? "")) throw new CompactError("invalid_state", `ctxcompact: recall store: session ${JSON.stringify(session)} already has a message ${row[1]}`, "/rows");
           throw err;
         }
         if (fts) d.run("INSERT INTO ctxc_fts(rowid, text) VALUES (?, ?)", [info.lastInsertRowid, row[7]]);

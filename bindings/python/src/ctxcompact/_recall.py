@@ -158,14 +158,48 @@ def split_terms(query: str) -> List[str]:
     return terms
 
 
+#: The bounds of a search query, the core's (``recall.query``, ``recall.check_call``).
+MAX_QUERY_CHARS = 4000
+MAX_QUERY_TERMS = 32
+MAX_TERM_CHARS = 1000
+
+
+def _check_terms(n: int, terms: Sequence[str]) -> None:
+    if n > MAX_QUERY_TERMS:
+        raise CompactError(
+            "invalid_request",
+            f"query has {n} terms, at most {MAX_QUERY_TERMS} (every term must match;"
+            ' "quote" a phrase to search for it as one term)',
+            "/query",
+        )
+    for t in terms:
+        if "\0" in t:
+            raise CompactError("invalid_request", "query must not contain a NUL character (U+0000)", "/query")
+        if len(t) > MAX_TERM_CHARS:
+            raise CompactError(
+                "invalid_request",
+                f"a term of the query is too long: {len(t)} characters, at most {MAX_TERM_CHARS}",
+                "/query",
+            )
+
+
 def plan_query(query: Union[str, Sequence[str]]) -> RecallQuery:
     """The query plan of the core's ``recall.query``, computed here: the terms, the
     FTS5 MATCH expression (every term of at least 3 characters quoted as a phrase,
     joined with AND; "" when there is none) and a LIKE pattern per term. An empty
-    query is ``invalid_request`` at ``/query``."""
+    query, or one past the core's bounds (``MAX_QUERY_CHARS``, ``MAX_QUERY_TERMS``,
+    ``MAX_TERM_CHARS``, a NUL), is ``invalid_request`` at ``/query``."""
+    if isinstance(query, str):
+        if len(query) > MAX_QUERY_CHARS:
+            raise CompactError(
+                "invalid_request", f"query is too long: {len(query)} characters, at most {MAX_QUERY_CHARS}", "/query"
+            )
+        if "\0" in query:
+            raise CompactError("invalid_request", "query must not contain a NUL character (U+0000)", "/query")
     terms = split_terms(query) if isinstance(query, str) else [t for t in query if t]
     if not terms:
-        raise CompactError("invalid_request", "query is empty", "/query")
+        raise CompactError("invalid_request", "query has no words to search for", "/query")
+    _check_terms(len(terms), terms)
     fts = " AND ".join(_fts_phrase(t) for t in terms if len(t) >= _MIN_FTS_TERM)
     return {"terms": terms, "fts": fts, "like": [_like_pattern(t) for t in terms]}
 
@@ -178,6 +212,15 @@ def _as_plan(query: QueryArg) -> RecallQuery:
         fts = query.get("fts") or ""
         if not isinstance(fts, str):
             raise OptionError("a query plan's fts must be a string", "/query/fts")
+        # A plan made by hand is held to the core's bounds too: the store never
+        # runs an unbounded query.
+        _check_terms(len(like), [])
+        if any("\0" in p or len(p) > 4 * MAX_QUERY_CHARS for p in [fts, *like]):
+            raise CompactError(
+                "invalid_request",
+                "a query plan's fts and like must be bounded strings without NUL (recall.query's result)",
+                "/query",
+            )
         return {"terms": list(query.get("terms") or []), "fts": fts, "like": list(like)}
     if isinstance(query, (str, list, tuple)):
         return plan_query(query)
