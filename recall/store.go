@@ -351,7 +351,8 @@ func (s *Store) Archive(ctx context.Context, session string, a core.RecallArchiv
 		return err
 	}
 	if want := "r" + strconv.Itoa(n+1); a.Range.ID != want {
-		return fmt.Errorf("the session's next range is %s, not %s (another writer archived first?)", want, a.Range.ID)
+		return &core.Error{Code: core.CodeInvalidState, Path: "/range/id", Message: fmt.Sprintf(
+			"ctxcompact: the session's next range is %s, not %s: another compaction of the session archived first (nothing of this one is written; compact again)", want, a.Range.ID)}
 	}
 	rs, _, err := s.conn.Prepare(`INSERT INTO ctxc_ranges (session, id, seq, from_index, to_index, summary) VALUES (?, ?, ?, ?, ?, ?)`)
 	if err != nil {
