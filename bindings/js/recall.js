@@ -568,7 +568,7 @@ export class RecallStore {
         try {
           info = d.run("INSERT INTO ctxc_messages(session, id, range_id, position, role, reason, json, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row);
         } catch (err) {
-          if (/UNIQUE/i.test(err?.message ?? "")) throw new CompactError("invalid_state", `ctxcompact: recall store: session ${JSON.stringify(session)} already has a message ${row[1]}`, "/rows");
+          if (/UNIQUE/i.test(err?.message ?? "")) throw fail(`recall store: session ${JSON.stringify(session)} already has a message ${row[1]}`, "/rows");
           throw err;
         }
         if (fts) d.run("INSERT INTO ctxc_fts(rowid, text) VALUES (?, ?)", [info.lastInsertRowid, row[7]]);
