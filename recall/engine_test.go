@@ -89,6 +89,9 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(writerEnv); spec != "" {
 		os.Exit(writer(spec))
 	}
+	if path := os.Getenv(holderEnv); path != "" {
+		os.Exit(holder(path))
+	}
 	if spec := os.Getenv(racerEnv); spec != "" {
 		os.Exit(racer(spec))
 	}

@@ -8,9 +8,10 @@
 // node:fs: real file persistence, FTS5 with the trigram tokenizer). Both are
 // synchronous, so every method is atomic within a process.
 
-import { closeSync, mkdirSync, openSync, readFileSync, readSync, rmdirSync } from "node:fs";
+import { closeSync, openSync, readFileSync, readSync } from "node:fs";
 import { resolve as resolvePath } from "node:path";
 import { CompactError } from "./errors.js";
+import { DirLock, testHooks } from "./recall-lock.js";
 
 /** The schema version this binding writes (ctxc_meta.schema_version). */
 export const SCHEMA_VERSION = 1;
@@ -102,50 +103,6 @@ class Driver {
   exec(sql) { this.db.exec(sql); }
 }
 
-/**
- * The lock every runtime's store takes around its use of a file: the directory
- * `<absolute path>.lock` (mkdir is atomic), the lock of node-sqlite3-wasm's VFS,
- * which cannot take POSIX locks. The wasm driver's VFS takes it itself (per
- * statement, or from BEGIN IMMEDIATE to COMMIT); node:sqlite, Python and Go take
- * it in the store. Re-entrant (a depth count); waits up to the busy timeout, then
- * an error naming it.
- */
-class DirLock {
-  constructor(file, timeoutMs) {
-    this.dir = `${resolvePath(file)}.lock`;
-    this.timeoutMs = timeoutMs;
-    this.depth = 0;
-  }
-
-  acquire() {
-    if (this.depth++ > 0) return;
-    const deadline = Date.now() + this.timeoutMs;
-    let delay = 1;
-    for (;;) {
-      try {
-        mkdirSync(this.dir);
-        return;
-      } catch (err) {
-        if (err?.code !== "EEXIST") {
-          this.depth = 0;
-          throw err;
-        }
-      }
-      if (Date.now() >= deadline) {
-        this.depth = 0;
-        throw new CompactError("internal", `ctxcompact: recall store: ${this.dir} is held by another process for more than ${this.timeoutMs / 1000} s (the store's lock, taken by every runtime around each use of the file; a process that crashed can leave it behind: remove it when no process uses the store)`, "/path");
-      }
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, delay);
-      delay = Math.min(delay * 2, 20);
-    }
-  }
-
-  release() {
-    if (this.depth === 0 || --this.depth > 0) return;
-    try { rmdirSync(this.dir); } catch { /* gone already */ }
-  }
-}
-
 class NodeSqliteDriver extends Driver {
   /** @param {DirLock | null} lock the file's lock directory (null in memory) */
   constructor(kind, db, lock) {
@@ -190,17 +147,87 @@ class NodeSqliteDriver extends Driver {
   }
 }
 
+const isBusy = (err) => /database is locked|SQLITE_BUSY/i.test(err?.message ?? "");
+
+/**
+ * node-sqlite3-wasm: its VFS takes the lock directory itself (per statement, or from
+ * a transaction's first statement to its end) and answers SQLITE_BUSY while another
+ * process holds it. Its SQLite sleeps in the busy handler by spinning a CPU, so the
+ * busy timeout is 0 and this driver waits instead (the DirLock's loop: sleeps, a
+ * stale lock broken, the timeout honoured). In a transaction it writes the owner file
+ * into the VFS's directory, and removes it before the transaction ends.
+ */
 class WasmDriver extends Driver {
+  /** @param {DirLock | null} lock the file's lock directory (null in memory) */
+  constructor(kind, db, lock) {
+    super(kind, db);
+    this.lock = lock;
+    this.owner = false;
+    this.pendingOwner = false;
+  }
+
+  /** Runs attempt, again after waiting while another process holds the lock. */
+  #waiting(attempt) {
+    if (!this.lock) return attempt();
+    let out;
+    this.lock.waitFor(() => {
+      try {
+        out = attempt();
+        return true;
+      } catch (err) {
+        if (isBusy(err) && !this.owner) return false;
+        throw err;
+      }
+    });
+    if (this.pendingOwner) {
+      this.pendingOwner = false;
+      this.#own();
+    }
+    return out;
+  }
+
+  #own() {
+    if (this.lock && this.db.inTransaction) {
+      this.lock.writeOwner();
+      this.owner = true;
+    }
+  }
+
+  #disown() {
+    if (this.owner) {
+      this.lock.removeOwner();
+      this.owner = false;
+    }
+    this.pendingOwner = false;
+  }
+
+  exec(sql) {
+    if (/^\s*(COMMIT|ROLLBACK)\b/i.test(sql)) {
+      this.#disown();
+      this.db.exec(sql);
+      return;
+    }
+    if (/^\s*BEGIN\s+IMMEDIATE\b/i.test(sql)) {
+      this.#waiting(() => this.db.exec(sql));
+      this.#own();
+      return;
+    }
+    this.#waiting(() => this.db.exec(sql));
+    if (/^\s*BEGIN\b/i.test(sql)) this.pendingOwner = true; // the first statement takes the lock
+  }
+
   /** Runs fn on the cached statement; a statement whose step failed cannot be reset here, so it is dropped. */
   #with(sql, fn) {
-    const st = this.stmt(sql);
-    try {
-      return fn(st);
-    } catch (err) {
-      this.cache.delete(sql);
-      try { st.finalize(); } catch { /* finalize reports the failed step again */ }
-      throw err;
-    }
+    return this.#waiting(() => {
+      const st = this.stmt(sql);
+      try {
+        return fn(st);
+      } catch (err) {
+        this.cache.delete(sql);
+        try { st.finalize(); } catch { /* finalize reports the failed step again */ }
+        throw err;
+      }
+    });
   }
 
   all(sql, params = []) { return this.#with(sql, (st) => st.all(params)); }
@@ -223,7 +250,7 @@ async function openDriver(path, which) {
   if (which === "auto" || which === "node:sqlite") {
     const mod = await loadNodeSqlite();
     if (mod) {
-      const lock = path ? new DirLock(path, BUSY_TIMEOUT_MS) : null;
+      const lock = path ? new DirLock(`${resolvePath(path)}.lock`, BUSY_TIMEOUT_MS) : null;
       lock?.acquire();
       try {
         const d = new NodeSqliteDriver("node:sqlite", new mod.DatabaseSync(file), lock);
@@ -239,8 +266,9 @@ async function openDriver(path, which) {
   }
   const { Database } = await loadWasmSqlite();
   const wal = path ? isWALFile(path) : false;
-  const d = new WasmDriver("wasm", new Database(file));
-  d.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+  const d = new WasmDriver("wasm", new Database(file), path ? new DirLock(`${resolvePath(path)}.lock`, BUSY_TIMEOUT_MS) : null);
+  // 0: this driver waits for the lock itself (WasmDriver), its SQLite would spin.
+  d.exec("PRAGMA busy_timeout = 0");
   if (wal) {
     // The wasm VFS has no shared memory, so it reads a WAL-mode file (written by
     // node:sqlite, Python or Go) only in exclusive locking mode: take the lock once,
@@ -499,6 +527,7 @@ export class RecallStore {
     }
     try {
       const out = fn(d);
+      testHooks.beforeCommit?.();
       d.exec("COMMIT");
       return out;
     } catch (err) {
