@@ -38,9 +38,10 @@ const fail = (message, path = "", cause) =>
   new CompactError("invalid_request", `ctxcompact: ${message}`, path, cause === undefined ? undefined : { cause });
 
 function dbError(what, err) {
+  if (err instanceof CompactError) return err; // the lock's own error, or a store error already named
   const msg = err?.message ?? String(err);
   const hint = /locked|busy/i.test(msg)
-    ? " (another process holds the store's lock past the 5 s busy timeout; with the wasm driver a crashed writer can leave a `<file>.lock` directory behind: remove it when no process uses the store)"
+    ? " (another connection holds SQLite's lock on the file past the 5 s busy timeout)"
     : "";
   return new CompactError("internal", `ctxcompact: recall store: ${what}: ${msg}${hint}`, "", { cause: err });
 }
