@@ -34,6 +34,14 @@ const (
 	// recallMinFTSTerm is the shortest term (in characters) the trigram index can
 	// match; shorter terms are matched by LIKE only.
 	recallMinFTSTerm = 3
+	// RecallMaxQueryChars, RecallMaxTerms and RecallMaxTermChars bound a search
+	// query (recall.query, recall.check_call): a longer query, more terms or a
+	// longer term is refused with a clear error before any store sees it. (SQLite
+	// refuses a LIKE pattern of 50,000 bytes and a statement of 999+ parameters;
+	// FTS5 reads a NUL as the end of its expression.)
+	RecallMaxQueryChars = 4000
+	RecallMaxTerms      = 32
+	RecallMaxTermChars  = 1000
 )
 
 var recallToolDefs = []struct {
@@ -392,13 +400,39 @@ func isQuerySpace(r rune) bool {
 		r == 0x1680 || (r >= 0x2000 && r <= 0x200A) || r == 0x2028 || r == 0x2029 || r == 0x202F || r == 0x205F || r == 0x3000
 }
 
+// checkQuery is why a search query is refused ("" when it is not): no terms, a
+// NUL, more than RecallMaxQueryChars characters, more than RecallMaxTerms terms or
+// a term of more than RecallMaxTermChars characters. terms is QueryTerms(q).
+func checkQuery(q string, terms []string) string {
+	if n := utf8.RuneCountInString(q); n > RecallMaxQueryChars {
+		return "query is too long: " + strconv.Itoa(n) + " characters, at most " + strconv.Itoa(RecallMaxQueryChars)
+	}
+	if strings.IndexByte(q, 0) >= 0 {
+		return "query must not contain a NUL character (U+0000)"
+	}
+	if len(terms) == 0 {
+		return "query has no words to search for"
+	}
+	if len(terms) > RecallMaxTerms {
+		return "query has " + strconv.Itoa(len(terms)) + " terms, at most " + strconv.Itoa(RecallMaxTerms) +
+			" (every term must match; \"quote\" a phrase to search for it as one term)"
+	}
+	for _, t := range terms {
+		if n := utf8.RuneCountInString(t); n > RecallMaxTermChars {
+			return "a term of the query is too long: " + strconv.Itoa(n) + " characters, at most " + strconv.Itoa(RecallMaxTermChars)
+		}
+	}
+	return ""
+}
+
 // BuildRecallQuery is recall.query: the terms, the FTS5 expression (each term of
 // at least 3 characters as a quoted phrase, joined with AND) and a LIKE pattern per
-// term (%, _ and \ escaped with \).
+// term (%, _ and \ escaped with \). A query checkQuery refuses is invalid_request
+// at /query.
 func BuildRecallQuery(q string) (RecallQuery, error) {
 	terms := QueryTerms(q)
-	if len(terms) == 0 {
-		return RecallQuery{}, errorf(CodeInvalidRequest, "/query", "query must have at least one word to search for")
+	if msg := checkQuery(q, terms); msg != "" {
+		return RecallQuery{}, errorf(CodeInvalidRequest, "/query", "%s", msg)
 	}
 	out := RecallQuery{Terms: terms, Like: make([]string, len(terms))}
 	var fts []string
@@ -586,7 +620,7 @@ func ExpandResult(id string, messages []string, maxTokens int) string {
 	b = jsonraw.AppendString(b, id)
 	b = append(b, `,"messages":[`...)
 	budget := maxTokens
-	whole, cut := 0, false
+	whole, cut, partial := 0, false, false
 	for i, m := range messages {
 		t := jsonTokens(m)
 		if maxTokens > 0 && t > budget {
@@ -595,6 +629,7 @@ func ExpandResult(id string, messages []string, maxTokens int) string {
 					b = append(b, ',')
 				}
 				b = append(b, part...)
+				partial = true
 			}
 			cut = true
 			break
@@ -612,8 +647,15 @@ func ExpandResult(id string, messages []string, maxTokens int) string {
 	}
 	note := "cut to about " + strconv.Itoa(maxTokens) + " tokens: " + strconv.Itoa(whole) + " of " +
 		strconv.Itoa(len(messages)) + " messages whole"
-	if whole < len(messages) {
+	switch {
+	case partial && whole+1 < len(messages):
 		note += ", then message " + strconv.Itoa(whole+1) + " cut short and the rest left out"
+	case partial:
+		note += ", then message " + strconv.Itoa(whole+1) + " cut short"
+	case whole+1 < len(messages):
+		note += "; message " + strconv.Itoa(whole+1) + " did not fit and it and the rest are left out"
+	default:
+		note += "; message " + strconv.Itoa(whole+1) + " did not fit and is left out"
 	}
 	note += "; call context_expand again with a larger max_tokens, or without it for everything, or with a message id for one message"
 	b = append(b, `true,"note":`...)
@@ -770,8 +812,8 @@ func CheckToolCall(name string, arguments gjson.Result) (args map[string]any, er
 		if q.Type != gjson.String {
 			return fail("context_search: query is required, a string of words, paths or identifiers to find")
 		}
-		if len(QueryTerms(q.Str)) == 0 {
-			return fail("context_search: query has no words to search for")
+		if msg := checkQuery(q.Str, QueryTerms(q.Str)); msg != "" {
+			return fail("context_search: " + msg)
 		}
 		limit, ok, msg := intArg("limit", 1)
 		if msg != "" {

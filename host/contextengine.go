@@ -215,13 +215,18 @@ func (ce *ContextEngine) Compress(ctx context.Context, messages json.RawMessage,
 	if err != nil {
 		return res, fmt.Errorf("ctxcompact: encoding the report: %w", err)
 	}
-	if err := ce.apply(ctx, newRequest("engine.record").raw("report", report), nil); err != nil {
-		return res, err
-	}
+	// Lossless: the originals go to the store before the report is recorded, and a
+	// compaction whose archive fails returns no result and records nothing (the
+	// caller keeps its messages; a summary naming a range the store does not hold
+	// never reaches the conversation). Another compaction of the session that
+	// archived the same range id first is invalid_state at /range/id.
 	if ce.store != nil && len(res.Archived) > 0 {
 		if err := ce.archive(ctx, messages, res, report, archiveID); err != nil {
-			return res, fmt.Errorf("ctxcompact: the compaction is done, but archiving it as %s failed: %w", archiveID, err)
+			return core.CompactResult{}, fmt.Errorf("ctxcompact: the compaction is not recorded: archiving it as %s failed: %w", archiveID, err)
 		}
+	}
+	if err := ce.apply(ctx, newRequest("engine.record").raw("report", report), nil); err != nil {
+		return res, err
 	}
 	return res, nil
 }

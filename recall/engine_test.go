@@ -89,6 +89,12 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(writerEnv); spec != "" {
 		os.Exit(writer(spec))
 	}
+	if path := os.Getenv(holderEnv); path != "" {
+		os.Exit(holder(path))
+	}
+	if spec := os.Getenv(racerEnv); spec != "" {
+		os.Exit(racer(spec))
+	}
 	os.Exit(m.Run())
 }
 
@@ -416,4 +422,47 @@ func TestProcessesWriteOneStore(t *testing.T) {
 		require.Equal(t, writerRanges, total, session)
 		require.Equal(t, "r15.0", hits[0].ID)
 	}
+}
+
+// A query the core's bounds refuse (a NUL, 998 words, one 50,000-character word,
+// 33 terms, a term of 1,001 characters) is an {"error": ...} answer, never a
+// failed tool call, also once the session has more rows than the newest-rows
+// window (300), where a search reads the FTS index.
+func TestUnboundedQueriesAreErrorAnswers(t *testing.T) {
+	ctx := context.Background()
+	store, err := recall.Open(filepath.Join(t.TempDir(), "recall.db"))
+	require.NoError(t, err)
+	defer store.Close()
+	require.NoError(t, archiveMany(store, "s", 301))
+	l := lossless(t, store, "s")
+	words := func(n int) string {
+		var ws []string
+		for i := range n {
+			ws = append(ws, fmt.Sprintf("w%d", i))
+		}
+		return strings.Join(ws, " ")
+	}
+	long := func(q string) string { b, _ := json.Marshal(map[string]string{"query": q}); return string(b) }
+	for _, c := range []struct{ args, want string }{
+		{long("write\x00"), "must not contain a NUL character"},
+		{long("wri\x00te of"), "must not contain a NUL character"},
+		{long(words(998)), "query is too long"},
+		{long(strings.Repeat("w", 50000)), "query is too long"},
+		{long(words(33)), "query has 33 terms, at most 32"},
+		{long(strings.Repeat("w", 1001)), "a term of the query is too long: 1001 characters, at most 1000"},
+	} {
+		ans, err := l.HandleToolCall(ctx, "context_search", json.RawMessage(c.args))
+		require.NoError(t, err, c.want)
+		require.Contains(t, gjson.Get(ans, "error").Str, c.want)
+		_, _, err = store.Find(ctx, "s", gjson.Get(c.args, "query").Str, 10)
+		var cerr *core.Error
+		require.ErrorAs(t, err, &cerr, "the store alone refuses it too")
+		require.Equal(t, core.CodeInvalidRequest, cerr.Code)
+	}
+	ans, err := l.HandleToolCall(ctx, "context_search", json.RawMessage(long(words(31)+" write")))
+	require.NoError(t, err)
+	require.Equal(t, int64(0), gjson.Get(ans, "total").Int(), ans)
+	ans, err = l.HandleToolCall(ctx, "context_search", json.RawMessage(long("write of")))
+	require.NoError(t, err)
+	require.Equal(t, int64(100), gjson.Get(ans, "total").Int(), ans)
 }

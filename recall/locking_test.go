@@ -1,6 +1,8 @@
 package recall
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -128,4 +130,58 @@ func TestGoAndNodeWriteOneFileAtTheSameTime(t *testing.T) {
 func dirExists(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.IsDir()
+}
+
+// fakeClock makes every store opened from now on wait on a clock that sleeping
+// advances; it returns the time slept and the number of sleeps.
+func fakeClock(t *testing.T) (*time.Time, *time.Duration, *int) {
+	now := time.UnixMilli(1_000_000_000_000)
+	var slept time.Duration
+	var sleeps int
+	lockHook = func(l *dirLock) {
+		l.now = func() time.Time { return now }
+		l.sleep = func(_ context.Context, d time.Duration) error { now = now.Add(d); slept += d; sleeps++; return nil }
+	}
+	t.Cleanup(func() { lockHook = nil })
+	return &now, &slept, &sleeps
+}
+
+func holdLock(t *testing.T, path string, pid int, at time.Time) {
+	require.NoError(t, os.Mkdir(path+".lock", 0o755))
+	host, _ := os.Hostname()
+	b, _ := json.Marshal(lockOwner{PID: pid, Host: host, Runtime: "test", At: at.UnixMilli()})
+	require.NoError(t, os.WriteFile(path+".lock/owner", b, 0o644))
+}
+
+// A live holder is waited for by sleeping, the lock timeout in all, then an error
+// naming the lock and its holder; a lock older than StaleAfter, or one without an
+// owner file whose directory is that old, or one whose holder's pid is gone, is
+// taken over at once.
+func TestTheLockIsWaitedForThenTakenOverWhenStale(t *testing.T) {
+	now, slept, sleeps := fakeClock(t)
+	path := filepath.Join(t.TempDir(), "recall.db")
+	s := mustOpen(t, path, Options{})
+	holdLock(t, path, os.Getpid(), *now)
+	err := s.Archive(bg, "a", rangeOf(1, "go"))
+	require.ErrorIs(t, err, ErrLocked)
+	host, _ := os.Hostname()
+	require.Contains(t, err.Error(), fmt.Sprintf("holder: pid %d on %s (test)", os.Getpid(), host))
+	require.Equal(t, BusyTimeout, *slept, "the documented wait, on the lock's clock")
+	require.Greater(t, *sleeps, 100)
+	require.NoError(t, os.RemoveAll(path+".lock"))
+
+	*sleeps = 0
+	holdLock(t, path, os.Getpid(), now.Add(-StaleAfter-time.Second))
+	require.NoError(t, s.Archive(bg, "a", rangeOf(1, "go")))
+	require.NoError(t, os.Mkdir(path+".lock", 0o755)) // node-sqlite3-wasm's own: no owner
+	old := now.Add(-StaleAfter - time.Minute)
+	require.NoError(t, os.Chtimes(path+".lock", old, old))
+	require.NoError(t, s.Archive(bg, "a", rangeOf(2, "go")))
+	gone := exec.Command(os.Args[0], "-test.run=^$")
+	require.NoError(t, gone.Run())
+	holdLock(t, path, gone.Process.Pid, *now)
+	require.NoError(t, s.Archive(bg, "a", rangeOf(3, "go")))
+	require.Zero(t, *sleeps, "taken over without waiting")
+	_, err = os.Stat(path + ".lock")
+	require.True(t, errors.Is(err, os.ErrNotExist))
 }

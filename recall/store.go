@@ -18,7 +18,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -62,6 +61,9 @@ func splitSchema(sql string) (base, fts string) {
 	return base + "\n", fts
 }
 
+// lockHook, when set (by a test), sees the lock of every file store opened.
+var lockHook func(*dirLock)
+
 // Options are the optional parameters of OpenWith.
 type Options struct {
 	// ForceLike searches with LIKE instead of FTS5 (the fallback of a SQLite
@@ -83,9 +85,8 @@ type Store struct {
 	mu   sync.Mutex
 	conn *sqlite3.Conn
 	path string
-	// lockDir is the cross-runtime lock ("" in memory); lockWait how long to wait for it.
-	lockDir  string
-	lockWait time.Duration
+	// dirLock is the cross-runtime lock (nil in memory).
+	dirLock *dirLock
 	// hasFTS: ctxc_fts exists (kept in sync on every write); useFTS: search with it.
 	hasFTS, useFTS bool
 	// window is recentWindow (tests set 0 to search the index at once).
@@ -101,16 +102,20 @@ func OpenWith(path string, opts Options) (*Store, error) {
 	if path == "" {
 		path = ":memory:"
 	}
-	s := &Store{path: path, window: recentWindow, lockWait: opts.LockTimeout}
-	if s.lockWait <= 0 {
-		s.lockWait = BusyTimeout
+	s := &Store{path: path, window: recentWindow}
+	wait := opts.LockTimeout
+	if wait <= 0 {
+		wait = BusyTimeout
 	}
 	if path != ":memory:" {
 		abs, err := filepath.Abs(path)
 		if err != nil {
 			return nil, fmt.Errorf("ctxcompact: opening the recall store %s: %w", path, err)
 		}
-		s.lockDir = abs + ".lock"
+		s.dirLock = newDirLock(abs+".lock", wait)
+		if lockHook != nil {
+			lockHook(s.dirLock)
+		}
 	}
 	if err := s.takeDir(context.Background()); err != nil {
 		return nil, err
@@ -133,36 +138,18 @@ func OpenWith(path string, opts Options) (*Store, error) {
 var ErrLocked = errors.New("ctxcompact: the recall store's lock is held by another process")
 
 // takeDir takes the cross-runtime lock directory of a file store, waiting up to
-// lockWait (or until ctx is done).
+// lockWait (or until ctx is done); a lock whose holder is gone is taken over
+// (lock.go).
 func (s *Store) takeDir(ctx context.Context) error {
-	if s.lockDir == "" {
+	if s.dirLock == nil {
 		return nil
 	}
-	deadline := time.Now().Add(s.lockWait)
-	delay := time.Millisecond
-	for {
-		err := os.Mkdir(s.lockDir, 0o755)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("ctxcompact: taking the recall store's lock %s: %w", s.lockDir, err)
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: %s held for more than %s (every runtime takes it around each use of the file; a process that crashed can leave it behind: remove it when no process uses the store)", ErrLocked, s.lockDir, s.lockWait)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, 20*time.Millisecond)
-	}
+	return s.dirLock.take(ctx)
 }
 
 func (s *Store) dropDir() {
-	if s.lockDir != "" {
-		os.Remove(s.lockDir)
+	if s.dirLock != nil {
+		s.dirLock.drop()
 	}
 }
 
@@ -351,7 +338,8 @@ func (s *Store) Archive(ctx context.Context, session string, a core.RecallArchiv
 		return err
 	}
 	if want := "r" + strconv.Itoa(n+1); a.Range.ID != want {
-		return fmt.Errorf("the session's next range is %s, not %s (another writer archived first?)", want, a.Range.ID)
+		return &core.Error{Code: core.CodeInvalidState, Path: "/range/id", Message: fmt.Sprintf(
+			"ctxcompact: the session's next range is %s, not %s: another compaction of the session archived first (nothing of this one is written; compact again)", want, a.Range.ID)}
 	}
 	rs, _, err := s.conn.Prepare(`INSERT INTO ctxc_ranges (session, id, seq, from_index, to_index, summary) VALUES (?, ?, ?, ?, ?, ?)`)
 	if err != nil {
@@ -402,8 +390,14 @@ func (s *Store) Archive(ctx context.Context, session string, a core.RecallArchiv
 			}
 		}
 	}
+	if archiveHook != nil {
+		archiveHook()
+	}
 	return nil
 }
+
+// archiveHook, when set (by a test), runs in Archive's transaction before its commit.
+var archiveHook func()
 
 // TotalCap bounds the total of a search: matches are counted up to it (a total of
 // TotalCap means that many or more), so a common word does not cost a scan of the

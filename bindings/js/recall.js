@@ -8,10 +8,11 @@
 // node:fs: real file persistence, FTS5 with the trigram tokenizer). Both are
 // synchronous, so every method is atomic within a process.
 
-import { closeSync, mkdirSync, openSync, readFileSync, readSync, rmdirSync } from "node:fs";
+import { closeSync, openSync, readFileSync, readSync } from "node:fs";
 import { resolve as resolvePath } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CompactError, ErrMissingDependency } from "./errors.js";
+import { DirLock, testHooks } from "./recall-lock.js";
 
 export { ErrMissingDependency };
 
@@ -40,9 +41,10 @@ const fail = (message, path = "", cause) =>
   new CompactError("invalid_request", `ctxcompact: ${message}`, path, cause === undefined ? undefined : { cause });
 
 function dbError(what, err) {
+  if (err instanceof CompactError) return err; // the lock's own error, or a store error already named
   const msg = err?.message ?? String(err);
   const hint = /locked|busy/i.test(msg)
-    ? " (another process holds the store's lock past the 5 s busy timeout; with the wasm driver a crashed writer can leave a `<file>.lock` directory behind: remove it when no process uses the store)"
+    ? " (another connection holds SQLite's lock on the file past the 5 s busy timeout)"
     : "";
   return new CompactError("internal", `ctxcompact: recall store: ${what}: ${msg}${hint}`, "", { cause: err });
 }
@@ -124,50 +126,6 @@ class Driver {
   exec(sql) { this.db.exec(sql); }
 }
 
-/**
- * The lock every runtime's store takes around its use of a file: the directory
- * `<absolute path>.lock` (mkdir is atomic), the lock of node-sqlite3-wasm's VFS,
- * which cannot take POSIX locks. The wasm driver's VFS takes it itself (per
- * statement, or from BEGIN IMMEDIATE to COMMIT); node:sqlite, Python and Go take
- * it in the store. Re-entrant (a depth count); waits up to the busy timeout, then
- * an error naming it.
- */
-class DirLock {
-  constructor(file, timeoutMs) {
-    this.dir = `${resolvePath(file)}.lock`;
-    this.timeoutMs = timeoutMs;
-    this.depth = 0;
-  }
-
-  acquire() {
-    if (this.depth++ > 0) return;
-    const deadline = Date.now() + this.timeoutMs;
-    let delay = 1;
-    for (;;) {
-      try {
-        mkdirSync(this.dir);
-        return;
-      } catch (err) {
-        if (err?.code !== "EEXIST") {
-          this.depth = 0;
-          throw err;
-        }
-      }
-      if (Date.now() >= deadline) {
-        this.depth = 0;
-        throw new CompactError("internal", `ctxcompact: recall store: ${this.dir} is held by another process for more than ${this.timeoutMs / 1000} s (the store's lock, taken by every runtime around each use of the file; a process that crashed can leave it behind: remove it when no process uses the store)`, "/path");
-      }
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, delay);
-      delay = Math.min(delay * 2, 20);
-    }
-  }
-
-  release() {
-    if (this.depth === 0 || --this.depth > 0) return;
-    try { rmdirSync(this.dir); } catch { /* gone already */ }
-  }
-}
-
 class NodeSqliteDriver extends Driver {
   /** @param {DirLock | null} lock the file's lock directory (null in memory) */
   constructor(kind, db, lock) {
@@ -212,17 +170,87 @@ class NodeSqliteDriver extends Driver {
   }
 }
 
+const isBusy = (err) => /database is locked|SQLITE_BUSY/i.test(err?.message ?? "");
+
+/**
+ * node-sqlite3-wasm: its VFS takes the lock directory itself (per statement, or from
+ * a transaction's first statement to its end) and answers SQLITE_BUSY while another
+ * process holds it. Its SQLite sleeps in the busy handler by spinning a CPU, so the
+ * busy timeout is 0 and this driver waits instead (the DirLock's loop: sleeps, a
+ * stale lock broken, the timeout honoured). In a transaction it writes the owner file
+ * into the VFS's directory, and removes it before the transaction ends.
+ */
 class WasmDriver extends Driver {
+  /** @param {DirLock | null} lock the file's lock directory (null in memory) */
+  constructor(kind, db, lock) {
+    super(kind, db);
+    this.lock = lock;
+    this.owner = false;
+    this.pendingOwner = false;
+  }
+
+  /** Runs attempt, again after waiting while another process holds the lock. */
+  #waiting(attempt) {
+    if (!this.lock) return attempt();
+    let out;
+    this.lock.waitFor(() => {
+      try {
+        out = attempt();
+        return true;
+      } catch (err) {
+        if (isBusy(err) && !this.owner) return false;
+        throw err;
+      }
+    });
+    if (this.pendingOwner) {
+      this.pendingOwner = false;
+      this.#own();
+    }
+    return out;
+  }
+
+  #own() {
+    if (this.lock && this.db.inTransaction) {
+      this.lock.writeOwner();
+      this.owner = true;
+    }
+  }
+
+  #disown() {
+    if (this.owner) {
+      this.lock.removeOwner();
+      this.owner = false;
+    }
+    this.pendingOwner = false;
+  }
+
+  exec(sql) {
+    if (/^\s*(COMMIT|ROLLBACK)\b/i.test(sql)) {
+      this.#disown();
+      this.db.exec(sql);
+      return;
+    }
+    if (/^\s*BEGIN\s+IMMEDIATE\b/i.test(sql)) {
+      this.#waiting(() => this.db.exec(sql));
+      this.#own();
+      return;
+    }
+    this.#waiting(() => this.db.exec(sql));
+    if (/^\s*BEGIN\b/i.test(sql)) this.pendingOwner = true; // the first statement takes the lock
+  }
+
   /** Runs fn on the cached statement; a statement whose step failed cannot be reset here, so it is dropped. */
   #with(sql, fn) {
-    const st = this.stmt(sql);
-    try {
-      return fn(st);
-    } catch (err) {
-      this.cache.delete(sql);
-      try { st.finalize(); } catch { /* finalize reports the failed step again */ }
-      throw err;
-    }
+    return this.#waiting(() => {
+      const st = this.stmt(sql);
+      try {
+        return fn(st);
+      } catch (err) {
+        this.cache.delete(sql);
+        try { st.finalize(); } catch { /* finalize reports the failed step again */ }
+        throw err;
+      }
+    });
   }
 
   all(sql, params = []) { return this.#with(sql, (st) => st.all(params)); }
@@ -245,7 +273,7 @@ async function openDriver(path, which) {
   if (which === "auto" || which === "node:sqlite") {
     const mod = await loadNodeSqlite();
     if (mod) {
-      const lock = path ? new DirLock(path, BUSY_TIMEOUT_MS) : null;
+      const lock = path ? new DirLock(`${resolvePath(path)}.lock`, BUSY_TIMEOUT_MS) : null;
       lock?.acquire();
       try {
         const d = new NodeSqliteDriver("node:sqlite", new mod.DatabaseSync(file), lock);
@@ -261,8 +289,9 @@ async function openDriver(path, which) {
   }
   const { Database } = await loadWasmSqlite(which === "wasm" ? 'driver "wasm"' : `Node ${process.versions.node} has no node:sqlite`);
   const wal = path ? isWALFile(path) : false;
-  const d = new WasmDriver("wasm", new Database(file));
-  d.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+  const d = new WasmDriver("wasm", new Database(file), path ? new DirLock(`${resolvePath(path)}.lock`, BUSY_TIMEOUT_MS) : null);
+  // 0: this driver waits for the lock itself (WasmDriver), its SQLite would spin.
+  d.exec("PRAGMA busy_timeout = 0");
   if (wal) {
     // The wasm VFS has no shared memory, so it reads a WAL-mode file (written by
     // node:sqlite, Python or Go) only in exclusive locking mode: take the lock once,
@@ -316,6 +345,9 @@ const asciiLower = (t) => t.replace(/[A-Z]/g, (c) => c.toLowerCase());
  */
 export function parseQuery(query) {
   if (typeof query !== "string") throw fail("recall: query must be a string", "/query");
+  const chars = [...query].length;
+  if (chars > MAX_QUERY_CHARS) throw fail(`recall: query is too long: ${chars} characters, at most ${MAX_QUERY_CHARS}`, "/query");
+  if (query.includes("\0")) throw fail("recall: query must not contain a NUL character (U+0000)", "/query");
   const terms = [];
   const seen = new Set();
   const add = (t) => {
@@ -339,9 +371,23 @@ export function parseQuery(query) {
       i = j;
     }
   }
-  if (terms.length === 0) throw fail("recall: query must have at least one word to search for", "/query");
+  if (terms.length === 0) throw fail("recall: query has no words to search for", "/query");
+  checkTerms(terms.length, terms);
   const fts = terms.filter((t) => [...t].length >= 3).map(ftsPhrase).join(" AND ");
   return { terms, fts, like: terms.map(likePattern) };
+}
+
+/** The bounds of a query, the core's (recall.query, recall.check_call). */
+export const MAX_QUERY_CHARS = 4000;
+export const MAX_QUERY_TERMS = 32;
+export const MAX_TERM_CHARS = 1000;
+
+function checkTerms(n, terms) {
+  if (n > MAX_QUERY_TERMS) throw fail(`recall: query has ${n} terms, at most ${MAX_QUERY_TERMS} (every term must match; "quote" a phrase to search for it as one term)`, "/query");
+  for (const t of terms) {
+    const chars = [...t].length;
+    if (chars > MAX_TERM_CHARS) throw fail(`recall: a term of the query is too long: ${chars} characters, at most ${MAX_TERM_CHARS}`, "/query");
+  }
 }
 
 function checkParsed(q) {
@@ -351,6 +397,11 @@ function checkParsed(q) {
     throw fail("recall: a query is a string or the result of recall.query ({terms, fts, like})", "/query");
   }
   if (q.like.length === 0 && !q.fts) throw fail("recall: the query has no terms", "/query");
+  // A plan made by hand is held to the core's bounds too: the store never runs an unbounded query.
+  checkTerms(q.like.length, []);
+  if ([q.fts, ...q.like].some((p) => p.includes("\0") || [...p].length > 4 * MAX_QUERY_CHARS)) {
+    throw fail("recall: a query plan's fts and like must be bounded strings without NUL (recall.query's result)", "/query");
+  }
   return { terms: q.terms ?? [], fts: q.fts ?? "", like: q.like };
 }
 
@@ -499,6 +550,7 @@ export class RecallStore {
     }
     try {
       const out = fn(d);
+      testHooks.beforeCommit?.();
       d.exec("COMMIT");
       return out;
     } catch (err) {
@@ -558,7 +610,8 @@ export class RecallStore {
     return this.#write(`archive ${rid} of session ${JSON.stringify(session)}`, (d) => {
       const fts = this.#writableIndex();
       if (d.get("SELECT 1 AS x FROM ctxc_ranges WHERE session = ? AND id = ?", [session, rid])) {
-        throw fail(`recall store: session ${JSON.stringify(session)} already has a range ${rid}`, "/range/id");
+        // One code in every runtime: another compaction of the session archived this id first.
+        throw new CompactError("invalid_state", `ctxcompact: recall store: session ${JSON.stringify(session)} already has a range ${rid}: another compaction of the session archived first (nothing of this one is written; compact again)`, "/range/id");
       }
       const seq = Number(d.get("SELECT count(*) AS n FROM ctxc_ranges WHERE session = ?", [session]).n) + 1;
       d.run("INSERT INTO ctxc_ranges(session, id, seq, from_index, to_index, summary) VALUES (?, ?, ?, ?, ?, ?)", [session, rid, seq, from, to, summary]);

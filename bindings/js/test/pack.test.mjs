@@ -18,7 +18,7 @@ test("npm pack -> install in a clean folder -> compact a shared trace", async (t
   const files = packed.files.map((f) => f.path).sort();
   for (const want of ["package.json", "wasm/ctxcompact.wasm", "bindings/js/index.js", "bindings/js/index.d.ts",
     "bindings/js/runtime.js", "bindings/js/wasi.js", "bindings/js/errors.js", "bindings/js/options.js", "bindings/js/counts.js", "bindings/js/node.js",
-    "bindings/js/recall.js", "bindings/js/recall.d.ts", "bindings/js/summarizers.js", "recall/schema.sql"]) {
+    "bindings/js/recall.js", "bindings/js/recall-lock.js", "bindings/js/recall.d.ts", "bindings/js/summarizers.js", "recall/schema.sql"]) {
     assert.ok(files.includes(want), `the tarball has ${want}: ${files.join(", ")}`);
   }
   for (const f of files) assert.doesNotMatch(f, /testdata|\/test\/|bench|\.go$|test\.sh/, f);

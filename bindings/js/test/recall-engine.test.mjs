@@ -268,3 +268,32 @@ test("a store that fails leaves the engine as it was (the caller keeps its histo
   await assert.rejects(e.compress(session({ turns: 60 }), { force: true }), (err) => err instanceof CompactError);
   assert.equal(e.compressionCount, 0);
 });
+
+test("queries past the core's bounds (a NUL, 998 words, one 50,000-character word) are {error} results, in the store alone an invalid_request", async (t) => {
+  for (const driver of ["wasm", "node:sqlite"]) {
+    let store;
+    try {
+      store = await RecallStore.open(tmpFile(t), { driver });
+    } catch (err) {
+      if (driver === "node:sqlite") continue; // Node 20: no node:sqlite
+      throw err;
+    }
+    const e = c.engine({ config: LOSSLESS, store, sessionId: "s" });
+    await e.compress(session({ turns: 60 }), { force: true });
+    const words = (n) => Array.from({ length: n }, (_, i) => `w${i}`).join(" ");
+    for (const [query, want] of [
+      ["turn\0", /must not contain a NUL character/],
+      ["tu\0rn of", /must not contain a NUL character/],
+      [words(998), /query is too long: \d+ characters, at most 4000/],
+      ["w".repeat(50000), /query is too long: 50000 characters, at most 4000/],
+      [words(33), /query has 33 terms, at most 32/],
+      ["x".repeat(1001), /a term of the query is too long: 1001 characters, at most 1000/],
+    ]) {
+      const out = e.handleToolCall("context_search", { query });
+      assert.match(JSON.parse(out).error, want, `${driver}: ${out.slice(0, 200)}`);
+      assert.throws(() => store.search("s", query), (err) => err instanceof CompactError && err.code === "invalid_request" && want.test(err.message));
+    }
+    assert.equal(JSON.parse(e.handleToolCall("context_search", { query: `${words(31)} turn` })).total, 0);
+    store.close();
+  }
+});

@@ -114,7 +114,7 @@ test("archive is one transaction: a bad row leaves nothing; a range id is archiv
   assert.equal(s.search("a", "alpha").total, 0);
   assert.equal(s.nextRangeId("a"), "r1");
   s.archive("a", range(1, 0, ["alpha"]));
-  assert.throws(() => s.archive("a", range(1, 5, ["again"])), (e) => e.code === "invalid_request" && e.path === "/range/id");
+  assert.throws(() => s.archive("a", range(1, 5, ["again"])), (e) => e.code === "invalid_state" && e.path === "/range/id");
   assert.throws(() => s.archive("a", { range: { id: "x1", from_index: 0, to_index: 1, summary: "" }, rows: [] }), (e) => e.path === "/range/id");
   const wrong = range(2, 0, ["w"]);
   wrong.rows[0].range_id = "r3";

@@ -385,3 +385,29 @@ def test_fts5_and_like_stores_give_the_same_answers_on_a_trace(compactor, tmp_pa
             e.close()
         for s in stores:
             s.close()
+
+
+def test_queries_past_the_cores_bounds_are_error_results(compactor, tmp_path: Path):
+    """A NUL, 998 words (a raw sqlite3.OperationalError before), one
+    50,000-character word: {"error": ...} results; the store alone raises
+    CompactError invalid_request at /query, never a sqlite3 error."""
+    from ctxcompact import CompactError
+
+    words = lambda n: " ".join(f"w{i}" for i in range(n))  # noqa: E731
+    with ContextEngine(LOSSLESS, compactor=compactor, session_id="s", store=str(tmp_path / "r.db")) as e:
+        e.compress(conversation(30), force=True)
+        for query, needle in [
+            ("line\0", "must not contain a NUL character"),
+            ("li\0ne of", "must not contain a NUL character"),
+            (words(998), "query is too long"),
+            ("w" * 50000, "query is too long: 50000 characters, at most 4000"),
+            (words(33), "query has 33 terms, at most 32"),
+            ("x" * 1001, "a term of the query is too long: 1001 characters, at most 1000"),
+        ]:
+            out = json.loads(e.handle_tool_call("context_search", {"query": query}))
+            assert set(out) == {"error"} and needle in out["error"], (query[:40], out)
+            for call in (lambda: e.store.search("s", query), lambda: e.store.search_rows("s", query)):
+                with pytest.raises(CompactError) as ei:
+                    call()
+                assert ei.value.code == "invalid_request" and ei.value.path == "/query", ei.value
+        assert json.loads(e.handle_tool_call("context_search", {"query": words(31) + " line"}))["total"] == 0

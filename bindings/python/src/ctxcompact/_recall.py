@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sqlite3
 import threading
 import time
@@ -158,14 +159,48 @@ def split_terms(query: str) -> List[str]:
     return terms
 
 
+#: The bounds of a search query, the core's (``recall.query``, ``recall.check_call``).
+MAX_QUERY_CHARS = 4000
+MAX_QUERY_TERMS = 32
+MAX_TERM_CHARS = 1000
+
+
+def _check_terms(n: int, terms: Sequence[str]) -> None:
+    if n > MAX_QUERY_TERMS:
+        raise CompactError(
+            "invalid_request",
+            f"query has {n} terms, at most {MAX_QUERY_TERMS} (every term must match;"
+            ' "quote" a phrase to search for it as one term)',
+            "/query",
+        )
+    for t in terms:
+        if "\0" in t:
+            raise CompactError("invalid_request", "query must not contain a NUL character (U+0000)", "/query")
+        if len(t) > MAX_TERM_CHARS:
+            raise CompactError(
+                "invalid_request",
+                f"a term of the query is too long: {len(t)} characters, at most {MAX_TERM_CHARS}",
+                "/query",
+            )
+
+
 def plan_query(query: Union[str, Sequence[str]]) -> RecallQuery:
     """The query plan of the core's ``recall.query``, computed here: the terms, the
     FTS5 MATCH expression (every term of at least 3 characters quoted as a phrase,
     joined with AND; "" when there is none) and a LIKE pattern per term. An empty
-    query is ``invalid_request`` at ``/query``."""
+    query, or one past the core's bounds (``MAX_QUERY_CHARS``, ``MAX_QUERY_TERMS``,
+    ``MAX_TERM_CHARS``, a NUL), is ``invalid_request`` at ``/query``."""
+    if isinstance(query, str):
+        if len(query) > MAX_QUERY_CHARS:
+            raise CompactError(
+                "invalid_request", f"query is too long: {len(query)} characters, at most {MAX_QUERY_CHARS}", "/query"
+            )
+        if "\0" in query:
+            raise CompactError("invalid_request", "query must not contain a NUL character (U+0000)", "/query")
     terms = split_terms(query) if isinstance(query, str) else [t for t in query if t]
     if not terms:
-        raise CompactError("invalid_request", "query is empty", "/query")
+        raise CompactError("invalid_request", "query has no words to search for", "/query")
+    _check_terms(len(terms), terms)
     fts = " AND ".join(_fts_phrase(t) for t in terms if len(t) >= _MIN_FTS_TERM)
     return {"terms": terms, "fts": fts, "like": [_like_pattern(t) for t in terms]}
 
@@ -178,6 +213,15 @@ def _as_plan(query: QueryArg) -> RecallQuery:
         fts = query.get("fts") or ""
         if not isinstance(fts, str):
             raise OptionError("a query plan's fts must be a string", "/query/fts")
+        # A plan made by hand is held to the core's bounds too: the store never
+        # runs an unbounded query.
+        _check_terms(len(like), [])
+        if any("\0" in p or len(p) > 4 * MAX_QUERY_CHARS for p in [fts, *like]):
+            raise CompactError(
+                "invalid_request",
+                "a query plan's fts and like must be bounded strings without NUL (recall.query's result)",
+                "/query",
+            )
         return {"terms": list(query.get("terms") or []), "fts": fts, "like": list(like)}
     if isinstance(query, (str, list, tuple)):
         return plan_query(query)
@@ -190,15 +234,45 @@ def _check_session(session: Any) -> str:
     return session
 
 
+#: A lock older than this (seconds) is taken over whatever its holder: no runtime
+#: holds it for more than one statement or transaction.
+STALE_AFTER = 30.0
+
+
+class _LockClock:
+    """The clock of every wait for a store's lock (tests replace ``now`` and ``sleep``)."""
+
+    now = staticmethod(time.time)
+    sleep = staticmethod(time.sleep)
+
+
+#: Test hook: called in a store's write transaction, before its COMMIT.
+_before_commit: Optional[Any] = None
+
+
+def _process_runs(pid: int) -> bool:
+    """Whether a process with pid runs on this host (True when it cannot be told)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError, OverflowError):
+        return True
+    return True
+
+
 class _DirLock:
     """The lock every runtime takes around its use of a store file: a directory
-    ``<absolute path>.lock``, made with mkdir (atomic) and removed after. It is the
-    lock of the Node 20 WebAssembly driver's file system layer, which cannot take
-    the POSIX locks SQLite takes elsewhere; so Python, Go and node:sqlite take it
-    too, and processes of different runtimes never use one file at the same time
+    ``<absolute path>.lock``, made with mkdir (atomic), with a file ``owner`` in it
+    naming its holder (``{pid, host, runtime, at}``), removed after. It is the lock
+    of the Node 20 WebAssembly driver's file system layer, which cannot take the
+    POSIX locks SQLite takes elsewhere; so Python, Go and node:sqlite take it too,
+    and processes of different runtimes never use one file at the same time
     (docs/RECALL.md "Concurrency"). Re-entrant within the store (a depth count,
-    under the store's thread lock). A holder that stays longer than ``timeout``
-    seconds makes the operation fail with a clear error, never proceed."""
+    under the store's thread lock). A lock whose holder on this host no longer
+    runs, or older than ``STALE_AFTER``, is taken over; a live holder that stays
+    longer than ``timeout`` seconds makes the operation fail with a clear error,
+    never proceed."""
 
     def __init__(self, path: str, timeout: float) -> None:
         self.dir = os.path.abspath(path) + ".lock"
@@ -209,32 +283,111 @@ class _DirLock:
         if self.depth:
             self.depth += 1
             return
-        deadline = time.monotonic() + self.timeout
+        clock = _LockClock
+        deadline = clock.now() + self.timeout
         delay = 0.001
         while True:
             try:
                 os.mkdir(self.dir)
                 break
             except FileExistsError:
-                if time.monotonic() >= deadline:
+                if self._break_stale():
+                    continue
+                left = deadline - clock.now()
+                if left <= 0:
                     raise CompactError(
                         "internal",
                         f"recall store: {self.dir} is held by another process for more than {self.timeout:g} s"
-                        " (the store's lock, taken by every runtime around each use of the file; a process"
-                        " that crashed can leave it behind: remove it when no process uses the store)",
+                        f" (holder: {self._describe()}; the store's lock, taken by every runtime around each use of the file; a holder on"
+                        f" this host that is gone, or a lock older than {STALE_AFTER:g} s, is taken over;"
+                        " else remove it when no process uses the store)",
                         "/path",
                     ) from None
-                time.sleep(delay)
+                clock.sleep(min(delay, left))
                 delay = min(delay * 2, 0.02)
+            except OSError as e:
+                raise CompactError("internal", f"recall store: cannot take the lock {self.dir}: {e}", "/path") from e
         self.depth = 1
+        try:
+            with open(os.path.join(self.dir, "owner"), "w") as f:
+                f.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "runtime": "python",
+                                    "at": int(clock.now() * 1000)}))
+        except OSError:
+            pass  # a lock without its owner file is still a lock, taken over by its age
 
     def release(self) -> None:
         self.depth -= 1
         if self.depth == 0:
             try:
+                os.unlink(os.path.join(self.dir, "owner"))
+            except OSError:
+                pass
+            try:
                 os.rmdir(self.dir)
             except FileNotFoundError:
                 pass
+
+    def _owner(self) -> Optional[Dict[str, Any]]:
+        try:
+            with open(os.path.join(self.dir, "owner")) as f:
+                o = json.loads(f.read())
+        except (OSError, ValueError):
+            return None
+        pid = o.get("pid") if isinstance(o, dict) else None
+        return o if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else None
+
+    def _stale(self) -> bool:
+        """The holder is gone: an owner on this host whose pid does not run, or a
+        lock older than STALE_AFTER (by its owner's time, else the directory's)."""
+        now = _LockClock.now()
+        o = self._owner()
+        if o is not None:
+            if o.get("host") == socket.gethostname() and not _process_runs(int(o["pid"])):
+                return True
+            at = o.get("at")
+            return isinstance(at, (int, float)) and now - at / 1000 > STALE_AFTER
+        try:
+            return now - os.stat(self.dir).st_mtime > STALE_AFTER
+        except OSError:
+            return False
+
+    def _break_stale(self) -> bool:
+        """Remove a stale lock, under the breaker ``<lock>.break`` (so two waiters
+        never both remove one, the second a fresh lock of a third process)."""
+        if not self._stale():
+            return False
+        brk = self.dir + ".break"
+        try:
+            os.mkdir(brk)
+        except OSError:
+            try:
+                if _LockClock.now() - os.stat(brk).st_mtime > STALE_AFTER:
+                    os.rmdir(brk)  # left by a process that died breaking
+            except OSError:
+                pass
+            return False
+        try:
+            if not self._stale():
+                return False  # released and taken again meanwhile
+            try:
+                os.unlink(os.path.join(self.dir, "owner"))
+            except OSError:
+                pass
+            os.rmdir(self.dir)
+            return True
+        except OSError:
+            return False
+        finally:
+            try:
+                os.rmdir(brk)
+            except OSError:
+                pass
+
+    def _describe(self) -> str:
+        o = self._owner()
+        if o is None:
+            return "a process that recorded no owner (node-sqlite3-wasm's own lock)"
+        return f"pid {o['pid']} on {o.get('host')} ({o.get('runtime')})"
 
 
 #: How far a search counts its ``total`` by default, the same in every runtime's
@@ -475,6 +628,8 @@ class RecallStore:
                         ) from e
                     if index:
                         conn.execute("INSERT INTO ctxc_fts (rowid, text) VALUES (?, ?)", (cur.lastrowid, row[7]))
+                if _before_commit is not None:
+                    _before_commit()
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
