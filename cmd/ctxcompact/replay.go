@@ -24,8 +24,7 @@ func init() {
 	}
 }
 
-const replayUsage = `usage: ctxcompact replay FILE... --window N [--config FILE] [--json] [--html OUT.html] [--wasm]
-                        [--needed-uses all|args]
+const replayUsage = `usage: ctxcompact replay FILE... --window N [--config FILE] [--json] [--html OUT.html] [--wasm] [--needed-uses all|args]
 
 Replays each recorded session (a FILE holding {"messages": [...]} or a bare array) as
 the agent lived it: the live context starts with the first message; before each
