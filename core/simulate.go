@@ -307,6 +307,9 @@ func buildSimConversation(msgsV, sys gjson.Result, layout string, f Format, mark
 		if views, err = mf.read(msgsV, tc, nil); err != nil {
 			return nil, err
 		}
+		if len(views) != len(cm) {
+			return nil, errorf(CodeInternal, "/messages", "the %s reader read %d items, the cache reader %d", f, len(views), len(cm))
+		}
 		if sys.Exists() {
 			if sysTokens, err = mf.checkSystem(sys, tc); err != nil {
 				return nil, err

@@ -305,3 +305,52 @@ func TestSimulateFormatVectorsPriceTokenCounts(t *testing.T) {
 		}
 	}
 }
+
+// The same session priced in chat and in Responses items costs the same input:
+// examples/astropy-12907.json (64 assistant turns, 916,321 tokens in chat format)
+// turned into Responses items (the system prompt as instructions, each tool call a
+// function_call item, each tool row a function_call_output) gives the same requests
+// and the same total, where the chat block model saw none of the tool outputs and
+// sent a request before every call (91 requests, 347,634 tokens).
+func TestSimulateResponsesMatchesChatOnExample(t *testing.T) {
+	raw, err := os.ReadFile("../examples/astropy-12907.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chatMsgs := []byte(gjson.GetBytes(raw, "messages").Raw)
+	chat, err := SimulateCache(chatMsgs, nil, SimulateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items []any
+	var instructions string
+	gjson.ParseBytes(chatMsgs).ForEach(func(_, m gjson.Result) bool {
+		switch m.Get("role").Str {
+		case "system":
+			instructions = m.Get("content").Str
+		case "tool":
+			items = append(items, map[string]any{"type": "function_call_output", "call_id": m.Get("tool_call_id").Str, "output": m.Get("content").Str})
+		case "assistant":
+			if c := m.Get("content").Str; c != "" {
+				items = append(items, map[string]any{"type": "message", "role": "assistant", "content": []any{map[string]any{"type": "output_text", "text": c}}})
+			}
+			m.Get("tool_calls").ForEach(func(_, c gjson.Result) bool {
+				items = append(items, map[string]any{"type": "function_call", "call_id": c.Get("id").Str, "name": c.Get("function.name").Str, "arguments": c.Get("function.arguments").Str})
+				return true
+			})
+		default:
+			items = append(items, map[string]any{"type": "message", "role": m.Get("role").Str, "content": m.Get("content").Str})
+		}
+		return true
+	})
+	list, _ := json.Marshal(items)
+	sys, _ := json.Marshal(instructions)
+	resp, err := SimulateCache(list, sys, SimulateOptions{Format: FormatResponses})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chat.Requests != 64 || resp.Requests != chat.Requests || resp.TotalInputTokens != chat.TotalInputTokens {
+		t.Errorf("chat: %d requests, %d input tokens; Responses: %d requests, %d input tokens; want the same",
+			chat.Requests, chat.TotalInputTokens, resp.Requests, resp.TotalInputTokens)
+	}
+}
