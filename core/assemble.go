@@ -154,6 +154,9 @@ func assemble(f messageFormat, msgs []message, p plan, summary, closing string) 
 	if cr, ok := f.(consecutiveRoles); ok && cr.allowsConsecutiveRoles() {
 		prev, next = "", "" // the summary is its own item whatever is around it
 	}
+	if mt, ok := f.(mergeTargets); ok && (role == prev || role == next) && !mt.takesMergedSummary(&msgs[tail[0].src]) {
+		prev, next, role = "", "", "user" // the summary stands alone (see takesMergedSummary)
+	}
 	if role == prev || role == next {
 		a.summaryRole, a.mergedInto = "merged", tail[0].src
 		a.archived = append(a.archived, archivedMsg{index: tail[0].src, reason: ArchivedMerged, raw: msgs[tail[0].src].raw})
@@ -165,6 +168,10 @@ func assemble(f messageFormat, msgs []message, p plan, summary, closing string) 
 	a.out = append(a.out, tail...)
 	return a
 }
+
+// mergeTargets is implemented by a format with messages a summary must not be
+// merged into (Anthropic's signed thinking turns).
+type mergeTargets interface{ takesMergedSummary(m *message) bool }
 
 // consecutiveRoles is implemented by a format whose API takes two items of one role
 // in a row (Responses): the summary is then always its own item, never merged.

@@ -163,6 +163,29 @@ func (messagesFormat) mergeSummary(raw, text, role string) string {
 	return mergeSummary(raw, text, role)
 }
 
+// takesMergedSummary reports whether the summary may be merged into m: not into an
+// assistant turn with thinking or redacted_thinking blocks. With extended thinking,
+// an assistant turn that a tool_result continues must come back as it was written,
+// starting with its (signed) thinking block, or the API refuses the request
+// (platform.claude.com, Extended thinking: "Preserving thinking blocks"); the
+// summary is then its own user message after the head's user message, which the
+// API joins into one user turn (Messages API: consecutive turns of one role are
+// combined).
+func (messagesFormat) takesMergedSummary(m *message) bool {
+	if m.role != "assistant" || len(m.contentRaw) == 0 || m.contentRaw[0] != '[' {
+		return true
+	}
+	thinking := false
+	jsonraw.ForEachElement(m.contentRaw, func(part string) bool {
+		switch jsonraw.DecodeString(jsonraw.FindField(part, "type")) {
+		case "thinking", "redacted_thinking":
+			thinking = true
+		}
+		return !thinking
+	})
+	return !thinking
+}
+
 // withSystemNote: the format has no system messages (checkMessages); its system
 // prompt is the top-level one (systemWithNote).
 func (messagesFormat) withSystemNote(*message) (string, bool) { return "", false }
