@@ -41,14 +41,22 @@ func commandUsage(t *testing.T, name string) (usage, defined map[string]bool, he
 		t.Fatalf("%s --help: exit %d: %s", name, code, errOut)
 	}
 	usage, defined = map[string]bool{}, map[string]bool{}
+	// The usage lines: "usage: ctxcompact NAME ..." and the indented lines after it
+	// that go on with it ("[--flag ...") or give another form ("ctxcompact NAME ...").
 	lines := 0
 	for _, line := range strings.Split(out, "\n") {
 		l := strings.TrimSpace(line)
-		if strings.HasPrefix(l, "usage: ctxcompact "+name) || strings.HasPrefix(line, " ") && strings.HasPrefix(l, "ctxcompact "+name+" ") {
-			lines++
-			for _, m := range usageFlag.FindAllStringSubmatch(l, -1) {
-				usage[m[1]] = true
+		first := lines == 0 && strings.HasPrefix(l, "usage: ctxcompact "+name)
+		more := lines > 0 && strings.HasPrefix(line, " ") && (strings.HasPrefix(l, "ctxcompact "+name+" ") || strings.HasPrefix(l, "["))
+		if !first && !more {
+			if lines > 0 {
+				break
 			}
+			continue
+		}
+		lines++
+		for _, m := range usageFlag.FindAllStringSubmatch(l, -1) {
+			usage[m[1]] = true
 		}
 	}
 	if lines == 0 {
