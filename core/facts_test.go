@@ -89,21 +89,24 @@ func TestFactsIndexWithinBudgetEveryFormat(t *testing.T) {
 	traces := loadTraces(t)
 	names := make([]string, 0, len(traces))
 	for n := range traces {
-		if !strings.HasPrefix(n, "anthropic-") {
-			names = append(names, n)
-		}
+		names = append(names, n)
 	}
 	sort.Strings(names)
 	runs := 0
 	for _, name := range names {
 		var chat []json.RawMessage
 		require.NoError(t, json.Unmarshal(traces[name], &chat))
-		items, _ := chatToResponses(t, chat, true)
-		g := toGemini(t, chat, true)
-		inputs := map[Format][]json.RawMessage{
-			FormatOpenAI: chat, FormatResponses: items, FormatGemini: g.contents, FormatAISDK: chatToAISDK(t, chat),
+		inputs := map[Format][]json.RawMessage{FormatAnthropic: chat} // the anthropic-format recordings
+		formats := []Format{FormatAnthropic}
+		if !strings.HasPrefix(name, "anthropic-") {
+			items, _ := chatToResponses(t, chat, true)
+			g := toGemini(t, chat, true)
+			inputs = map[Format][]json.RawMessage{
+				FormatOpenAI: chat, FormatResponses: items, FormatGemini: g.contents, FormatAISDK: chatToAISDK(t, chat),
+			}
+			formats = []Format{FormatOpenAI, FormatResponses, FormatGemini, FormatAISDK}
 		}
-		for _, f := range []Format{FormatOpenAI, FormatResponses, FormatGemini, FormatAISDK} {
+		for _, f := range formats {
 			for _, w := range []int{8_000, 32_000, 200_000, 1_000_000} {
 				in := inputs[f]
 				cfg := map[string]any{"model": map[string]any{"context_length": w}}
