@@ -400,10 +400,12 @@ class RecallStore:
     """An SQLite archive of compacted conversations, many sessions per file.
 
     ``RecallStore(path=None, *, fts=None, compactor=None, count_limit=100,
-    timeout=5.0)``: ``path`` is a file (created when missing; a rollback journal;
-    every use of the file takes the ``<path>.lock`` directory every runtime takes,
-    waiting up to ``timeout`` seconds, so processes of any runtime use the file one
-    at a time) or None for a store in memory.
+    timeout=5.0, read_only=False)``: ``path`` is a file (created when missing; a
+    rollback journal; every use of the file takes the ``<path>.lock`` directory every
+    runtime takes, waiting up to ``timeout`` seconds, so processes of any runtime use
+    the file one at a time; a lock whose holder is gone is taken over) or None for a
+    store in memory. ``read_only`` (or a file this process cannot write) opens it for
+    reading: searches and expands; a write is ``invalid_state`` at ``/path``.
     ``fts``: None uses FTS5 with the trigram tokenizer when this SQLite has it (a new
     file records ``fts5`` or ``like`` in ``ctxc_meta`` and keeps it); ``"like"``
     forces the LIKE search (a new file is created without the index; an existing
@@ -503,8 +505,8 @@ class RecallStore:
             mode_row = conn.execute("SELECT value FROM ctxc_meta WHERE key = 'fts'").fetchone()
             mode = mode_row[0] if mode_row else "like"
             have = fts5_trigram_available(conn)
-            self.file_fts = mode
-            self.fts = "fts5" if mode == "fts5" and have and want != "like" else "like"
+            self.file_fts: str = mode
+            self.fts: str = "fts5" if mode == "fts5" and have and want != "like" else "like"
             self._writable = False
             return
         if self.path is not None:
@@ -545,9 +547,9 @@ class RecallStore:
             _rollback(conn)
             raise
         #: the file's index mode ("fts5": ctxc_fts exists and is kept in sync).
-        self.file_fts: str = mode
+        self.file_fts = mode
         #: how searches run: "fts5" (MATCH, then LIKE per term) or "like".
-        self.fts: str = "fts5" if mode == "fts5" and have and want != "like" else "like"
+        self.fts = "fts5" if mode == "fts5" and have and want != "like" else "like"
         # A file indexed by a build with FTS5 opened by one without: the index
         # cannot be kept in sync, so writes are refused (searches use LIKE).
         self._writable = mode == "like" or have
