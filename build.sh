@@ -54,13 +54,11 @@ cmd_check() {
 }
 
 # Debian's chromium, for the headless browser tests (cmd/ctxcompact's replay page
-# here; bindings/js/test.sh installs it the same way when run on its own).
+# here; bindings/js/test.sh installs it the same way when run on its own), by
+# internal/aptinstall/apt-install.sh: apt-get as root (or sudo), waiting for another
+# apt-get's locks.
 ensure_chromium() {
-	if [[ ! -x /usr/bin/chromium ]]; then
-		echo "build.sh: installing chromium (apt)" >&2
-		DEBIAN_FRONTEND=noninteractive apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-	fi
+	[[ -x /usr/bin/chromium ]] || bash internal/aptinstall/apt-install.sh chromium
 }
 
 # ensure_node_modules installs the npm dev dependencies (package-lock.json) when they

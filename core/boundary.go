@@ -47,8 +47,38 @@ func planCompaction(f messageFormat, msgs []message, thr ThresholdResult, cc Com
 	pl.measureKept()
 	pl.keepAnchors()
 	pl.fit(fixed)
+	pl.pruneSuffices(fixed)
 	pl.recordPruned()
 	return pl.p
+}
+
+// pruneSuffices is the prune-first tier (compression.prune_first): when pruning
+// every tool output before the budgeted tail leaves the conversation no larger
+// than the planned compaction (head, summary, index and tail) would, the
+// compaction only prunes: it asks for no summary (no LLM call, no cost), keeps
+// every message's text, and reports pruned_only. Off by default: the names in the
+// pruned outputs are then lost with no index to carry them (RATIONALE.md).
+func (pl *planner) pruneSuffices(fixed int) {
+	p := &pl.p
+	if !pl.cc.PruneFirst || p.budgetStart <= p.headEnd || p.tailStart <= p.headEnd {
+		return
+	}
+	size := fixed + pl.kept[p.headEnd]
+	for i := 0; i < p.headEnd; i++ {
+		size += pl.msgs[i].tokens
+	}
+	if size > p.estimate {
+		return
+	}
+	pruned := false
+	for _, c := range pl.pruneChars {
+		pruned = pruned || c > 0
+	}
+	if !pruned {
+		return
+	}
+	p.tailStart, p.activeRequest, pl.headPruned = p.headEnd, -1, nil
+	p.summaryTarget, p.estimate = 0, size
 }
 
 // planner holds a plan while planCompaction places its boundaries, one step per
@@ -264,10 +294,14 @@ func (pl *planner) fit(fixed int) {
 // head the head's size as kept.
 func (pl *planner) estimate(pre []int, head int) (summaryTarget, total int) {
 	p := &pl.p
+	index := 0
 	if p.tailStart > p.headEnd {
 		summaryTarget = summaryTargetTokens(pre[p.tailStart]-pre[p.headEnd], p.thr.MaxSummaryTokens)
+		if pl.cc.factsIndex() {
+			index = factsBudgetTokens(p.thr)
+		}
 	}
-	return summaryTarget, head + summaryTarget + pl.kept[p.tailStart] + systemNoteTokens
+	return summaryTarget, head + summaryTarget + index + pl.kept[p.tailStart] + systemNoteTokens
 }
 
 // recordPruned records which messages are kept pruned: the head's pruned under

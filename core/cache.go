@@ -138,6 +138,7 @@ type carrier struct {
 type cacheMsg struct {
 	v        gjson.Result // the message as given
 	role     string
+	marked   gjson.Result // the value its marker goes on: its content, or a format's own
 	carrier  carrier
 	isSystem bool // the system prompt (index 0) or a later system/developer message
 }
@@ -236,6 +237,7 @@ func readCacheMessages(v gjson.Result, layout string, cm cacheMarks) ([]cacheMsg
 		msgs = append(msgs, cacheMsg{
 			v:        mv,
 			role:     m.role,
+			marked:   content,
 			carrier:  cm.carrier(m.role, content, layout),
 			isSystem: m.isSystem(),
 		})
@@ -297,17 +299,12 @@ func applyCache(msgsV, sys gjson.Result, opts CacheOptions) (CacheResult, error)
 	if ttl != CacheTTL5m && ttl != CacheTTL1h {
 		return CacheResult{}, errorf(CodeInvalidRequest, "/ttl", "ttl must be %q or %q, got %q", CacheTTL5m, CacheTTL1h, ttl)
 	}
-	native := sys.Exists()
-	if native {
-		if layout != LayoutAnthropic {
-			return CacheResult{}, errorf(CodeInvalidRequest, "/system", "a top-level system is Anthropic's native format: use layout %q", LayoutAnthropic)
-		}
-		if sys.Type != gjson.String && !sys.IsArray() {
-			return CacheResult{}, errorf(CodeInvalidRequest, "/system", "system must be a string or a list of content blocks")
-		}
-	}
-	cm, err := cacheMarksFor(msgsV, sys, opts.Format)
+	cm, f, err := cacheMarksFor(msgsV, sys, opts.Format)
 	if err != nil {
+		return CacheResult{}, err
+	}
+	native := sys.Exists()
+	if err := checkCacheSystem(f, sys, layout); err != nil {
 		return CacheResult{}, err
 	}
 	msgs, err := readCacheMessages(msgsV, layout, cm)
@@ -641,9 +638,11 @@ func opCachePolicy(req opRequest) ([]byte, error) {
 	return marshal(ResolveCachePolicy(model, provider, ttl))
 }
 
-// cacheMarksFor returns the cache markers of the messages' format: f, or detected
-// from msgsV and sys when f is "". A format without breakpoints is refused.
-func cacheMarksFor(msgsV, sys gjson.Result, f Format) (cacheMarks, error) {
+// cacheMarksFor returns the cache markers of the messages' format and the format:
+// f, or detected from msgsV and sys when f is "". A format without breakpoints is
+// refused, whatever else the request holds (its system prompt included), so the
+// error names what is wrong.
+func cacheMarksFor(msgsV, sys gjson.Result, f Format) (cacheMarks, Format, error) {
 	if f == "" {
 		f = sniffFormat(msgsV, nil) // a format without breakpoints is refused, not marked as chat
 	}
@@ -655,11 +654,41 @@ func cacheMarksFor(msgsV, sys gjson.Result, f Format) (cacheMarks, error) {
 			f = FormatAISDK
 		}
 	} else if _, ok := ParseFormat(string(f)); !ok {
-		return nil, errorf(CodeInvalidRequest, "/format", "format must be one of %s", formatNames())
+		return nil, "", errorf(CodeInvalidRequest, "/format", "format must be one of %s", formatNames())
 	}
 	cm := formatOf(f).cacheMarks()
 	if cm == nil {
-		return nil, errorf(CodeInvalidRequest, "/format", "format %q has no prompt-cache breakpoints", f)
+		return nil, "", errorf(CodeInvalidRequest, "/format", "format %q has no prompt-cache breakpoints", f)
 	}
-	return cm, nil
+	return cm, f, nil
+}
+
+// isChatFormat reports whether f is one of the chat formats, whose top-level system
+// is Anthropic's native one.
+func isChatFormat(f Format) bool { return f == FormatOpenAI || f == FormatAnthropic }
+
+// checkCacheSystem checks the top-level system prompt sys (absent: nothing to check)
+// of a cache op on messages of format f sent in layout. In the chat formats it is
+// Anthropic's native system, which only the native layout has; in a format whose
+// system prompt lives outside its list (Responses' instructions) it is checked as the
+// format's own, whatever the layout; a format without one (the AI SDK) refuses it.
+func checkCacheSystem(f Format, sys gjson.Result, layout string) error {
+	if !sys.Exists() {
+		return nil
+	}
+	if isChatFormat(f) {
+		if layout != LayoutAnthropic {
+			return errorf(CodeInvalidRequest, "/system", "a top-level system is Anthropic's native format: use layout %q", LayoutAnthropic)
+		}
+		if sys.Type != gjson.String && !sys.IsArray() {
+			return errorf(CodeInvalidRequest, "/system", "system must be a string or a list of content blocks")
+		}
+		return nil
+	}
+	mf := formatOf(f)
+	if !mf.topLevelSystem() {
+		return errorf(CodeInvalidRequest, "/system", "format %q has no top-level system prompt: put it in the list", f)
+	}
+	_, err := mf.checkSystem(sys, roughCounter)
+	return err
 }

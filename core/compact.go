@@ -339,6 +339,31 @@ func (r *compactRequest) unchanged(reason Reason) *compactOutcome {
 	return o
 }
 
+// repairedOnly is the result of a compaction with nothing to summarize or prune:
+// the messages as given (nothing_to_compact), except that their tool pairs are
+// repaired as every compaction's output is, so that what the caller sends next is
+// never an orphan result or a call without one. Nothing is compacted, so the report
+// says compacted false; orphans_removed, stubs_added and repaired say what changed.
+func (r *compactRequest) repairedOnly() *compactOutcome {
+	o := r.unchanged(ReasonNothingToCompact)
+	a := assembly{out: o.out, mergedInto: -1}
+	rep := o.report
+	out := r.repair(&a, rep)
+	if len(rep.OrphansRemoved) == 0 && len(rep.StubsAdded) == 0 && len(rep.Repaired) == 0 {
+		return o // the input's own bytes
+	}
+	rep.MessagesAfter = len(out)
+	rep.FirstChangedIndex = firstChanged(out, len(r.msgs))
+	rep.TokensAfter = tokensOfOutput(r.format, r.msgs, out, r.tc)
+	if r.system.Exists() {
+		rep.TokensAfter += r.systemTokens
+	}
+	rep.Fits = rep.TokensAfter < r.thr.ThresholdTokens
+	sortArchived(a.archived)
+	o.out, o.archived = out, a.archived
+	return o
+}
+
 // compactOutcome is a finished compaction before it is written.
 type compactOutcome struct {
 	out      []outMsg
@@ -367,7 +392,7 @@ func (r *compactRequest) begin() (*compactOutcome, plan, bool) {
 	p := r.plan()
 	if p.tailStart <= p.headEnd {
 		if p.pruned.empty() {
-			return r.unchanged(ReasonNothingToCompact), p, true
+			return r.repairedOnly(), p, true
 		}
 		return r.finish(p, "", ""), p, true
 	}
@@ -431,6 +456,7 @@ func (r *compactRequest) chooseSummary(p plan, summary, failure string, rep *Rep
 	if !rep.FallbackUsed && r.summarizer == SummarizerHost {
 		summary = r.checkHostSummary(p, summary, rep)
 	}
+	summary = r.withAnchors(p, summary, rep)
 	if p.activeRequest >= 0 {
 		size := func(body string) int {
 			return r.tc.message(gjson.Parse(`{"content":` + string(mustMarshal(summaryText(body, IndexRange{p.headEnd, p.tailStart}))) + `}`))

@@ -39,18 +39,24 @@ const (
 
 // CompressionConfig holds the "compression" keys.
 type CompressionConfig struct {
-	Enabled             bool             `json:"enabled"`
-	Threshold           float64          `json:"threshold"`
-	ModelThresholds     []ModelThreshold `json:"model_thresholds"`
-	TargetRatio         float64          `json:"target_ratio"`
-	TailMode            string           `json:"tail_mode"`
-	ProtectFirstN       int              `json:"protect_first_n"`
-	ProtectLastN        int              `json:"protect_last_n"`
-	MinTailUserMessages int              `json:"min_tail_user_messages"`
-	CodexGPT55Autoraise bool             `json:"codex_gpt55_autoraise"`
-	SmallContextFloor   float64          `json:"small_context_floor"`
-	SmallContextLimit   int              `json:"small_context_limit"`
-	HygieneThreshold    float64          `json:"hygiene_threshold"`
+	Enabled         bool             `json:"enabled"`
+	Threshold       float64          `json:"threshold"`
+	ModelThresholds []ModelThreshold `json:"model_thresholds"`
+	TargetRatio     float64          `json:"target_ratio"`
+	// TailMode is tiered (the default), legacy (Hermes Agent's tail and no facts
+	// index) or lean; see the TailMode constants.
+	TailMode string `json:"tail_mode"`
+	// PruneFirst: a compaction only prunes tool outputs, with no summary, when that
+	// leaves the conversation no larger than a summarizing compaction would (off by
+	// default: see RATIONALE.md, "Why is pruning first off by default?").
+	PruneFirst          bool    `json:"prune_first"`
+	ProtectFirstN       int     `json:"protect_first_n"`
+	ProtectLastN        int     `json:"protect_last_n"`
+	MinTailUserMessages int     `json:"min_tail_user_messages"`
+	CodexGPT55Autoraise bool    `json:"codex_gpt55_autoraise"`
+	SmallContextFloor   float64 `json:"small_context_floor"`
+	SmallContextLimit   int     `json:"small_context_limit"`
+	HygieneThreshold    float64 `json:"hygiene_threshold"`
 	// SummaryContextLength is the summarizer model's window; 0 means the main model's.
 	SummaryContextLength int `json:"summary_context_length"`
 	// Native holds the keys of provider-native compaction (native.go); json "-" keeps
@@ -99,7 +105,7 @@ func DefaultConfig() Config {
 			Enabled:             true,
 			Threshold:           0.50,
 			TargetRatio:         0.20,
-			TailMode:            "legacy",
+			TailMode:            TailModeTiered,
 			ProtectFirstN:       3,
 			ProtectLastN:        20,
 			MinTailUserMessages: 1,
@@ -252,14 +258,15 @@ func parseConfig(v gjson.Result, path string) (Config, error) {
 	}
 
 	c := root.object("compression", append([]string{"enabled", "threshold", "model_thresholds", "target_ratio",
-		"tail_mode", "protect_first_n", "protect_last_n", "min_tail_user_messages",
+		"tail_mode", "prune_first", "protect_first_n", "protect_last_n", "min_tail_user_messages",
 		"codex_gpt55_autoraise", "small_context_floor", "small_context_limit",
 		"hygiene_threshold", "summary_context_length"}, nativeConfigKeys...)...)
 	cc := &cfg.Compression
 	c.boolean("enabled", &cc.Enabled)
 	c.fraction("threshold", &cc.Threshold, false)
 	c.fraction("target_ratio", &cc.TargetRatio, false)
-	c.str("tail_mode", &cc.TailMode, "legacy", "lean")
+	c.str("tail_mode", &cc.TailMode, TailModeTiered, TailModeLegacy, TailModeLean)
+	c.boolean("prune_first", &cc.PruneFirst)
 	c.integer("protect_first_n", &cc.ProtectFirstN, 0, 10_000)
 	c.integer("protect_last_n", &cc.ProtectLastN, 0, 100_000)
 	c.integer("min_tail_user_messages", &cc.MinTailUserMessages, 0, 1_000)

@@ -335,6 +335,9 @@ func parseSummarySections(text string) summaryParts {
 			s.errors = append(s.errors, bullets(items)...)
 		case "anchors":
 			for _, l := range items {
+				if indexLine(l) {
+					continue // the facts index is chosen anew from the range, this summary included
+				}
 				l = strings.TrimPrefix(l, "- ")
 				switch {
 				case strings.HasPrefix(l, "file: "):

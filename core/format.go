@@ -151,6 +151,23 @@ func formatOf(f Format) messageFormat {
 	return chatFormat{}
 }
 
+// DetectFormat is the format the ops read messages (a JSON array) in when a request
+// names none; hasSystem says that the request gives a top-level system prompt. The
+// rule is the format parameter's (docs/OPS.md): Responses or Gemini by their items'
+// keys, else Anthropic when hasSystem or a message holds tool_use or tool_result
+// blocks, else the AI SDK by its parts, else OpenAI chat. Messages that format cannot
+// read are the invalid_messages error the ops give.
+func DetectFormat(messages []byte, hasSystem bool) (Format, error) {
+	if !gjson.ValidBytes(messages) {
+		return "", errorf(CodeInvalidJSON, "/messages", "messages is not valid JSON")
+	}
+	mf, _, err := readList(gjson.Result{}, gjson.ParseBytes(messages), hasSystem, roughCounter, nil)
+	if err != nil {
+		return "", err
+	}
+	return mf.name(), nil
+}
+
 // readFormatParam reads a request's "format" (a name or alias); "" when absent.
 func readFormatParam(v gjson.Result) (Format, error) {
 	if !v.Exists() {

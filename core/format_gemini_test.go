@@ -270,7 +270,10 @@ func TestGeminiTraces(t *testing.T) {
 					countPlaced := crep.TailStart <= len(chat)-20 && grep.TailStart < g.mapIndex(crep.TailStart)
 					require.Equal(t, g.mapIndex(crep.HeadEnd), grep.HeadEnd, "the gemini head is not the chat head")
 					require.True(t, agree || countPlaced, "the gemini compaction summarizes other messages than the chat one")
-					require.Less(t, diff, 0.05, "tokens after differ by more than 5%%")
+					// 6%: the facts index writes a line per source message, and Gemini holds
+					// a turn's parallel responses in one message where chat has a row each
+					// (tau2 at 32K: the same names, 13 fewer lines, 5.3% smaller).
+					require.Less(t, diff, 0.06, "tokens after differ by more than 6%%")
 				})
 			}
 		}

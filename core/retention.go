@@ -35,7 +35,8 @@ const (
 	anchorMinChars = 800
 )
 
-// AnchorsTitle heads the section the anchor check appends to a host's summary.
+// AnchorsTitle heads the section the core appends to a summary: the anchors a
+// host's summary left out, and the facts index.
 const AnchorsTitle = "## Anchors (added by ctxcompact: named in the summarized turns, missing from the summary)"
 
 // summaryAnchors returns the anchors of msgs[p.headEnd:p.tailStart], newest
@@ -121,16 +122,6 @@ func missingAnchors(summary string, anchors []Anchor, limit int) []Anchor {
 }
 
 func anchorLine(a Anchor) string { return "- " + a.Kind + ": " + a.Value }
-
-// anchorsSection writes the anchors a summary left out as one section.
-func anchorsSection(anchors []Anchor) string {
-	var b strings.Builder
-	b.WriteString(AnchorsTitle + "\n")
-	for _, a := range anchors {
-		b.WriteString(anchorLine(a) + "\n")
-	}
-	return strings.TrimSuffix(b.String(), "\n")
-}
 
 // truncateRunesPlain cuts s to at most n runes, without a mark.
 func truncateRunesPlain(s string, n int) string {
@@ -231,15 +222,31 @@ func truncateMiddleWith(s string, headC, tailC int, note string) string {
 }
 
 // checkHostSummary bounds a host's summary to the max_tokens it was asked for (cut
-// at a section boundary) and appends the anchors of the summarized turns it left
-// out, in one section of at most anchorShare of the target.
+// at a section boundary) and reports the anchors of the summarized turns it left
+// out (at most anchorShare of the target), which withAnchors appends.
 func (r *compactRequest) checkHostSummary(p plan, summary string, rep *Report) string {
 	_, maxTokens := summaryAskSize(p, r.cfg.Compression)
 	summary, rep.SummaryTruncated = cutSummary(r.tc, summary, maxTokens)
 	limit := max(anchorMinChars, int(float64(p.summaryTarget*roughCharsPerToken)*anchorShare))
 	if missing := missingAnchors(summary, summaryAnchors(r.msgs, p), limit); len(missing) > 0 {
 		rep.AnchorsAdded = missing
-		summary += "\n\n" + anchorsSection(missing)
 	}
 	return summary
+}
+
+// withAnchors appends to summary the one section the core adds to every summary:
+// the anchors a host's summary left out (rep.AnchorsAdded), then the facts index
+// of the compaction (facts.go), when the tail mode keeps one.
+func (r *compactRequest) withAnchors(p plan, summary string, rep *Report) string {
+	lines := make([]string, 0, len(rep.AnchorsAdded))
+	for _, a := range rep.AnchorsAdded {
+		lines = append(lines, anchorLine(a))
+	}
+	if r.cfg.Compression.factsIndex() {
+		lines = append(lines, factsLines(r.msgs, p, summary+"\n"+strings.Join(lines, "\n"), factsBudgetChars(p.thr))...)
+	}
+	if len(lines) == 0 {
+		return summary
+	}
+	return summary + "\n\n" + AnchorsTitle + "\n" + strings.Join(lines, "\n")
 }

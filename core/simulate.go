@@ -165,14 +165,14 @@ type RequestResult struct {
 
 // simMsg is one message of the replayed conversation.
 type simMsg struct {
-	role        string
-	isSystem    bool
-	carrier     carrier
-	firstBlock  int // index of its first block
-	carrierEnd  int // breakpoint position (prefix length in blocks) of its marker, 0 if none
-	hasTime     bool
-	timeMS      int64
-	isAssistant bool
+	role       string
+	isSystem   bool
+	carrier    carrier
+	firstBlock int // index of its first block
+	carrierEnd int // breakpoint position (prefix length in blocks) of its marker, 0 if none
+	hasTime    bool
+	timeMS     int64
+	startsTurn bool // a request is sent before it: it starts an assistant turn
 }
 
 type simConversation struct {
@@ -227,6 +227,51 @@ func (b *simBuilder) block(text string, tokens int) {
 
 func (b *simBuilder) pos() int { return len(b.tokens) - 1 }
 
+// blockCounted adds a block of tokens already counted (and calibrated) by a
+// format's reader: no overhead, no scaling.
+func (b *simBuilder) blockCounted(text string, tokens int) {
+	b.h = fnvString(fnvString(b.h, "\x00block\x00"), text)
+	b.tokens = append(b.tokens, b.tokens[len(b.tokens)-1]+tokens)
+	b.hashes = append(b.hashes, b.h)
+}
+
+// itemBlocks adds the blocks of one item of a format read by its own reader (the
+// Responses items, the AI SDK's messages), whose tokens that reader counted: total,
+// the same number tokens.count gives the item. The value that carries the item's
+// markers (marked: a message's content, a function_call_output's output), when it is
+// a list, is one block per part, the parts weighted by their estimate and the rest of
+// the item (its envelope) on the first; any other item is one block. after[j] is the
+// prefix length ending with part j; the item's blocks always add up to total.
+func (b *simBuilder) itemBlocks(stripped string, marked gjson.Result, total int) (after []int) {
+	if !marked.IsArray() || len(marked.Array()) == 0 {
+		b.blockCounted(stripped, total)
+		return []int{b.pos()}
+	}
+	parts := marked.Array()
+	weights := make([]int, len(parts))
+	sum := 0
+	for j, p := range parts {
+		weights[j] = b.tc.part(p)
+		sum += weights[j]
+	}
+	cum, prev := 0, 0
+	for j, p := range parts {
+		cum += weights[j]
+		end := total // the last part ends the item
+		if j < len(parts)-1 {
+			if sum <= total {
+				end = total - sum + cum
+			} else {
+				end = total * cum / sum
+			}
+		}
+		b.blockCounted(p.Raw, end-prev)
+		prev = end
+		after = append(after, b.pos())
+	}
+	return after
+}
+
 // contentBlocks adds the blocks of a content value and returns the block position
 // after each part (for carriers): after[j] is the prefix length ending with part j.
 func (b *simBuilder) contentBlocks(content gjson.Result) (after []int) {
@@ -246,38 +291,70 @@ func (b *simBuilder) contentBlocks(content gjson.Result) (after []int) {
 	return after
 }
 
-// buildSimConversation reads messages (validated like every op) into blocks.
-func buildSimConversation(msgsV, sys gjson.Result, layout string, format Format, tc tokenCounter, stamps []int64) (*simConversation, error) {
-	marks, err := cacheMarksFor(msgsV, sys, format)
-	if err != nil {
-		return nil, err
-	}
+// buildSimConversation reads messages (validated like every op) of format f, whose
+// markers are marks, into blocks. The chat formats are read block by block (their
+// counts are the chat rule's); the other formats by their own reader, item by item,
+// so that every prompt costs what tokens.count gives for the same items.
+func buildSimConversation(msgsV, sys gjson.Result, layout string, f Format, marks cacheMarks, tc tokenCounter, stamps []int64) (*simConversation, error) {
 	cm, err := readCacheMessages(msgsV, layout, marks)
 	if err != nil {
 		return nil, err
+	}
+	var views []message // the format reader's, for the formats that are not chat
+	sysTokens := 0
+	if !isChatFormat(f) {
+		mf := formatOf(f)
+		if views, err = mf.read(msgsV, tc, nil); err != nil {
+			return nil, err
+		}
+		if len(views) != len(cm) {
+			return nil, errorf(CodeInternal, "/messages", "the %s reader read %d items, the cache reader %d", f, len(views), len(cm))
+		}
+		if sys.Exists() {
+			if sysTokens, err = mf.checkSystem(sys, tc); err != nil {
+				return nil, err
+			}
+		}
 	}
 	conv := &simConversation{msgs: make([]simMsg, len(cm)), cache: cm, native: sys.Exists()}
 	b := &simBuilder{tc: tc, h: fnvOffset, tokens: make([]int, 1, 4*len(cm)+1), hashes: make([]uint64, 1, 4*len(cm)+1)}
 	b.hashes[0] = fnvOffset
 	if conv.native {
 		b.startMessage("system")
-		after := b.contentBlocks(sys)
-		if c := marks.contentCarrier(sys, layout); c.kind == carryString || c.kind == carryPart {
-			conv.sysEnd = after[c.part]
+		if views != nil {
+			b.pendingOverhead = 0
+			b.blockCounted(sys.Raw, sysTokens) // the format's system carries no marker
+		} else {
+			after := b.contentBlocks(sys)
+			if c := marks.contentCarrier(sys, layout); c.kind == carryString || c.kind == carryPart {
+				conv.sysEnd = after[c.part]
+			}
 		}
 	}
 	for i, m := range cm {
-		sm := simMsg{role: m.role, isSystem: m.isSystem, carrier: m.carrier, isAssistant: m.role == "assistant"}
+		sm := simMsg{role: m.role, isSystem: m.isSystem, carrier: m.carrier, startsTurn: m.role == "assistant"}
 		sm.firstBlock = b.pos()
 		b.startMessage(m.role)
 		content := fieldOf(m.v, "content")
-		if m.role == "tool" {
+		switch {
+		case views != nil:
+			v := &views[i]
+			sm.startsTurn = (v.role == "assistant" || v.opaque) && !v.continuesTurn
+			b.pendingOverhead = 0
+			after := b.itemBlocks(marks.strip(m.v), m.marked, v.tokens)
+			switch m.carrier.kind {
+			case carryString, carryTopLevel:
+				sm.carrierEnd = after[len(after)-1]
+			case carryPart:
+				sm.carrierEnd = after[min(m.carrier.part, len(after)-1)]
+			}
+		case m.role == "tool":
 			// One tool_result block, whatever its content's shape.
 			b.block("tool_result\x00"+fieldOf(m.v, "tool_call_id").Raw+"\x00"+marks.stripContent(content), tc.content(content))
 			if m.carrier.kind != carryNone {
 				sm.carrierEnd = b.pos()
 			}
-		} else {
+		default:
 			after := b.contentBlocks(content)
 			if m.carrier.kind == carryString || m.carrier.kind == carryPart {
 				sm.carrierEnd = after[m.carrier.part]
@@ -336,10 +413,11 @@ func (conv *simConversation) lastCarrierBefore(k int) int {
 	return 0
 }
 
-// lastAssistantBefore returns the index of the last assistant message before k, or -1.
-func (conv *simConversation) lastAssistantBefore(k int) int {
+// lastTurnBefore returns the index of the last message before k that starts an
+// assistant turn (the message the previous request produced), or -1.
+func (conv *simConversation) lastTurnBefore(k int) int {
 	for i := k - 1; i >= 0; i-- {
-		if conv.msgs[i].isAssistant {
+		if conv.msgs[i].startsTurn {
 			return i
 		}
 	}
@@ -362,13 +440,13 @@ func anchoredPositions(protectFirstN int) strategyFunc {
 			add(conv.msgs[0].carrierEnd)
 		}
 		add(conv.lastCarrierBefore(k)) // this prompt's end
-		prev := conv.lastAssistantBefore(k)
+		prev := conv.lastTurnBefore(k)
 		if prev >= 0 {
 			add(conv.lastCarrierBefore(prev)) // the previous request's end
 		}
 		add(conv.lastCarrierBefore(min(protectFirstN, k))) // the protected head
 		if prev >= 0 {
-			if prev2 := conv.lastAssistantBefore(prev); prev2 >= 0 {
+			if prev2 := conv.lastTurnBefore(prev); prev2 >= 0 {
 				add(conv.lastCarrierBefore(prev2)) // the request before the previous one
 			}
 		}
@@ -519,20 +597,22 @@ func SimulateCache(messages, system []byte, opts SimulateOptions) (SimulateResul
 }
 
 func simulateCache(msgsV, sys gjson.Result, opts SimulateOptions, tc tokenCounter) (SimulateResult, error) {
+	marks, f, err := cacheMarksFor(msgsV, sys, opts.Format)
 	layout := opts.Layout
 	if layout == "" {
-		layout = detectLayout(msgsV, sys)
+		layout = LayoutOpenAI
+		if isChatFormat(f) {
+			layout = detectLayout(msgsV, sys)
+		}
 	}
 	if layout != LayoutOpenAI && layout != LayoutAnthropic {
 		return SimulateResult{}, errorf(CodeInvalidRequest, "/layout", "layout must be %q or %q, got %q", LayoutOpenAI, LayoutAnthropic, layout)
 	}
-	if sys.Exists() {
-		if layout != LayoutAnthropic {
-			return SimulateResult{}, errorf(CodeInvalidRequest, "/system", "a top-level system is Anthropic's native format: use layout %q", LayoutAnthropic)
-		}
-		if sys.Type != gjson.String && !sys.IsArray() {
-			return SimulateResult{}, errorf(CodeInvalidRequest, "/system", "system must be a string or a list of content blocks")
-		}
+	if err != nil {
+		return SimulateResult{}, err
+	}
+	if err := checkCacheSystem(f, sys, layout); err != nil {
+		return SimulateResult{}, err
 	}
 	ttl := opts.TTL
 	if ttl == "" {
@@ -561,7 +641,7 @@ func simulateCache(msgsV, sys gjson.Result, opts SimulateOptions, tc tokenCounte
 	if opts.Timestamps != nil && msgsV.IsArray() && len(opts.Timestamps) != len(msgsV.Array()) {
 		return SimulateResult{}, errorf(CodeInvalidRequest, "/timestamps", "timestamps must have one entry per message (%d), got %d", len(msgsV.Array()), len(opts.Timestamps))
 	}
-	conv, err := buildSimConversation(msgsV, sys, layout, opts.Format, tc, opts.Timestamps)
+	conv, err := buildSimConversation(msgsV, sys, layout, f, marks, tc, opts.Timestamps)
 	if err != nil {
 		return SimulateResult{}, err
 	}
@@ -569,7 +649,7 @@ func simulateCache(msgsV, sys gjson.Result, opts SimulateOptions, tc tokenCounte
 	var reqs []int
 	total := 0
 	for k, m := range conv.msgs {
-		if m.isAssistant && m.firstBlock > 0 {
+		if m.startsTurn && m.firstBlock > 0 {
 			reqs = append(reqs, k)
 			total += conv.prefTokens[m.firstBlock]
 		}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -228,5 +229,128 @@ func TestSimulateSharedTraces(t *testing.T) {
 				t.Errorf("%s: system_and_3 saves %.3f in the OpenAI form but %.3f in the Anthropic form", file, o, n)
 			}
 		}
+	}
+}
+
+// Every format's simulated prompts are the prompts tokens.count counts: in
+// testdata/cache.simulate.formats.json, request k's prompt_tokens is the system's
+// count plus the counts of items 0..k-1 (tool outputs included), and a request is
+// sent once per assistant turn (a Responses turn is its consecutive reasoning,
+// calls and assistant messages).
+func TestSimulateFormatVectorsPriceTokenCounts(t *testing.T) {
+	raw, err := os.ReadFile("../testdata/cache.simulate.formats.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	formats := map[string]bool{}
+	gjson.GetBytes(raw, "cases").ForEach(func(_, c gjson.Result) bool {
+		res := c.Get("want.result")
+		if !res.Exists() {
+			return true
+		}
+		req := c.Get("request")
+		format, msgs, sys := req.Get("format").Str, req.Get("messages"), req.Get("system")
+		formats[format] = true
+		count := `{"op":"tokens.count","messages":` + msgs.Raw
+		if format != "" {
+			count += `,"format":"` + format + `"`
+		}
+		chat := format == "" || format == "anthropic"
+		if sys.Exists() && chat { // counted as the system message it stands for, as the CLI does
+			count = `{"op":"tokens.count","format":"` + format + `","messages":[{"role":"system","content":` + sys.Raw + `},` + msgs.Raw[1:]
+		} else if sys.Exists() {
+			count += `,"system":` + sys.Raw
+		}
+		tok := gjson.ParseBytes(Call([]byte(count + "}")))
+		if e := tok.Get("error"); e.Exists() {
+			t.Fatalf("%s: tokens.count: %s", c.Get("name").Str, e.Raw)
+		}
+		per := tok.Get("result.per_message").Array()
+		system := tok.Get("result.system").Int()
+		if sys.Exists() && chat {
+			system, per = per[0].Int(), per[1:]
+		}
+		items := msgs.Array()
+		assistantSide := func(i int) bool {
+			it := items[i]
+			return it.Get("role").Str == "assistant" || it.Get("type").Str == "reasoning" || it.Get("type").Str == "function_call"
+		}
+		var wantAt []int64
+		for i := range items {
+			if assistantSide(i) && (i == 0 || !assistantSide(i-1)) {
+				wantAt = append(wantAt, int64(i))
+			}
+		}
+		var gotAt []int64
+		res.Get("strategies.none.requests").ForEach(func(_, r gjson.Result) bool {
+			k := r.Get("message").Int()
+			gotAt = append(gotAt, k)
+			want := system
+			for _, n := range per[:k] {
+				want += n.Int()
+			}
+			if got := r.Get("prompt_tokens").Int(); got != want {
+				t.Errorf("%s: the request before item %d prices %d prompt tokens; tokens.count gives %d", c.Get("name").Str, k, got, want)
+			}
+			return true
+		})
+		if !slices.Equal(gotAt, wantAt) {
+			t.Errorf("%s: requests before items %v, want one per assistant turn: %v", c.Get("name").Str, gotAt, wantAt)
+		}
+		return true
+	})
+	for _, f := range []string{"", "anthropic", "responses", "ai-sdk"} {
+		if !formats[f] {
+			t.Errorf("no simulated case of format %q", f)
+		}
+	}
+}
+
+// The same session priced in chat and in Responses items costs the same input:
+// examples/astropy-12907.json (64 assistant turns, 916,321 tokens in chat format)
+// turned into Responses items (the system prompt as instructions, each tool call a
+// function_call item, each tool row a function_call_output) gives the same requests
+// and the same total, where the chat block model saw none of the tool outputs and
+// sent a request before every call (91 requests, 347,634 tokens).
+func TestSimulateResponsesMatchesChatOnExample(t *testing.T) {
+	raw, err := os.ReadFile("../examples/astropy-12907.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chatMsgs := []byte(gjson.GetBytes(raw, "messages").Raw)
+	chat, err := SimulateCache(chatMsgs, nil, SimulateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items []any
+	var instructions string
+	gjson.ParseBytes(chatMsgs).ForEach(func(_, m gjson.Result) bool {
+		switch m.Get("role").Str {
+		case "system":
+			instructions = m.Get("content").Str
+		case "tool":
+			items = append(items, map[string]any{"type": "function_call_output", "call_id": m.Get("tool_call_id").Str, "output": m.Get("content").Str})
+		case "assistant":
+			if c := m.Get("content").Str; c != "" {
+				items = append(items, map[string]any{"type": "message", "role": "assistant", "content": []any{map[string]any{"type": "output_text", "text": c}}})
+			}
+			m.Get("tool_calls").ForEach(func(_, c gjson.Result) bool {
+				items = append(items, map[string]any{"type": "function_call", "call_id": c.Get("id").Str, "name": c.Get("function.name").Str, "arguments": c.Get("function.arguments").Str})
+				return true
+			})
+		default:
+			items = append(items, map[string]any{"type": "message", "role": m.Get("role").Str, "content": m.Get("content").Str})
+		}
+		return true
+	})
+	list, _ := json.Marshal(items)
+	sys, _ := json.Marshal(instructions)
+	resp, err := SimulateCache(list, sys, SimulateOptions{Format: FormatResponses})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chat.Requests != 64 || resp.Requests != chat.Requests || resp.TotalInputTokens != chat.TotalInputTokens {
+		t.Errorf("chat: %d requests, %d input tokens; Responses: %d requests, %d input tokens; want the same",
+			chat.Requests, chat.TotalInputTokens, resp.Requests, resp.TotalInputTokens)
 	}
 }

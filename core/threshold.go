@@ -43,7 +43,7 @@ type ThresholdResult struct {
 	ThresholdTokens int  `json:"threshold_tokens"`
 	TailTokenBudget int  `json:"tail_token_budget"`
 	// TailRule is what decided TailTokenBudget: target_ratio (legacy), lean,
-	// small_window (legacy below a 200K window with target_ratio unset), or
+	// small_window (tiered below a 200K window with target_ratio unset), or
 	// window_cap (20% of the window).
 	TailRule         string `json:"tail_rule"`
 	MaxSummaryTokens int    `json:"max_summary_tokens"`
@@ -83,7 +83,7 @@ func ResolveThreshold(cfg Config) ThresholdResult {
 
 	r.ThresholdTokens = tokensOf(cl, r.Fraction)
 	windowCap := tokensOf(cl, tailWindowCap)
-	if cc.TailMode == "lean" {
+	if cc.TailMode == TailModeLean {
 		r.TailTokenBudget, r.TailRule = min(max(tokensOf(cl, leanTailFraction), leanTailMin), leanTailMax), "lean"
 	} else {
 		r.TailTokenBudget, r.TailRule = tokensOf(r.ThresholdTokens, cc.TargetRatio), "target_ratio"
@@ -121,17 +121,34 @@ func smallWindowScale(cl int) float64 {
 	return min(1, math.Pow(float64(cl)/float64(smallWindowTailRef), smallWindowExponent))
 }
 
+// The tail modes (compression.tail_mode).
+const (
+	// TailModeTiered: the target_ratio tail, shrunk below a 200K window by the
+	// small-window rule, and the facts index after the summary (the default).
+	TailModeTiered = "tiered"
+	// TailModeLegacy: Hermes Agent's compressor as designed: the target_ratio tail
+	// and protect_last_n as configured at every window, no facts index.
+	TailModeLegacy = "legacy"
+	// TailModeLean: a tail of clamp(window × 2.5%, 10K, 25K), and the facts index.
+	TailModeLean = "lean"
+)
+
 // smallWindowTail reports whether the small-window rule sizes the tail of a window
-// of cl tokens: below 200K, when the config sets neither protect_last_n nor
-// target_ratio (either one set means the tail is the config's, as written).
+// of cl tokens: in the tiered mode below 200K, when the config sets neither
+// protect_last_n nor target_ratio (either one set means the tail is the config's,
+// as written).
 func (cc CompressionConfig) smallWindowTail(cl int) bool {
-	return cl < smallWindowTailRef && !cc.protectLastNSet && !cc.targetRatioSet
+	return cc.TailMode == TailModeTiered && cl < smallWindowTailRef && !cc.protectLastNSet && !cc.targetRatioSet
 }
+
+// factsIndex reports whether compactions append the facts index (facts.go): every
+// tail mode but legacy.
+func (cc CompressionConfig) factsIndex() bool { return cc.TailMode != TailModeLegacy }
 
 // tailCount is the protect_last_n a compaction uses: the configured one, or below a
 // 200K window with the tail keys unset (legacy tail mode), the small-window rule's.
 func tailCount(cc CompressionConfig, thr ThresholdResult) int {
-	if cc.TailMode == "lean" || !cc.smallWindowTail(thr.ContextLength) {
+	if !cc.smallWindowTail(thr.ContextLength) {
 		return cc.ProtectLastN
 	}
 	return max(smallWindowMinCount, int(math.Round(float64(cc.ProtectLastN)*smallWindowScale(thr.ContextLength))))

@@ -57,6 +57,7 @@ type bindingsSummarizer struct {
 	ReturnsValue json.RawMessage `json:"returns_value"`
 	Hangs        bool            `json:"hangs"`
 	Cancels      bool            `json:"cancels"`
+	TimesOut     *string         `json:"times_out"`
 	Records      bool            `json:"records"`
 }
 
@@ -418,6 +419,9 @@ func (r *bindingsRun) summarizer(s *bindingsSummarizer) Summarize {
 		answer = hang(t) // ignores its context too
 	case s.Cancels:
 		answer = func(context.Context, core.SummaryRequest) (string, error) { return "", context.Canceled }
+	case s.TimesOut != nil:
+		err := suiteTimeout(*s.TimesOut)
+		answer = func(context.Context, core.SummaryRequest) (string, error) { return "", err }
 	case s.ReturnsValue != nil:
 		t.Fatalf("a Go summarizer returns a string; returns_value cannot be expressed (the case must not list go)")
 	default:
@@ -511,3 +515,11 @@ func requireSubset(t *testing.T, what string, want map[string]json.RawMessage, g
 		}
 	}
 }
+
+// suiteTimeout is the error of a request that timed out on its own, as an
+// http.Client's Timeout gives: a net.Error whose Timeout is true.
+type suiteTimeout string
+
+func (e suiteTimeout) Error() string { return string(e) }
+func (suiteTimeout) Timeout() bool   { return true }
+func (suiteTimeout) Temporary() bool { return false }

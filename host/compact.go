@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -201,7 +202,8 @@ func newTicket() string {
 //   - no answer by the timeout: "timeout", and Compact does not wait for it: the
 //     goroutine of a summarizer that ignores its context is left to finish on its
 //     own, and whatever it returns then is dropped;
-//   - an error matching context.DeadlineExceeded: "timeout";
+//   - an error matching context.DeadlineExceeded, or a net.Error whose Timeout is
+//     true (the summarizer's own http.Client timing out): "timeout";
 //   - an error matching context.Canceled while ctx is not done (the summarizer
 //     reports its own cancellation): "cancelled";
 //   - any other error: "error".
@@ -296,7 +298,7 @@ func runSummarize(ctx context.Context, summarize Summarize, req core.SummaryRequ
 			fmt.Sprintf("the summarizer did not answer within %d ms", timeout.Milliseconds())), nil
 	case a.err == nil:
 		return a.summary, nil, nil
-	case errors.Is(a.err, context.DeadlineExceeded):
+	case errors.Is(a.err, context.DeadlineExceeded) || isTimeout(a.err):
 		return "", summaryFailure(core.FallbackTimeout, a.err.Error()), nil
 	case errors.Is(a.err, context.Canceled):
 		return "", summaryFailure(core.FallbackCancelled, a.err.Error()), nil
@@ -307,6 +309,14 @@ func runSummarize(ctx context.Context, summarize Summarize, req core.SummaryRequ
 		}
 		return "", summaryFailure(core.FallbackError, msg), nil
 	}
+}
+
+// isTimeout reports whether err is a timeout of the summarizer's own, such as its
+// http.Client's Timeout (a net.Error whose Timeout is true): fallback_code
+// "timeout", as JS reports a TimeoutError and Python a TimeoutError.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // summaryFailure is compact.finish's error object {"code", "message"}.

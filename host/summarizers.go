@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -118,6 +119,8 @@ func OpenAISummarizer(opts OpenAISummarizerOptions) (Summarize, error) {
 	base := strings.TrimSuffix(opts.BaseURL, "/")
 	if base == "" {
 		base = DefaultOpenAIBaseURL
+	} else if err := checkBaseURL("OpenAISummarizer", opts.BaseURL); err != nil {
+		return nil, err
 	}
 	h := summarizerHTTP{who: "openai summarizer", client: opts.HTTPClient, header: http.Header{}}
 	if opts.APIKey != "" {
@@ -168,6 +171,8 @@ func AnthropicSummarizer(opts AnthropicSummarizerOptions) (Summarize, error) {
 	base := strings.TrimSuffix(opts.BaseURL, "/")
 	if base == "" {
 		base = DefaultAnthropicBaseURL
+	} else if err := checkBaseURL("AnthropicSummarizer", opts.BaseURL); err != nil {
+		return nil, err
 	}
 	url := base + "/v1/messages"
 	if strings.HasSuffix(base, "/v1") {
@@ -188,6 +193,17 @@ func AnthropicSummarizer(opts AnthropicSummarizerOptions) (Summarize, error) {
 		}
 		return h.anthropicText(answer)
 	}, nil
+}
+
+// checkBaseURL refuses a BaseURL that is not an absolute http or https URL with a
+// host (an invalid_request *core.Error at /base_url): every request would fail, and
+// the compaction would fall back on each one without saying why up front.
+func checkBaseURL(who, base string) error {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return optionError("/base_url", fmt.Sprintf("%s's BaseURL must be an http or https URL such as https://api.example.com/v1, not %q", who, base))
+	}
+	return nil
 }
 
 func optionError(path, msg string) error {

@@ -316,6 +316,21 @@ func TestSummarizerOptions(t *testing.T) {
 	if _, err := AnthropicSummarizer(AnthropicSummarizerOptions{Model: " "}); !errors.As(err, &ce) || ce.Path != "/model" {
 		t.Fatalf("no model: %v", err)
 	}
+	// A BaseURL every request would fail on is refused up front, not at each compaction.
+	for _, base := range []string{"not-a-url", "ftp://example.com/v1", "https://", "api.openai.com/v1", "http://[::1"} {
+		if _, err := OpenAISummarizer(OpenAISummarizerOptions{Model: "m", BaseURL: base}); !errors.As(err, &ce) || ce.Path != "/base_url" ||
+			!strings.Contains(ce.Message, "must be an http or https URL") {
+			t.Errorf("OpenAISummarizer BaseURL %q: %v", base, err)
+		}
+		if _, err := AnthropicSummarizer(AnthropicSummarizerOptions{Model: "m", BaseURL: base}); !errors.As(err, &ce) || ce.Path != "/base_url" {
+			t.Errorf("AnthropicSummarizer BaseURL %q: %v", base, err)
+		}
+	}
+	for _, base := range []string{"", "http://127.0.0.1:8080/v1", "https://api.anthropic.com"} {
+		if _, err := AnthropicSummarizer(AnthropicSummarizerOptions{Model: "m", BaseURL: base}); err != nil {
+			t.Errorf("BaseURL %q: %v", base, err)
+		}
+	}
 }
 
 // TestCompactWithReadySummarizers: Compact with each ready summarizer against the

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +70,31 @@ func TestSummarizerTimeout(t *testing.T) {
 	}
 	res, err = compactSmall(t, e, ctx, own, 0)
 	requireFallback(t, "a summarizer whose own deadline passed", res, err, "timeout", "POST /v1/chat/completions")
+}
+
+// TestSummarizerClientTimeout: the ready summarizer's own http.Client timing out
+// long before the compaction's timeout is fallback_code "timeout", as a client-side
+// timeout is in JS and Python; so is any net.Error whose Timeout is true.
+func TestSummarizerClientTimeout(t *testing.T) {
+	requireOps(t, "compact.begin", "compact.finish")
+	e := sharedEngine(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // answers only when the client gives up
+	}))
+	defer srv.Close()
+	summarize, err := OpenAISummarizer(OpenAISummarizerOptions{BaseURL: srv.URL, Model: "m",
+		HTTPClient: &http.Client{Timeout: 20 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := compactSmall(t, e, context.Background(), summarize, 0)
+	requireFallback(t, "an HTTP client's timeout", res, err, "timeout", "Client.Timeout exceeded")
+
+	deadline := func(context.Context, core.SummaryRequest) (string, error) {
+		return "", fmt.Errorf("reading the answer: %w", os.ErrDeadlineExceeded) // a net.Conn deadline
+	}
+	res, err = compactSmall(t, e, context.Background(), deadline, 0)
+	requireFallback(t, "a connection deadline", res, err, "timeout", "i/o timeout")
 }
 
 // TestSummarizerErrors: an error falls back with code error, a summarizer that

@@ -41,3 +41,17 @@ export class ErrClosed extends Error {
     this.name = "ErrClosed";
   }
 }
+
+/**
+ * A package a feature needs is not installed: `ctxcompact/recall` on a Node without
+ * `node:sqlite` needs node-sqlite3-wasm. `code` is "missing_dependency" (stable),
+ * `dependency` the package's name, and the message names the install step.
+ */
+export class ErrMissingDependency extends Error {
+  constructor(dependency, message, options) {
+    super(message, options);
+    this.name = "ErrMissingDependency";
+    this.code = "missing_dependency";
+    this.dependency = dependency;
+  }
+}

@@ -179,8 +179,10 @@ export interface CompressionConfig {
   model_thresholds?: Record<string, number>;
   /** Legacy tail budget = threshold_tokens * target_ratio, in (0, 1] (default 0.20). */
   target_ratio?: number;
-  /** "legacy" (target_ratio) or "lean" (2.5% of the window, 10K..25K tokens) (default "legacy"). */
-  tail_mode?: "legacy" | "lean";
+  /** "tiered" (target_ratio, shrunk below a 200K window, and the facts index), "legacy" (Hermes Agent's: target_ratio and protect_last_n as set, no index) or "lean" (2.5% of the window, 10K..25K tokens, and the index) (default "tiered"). */
+  tail_mode?: "tiered" | "legacy" | "lean";
+  /** Only prune tool outputs, with no summary, when that leaves the conversation no larger than a summarizing compaction would (default false). */
+  prune_first?: boolean;
   /** Head messages kept verbatim: system + first exchange (default 3). */
   protect_first_n?: number;
   /** Minimum tail messages when the token budget protects fewer (default 20). */

@@ -180,6 +180,7 @@ export class Compactor {
     this.#closed = true;
     this.#inst = null;
     this.#replacing = null;
+    this.#counts = new CountCache(); // its counts go with the instance
   }
 
   /**
@@ -336,6 +337,7 @@ export class Compactor {
    * sends only the new message to the module.
    */
   countTokens(messages, options) {
+    if (this.#closed) throw new ErrClosed(); // the cached counts too: a closed compactor answers nothing
     const o = checkOptions("countTokens()", options, COUNT_OPTIONS);
     if (o.format !== undefined || o.system !== undefined) { // another format's rule: counted whole, not cached
       return unwrap(this.callRaw(`{"op":"tokens.count"${field("encoding", o.encoding)}${field("format", o.format)}` +

@@ -64,7 +64,7 @@ export const T = {
 // Config sections and their keys (index.d.ts Config), to point a config key given
 // as an option at where it belongs: `context_length` -> config.model.context_length.
 const CONFIG_KEYS = {
-  compression: ["enabled", "threshold", "model_thresholds", "target_ratio", "tail_mode", "protect_first_n",
+  compression: ["enabled", "threshold", "model_thresholds", "target_ratio", "tail_mode", "prune_first", "protect_first_n",
     "protect_last_n", "min_tail_user_messages", "codex_gpt55_autoraise", "small_context_floor",
     "small_context_limit", "hygiene_threshold", "summary_context_length", "codex_responses_native",
     "codex_responses_compact_threshold", "codex_app_server_auto", "codex_gpt55_autoraise_notice", "anthropic_native",

@@ -15,7 +15,7 @@ export interface RecallStoreOptions {
   driver?: "auto" | "node:sqlite" | "wasm";
   /** false: search with LIKE (a new file is then made without the FTS5 index). Default true. */
   fts?: boolean;
-  /** Count a search's total up to this many (a total equal to it means "at least"); default: exact. */
+  /** Count a search's total up to this many (a total equal to it means "at least"); default 100 (as Go and Python); null: exact. */
   countLimit?: number | null;
   /** true: open for reading only (search, expand; a write is invalid_state at /path). A file this process cannot write opens so without it. */
   readOnly?: boolean;
@@ -89,7 +89,11 @@ export interface RecallExpansion {
 /** One SQLite file (or memory) holding many sessions' archived ranges. */
 export declare class RecallStore {
   private constructor();
-  /** Opens (creating when missing) a store file; no path (or ":memory:"): in memory. */
+  /**
+   * Opens (creating when missing) a store file; no path (or ":memory:"): in memory.
+   * Rejects with ErrMissingDependency when the wasm driver is needed and
+   * node-sqlite3-wasm is not installed (the message names the install step).
+   */
   static open(path?: string | null, options?: RecallStoreOptions): Promise<RecallStore>;
   /** The file path, or null in memory. */
   readonly path: string | null;
@@ -123,3 +127,13 @@ export declare function parseQuery(query: string): ParsedQuery;
 
 /** The store's schema, recall/schema.sql (the one every runtime's store runs). */
 export declare const SCHEMA_SQL: string;
+
+/**
+ * A package a feature needs is not installed: node-sqlite3-wasm, for the wasm driver
+ * (every Node without node:sqlite). The message names the install step.
+ */
+export declare class ErrMissingDependency extends Error {
+  constructor(dependency: string, message: string, options?: { cause?: unknown });
+  readonly code: "missing_dependency";
+  readonly dependency: string;
+}

@@ -10,8 +10,11 @@
 
 import { accessSync, closeSync, constants as fsConstants, existsSync, openSync, readFileSync, readSync } from "node:fs";
 import { resolve as resolvePath } from "node:path";
-import { CompactError } from "./errors.js";
+import { fileURLToPath } from "node:url";
+import { CompactError, ErrMissingDependency } from "./errors.js";
 import { DirLock, testHooks } from "./recall-lock.js";
+
+export { ErrMissingDependency };
 
 /** The schema version this binding writes (ctxc_meta.schema_version). */
 export const SCHEMA_VERSION = 1;
@@ -61,12 +64,31 @@ async function loadNodeSqlite() {
 }
 
 let wasmModule = null;
-async function loadWasmSqlite() {
+async function loadWasmSqlite(why) {
   if (!wasmModule) {
-    const mod = await import("node-sqlite3-wasm");
+    let mod;
+    try {
+      mod = await import("node-sqlite3-wasm");
+    } catch (err) {
+      if (err?.code === "ERR_MODULE_NOT_FOUND" && String(err.message).includes("'node-sqlite3-wasm'")) throw missingWasmSqlite(why, err);
+      throw err;
+    }
     wasmModule = mod.default ?? mod;
   }
   return wasmModule;
+}
+
+// The error when node-sqlite3-wasm cannot be found, naming the step that installs
+// it. A package whose real path is in no node_modules folder is a checkout that
+// `npm install /path/to/checkout` linked: npm installs nothing of a linked folder's
+// dependencies, and Node resolves them from the folder's real path, so installing
+// the dependency in the consumer's project would not help.
+function missingWasmSqlite(why, cause) {
+  const root = fileURLToPath(new URL("../../", import.meta.url)).replace(/[\\/]+$/, "");
+  const step = root.split(/[\\/]/).includes("node_modules")
+    ? "npm install node-sqlite3-wasm"
+    : `this package is a linked folder (${root}), whose dependencies npm does not install: run \`npm install --omit=dev\` in it, or install it as a copy with \`npm install --install-links ${root}\``;
+  return new ErrMissingDependency("node-sqlite3-wasm", `ctxcompact: recall needs node-sqlite3-wasm (${why}): ${step}`, { cause });
 }
 
 /** True when the file at path is an SQLite database in WAL mode (header bytes 18-19). */
@@ -276,7 +298,7 @@ async function openDriver(path, which, readOnly) {
     }
     if (which === "node:sqlite") throw fail("recall store: this runtime has no node:sqlite (Node 22.5+; 22.5-22.12 need --experimental-sqlite)", "/driver");
   }
-  const { Database } = await loadWasmSqlite();
+  const { Database } = await loadWasmSqlite(which === "wasm" ? 'driver "wasm"' : `Node ${process.versions.node} has no node:sqlite`);
   const wal = path && !readOnly ? isWALFile(path) : false;
   const d = new WasmDriver("wasm", new Database(file, readOnly ? { readOnly: true } : {}), path ? new DirLock(`${resolvePath(path)}.lock`, BUSY_TIMEOUT_MS) : null);
   // 0: this driver waits for the lock itself (WasmDriver), its SQLite would spin.
@@ -477,7 +499,7 @@ export class RecallStore {
     try {
       d = await openDriver(file, which, readOnly);
     } catch (err) {
-      if (err instanceof CompactError) throw err;
+      if (err instanceof CompactError || err instanceof ErrMissingDependency) throw err;
       throw dbError(`cannot open ${file ?? "an in-memory database"}`, err);
     }
     try {

@@ -145,3 +145,74 @@ func cacheAbs(x float64) float64 {
 	}
 	return x
 }
+
+// A Responses file's instructions carry no breakpoint and come back as given; a
+// Gemini file, with or without its systemInstruction, is refused with the
+// documented reason, by cache and by simulate alike.
+func TestCacheAndSimulateOtherFormatsSystem(t *testing.T) {
+	resp := cliTempFile(t, "resp.json", `{"instructions":"Be brief.","input":[
+ {"type":"message","role":"user","content":"hi"},
+ {"type":"message","role":"assistant","content":[{"type":"output_text","text":"hello"}]},
+ {"type":"message","role":"user","content":"more"}]}`)
+	code, out, stderr := cliRun(t, "", "cache", resp)
+	if code != 0 {
+		t.Fatalf("cache on Responses instructions: exit %d: %s", code, stderr)
+	}
+	r := gjson.Parse(out)
+	if r.Get("instructions").Raw != `"Be brief."` || r.Get("marked").Raw != "[0,2]" ||
+		r.Get("input.2.content.0.prompt_cache_breakpoint").Raw != `{"mode":"explicit"}` {
+		t.Errorf("cache on Responses instructions: %s", out)
+	}
+	gem := `{"contents":[{"role":"user","parts":[{"text":"hi"}]},{"role":"model","parts":[{"text":"hello"}]}]`
+	for _, content := range []string{gem + "}", gem + `,"systemInstruction":{"parts":[{"text":"sys"}]}}`} {
+		file := cliTempFile(t, "gem.json", content)
+		for _, cmd := range []string{"cache", "simulate"} {
+			code, _, stderr := cliRun(t, "", cmd, file)
+			if code != 1 || !strings.Contains(stderr, `format "gemini" has no prompt-cache breakpoints`) {
+				t.Errorf("%s on %s: exit %d: %s", cmd, content, code, stderr)
+			}
+		}
+	}
+}
+
+// simulate prices a Responses session's requests at the prompts tokens counts: the
+// tool outputs included, one request per assistant turn (reasoning and calls are
+// one turn), the same totals as the session in chat format.
+func TestSimulateResponsesPricesToolOutputs(t *testing.T) {
+	output := strings.Repeat("x", 8000) // 2,000 tokens
+	resp := cliTempFile(t, "resp.json", `{"instructions":"Be brief.","input":[
+ {"type":"message","role":"user","content":"Read it."},
+ {"type":"reasoning","id":"rs_1","summary":[]},
+ {"type":"function_call","call_id":"c1","name":"read","arguments":"{}"},
+ {"type":"function_call_output","call_id":"c1","output":"`+output+`"},
+ {"type":"message","role":"assistant","content":[{"type":"output_text","text":"Done."}]}]}`)
+	code, out, stderr := cliRun(t, "", "simulate", resp, "--json", "--per-request", "--min-cacheable", "0")
+	if code != 0 {
+		t.Fatalf("simulate: exit %d: %s", code, stderr)
+	}
+	code, tok, stderr := cliRun(t, "", "tokens", resp)
+	if code != 0 {
+		t.Fatalf("tokens: exit %d: %s", code, stderr)
+	}
+	per := gjson.Get(tok, "per_message").Array()
+	prompt := func(k int) int64 {
+		n := gjson.Get(tok, "system").Int()
+		for _, c := range per[:k] {
+			n += c.Int()
+		}
+		return n
+	}
+	reqs := gjson.Get(out, "strategies.none.requests").Array()
+	if len(reqs) != 2 || reqs[0].Get("message").Int() != 1 || reqs[1].Get("message").Int() != 4 {
+		t.Fatalf("want requests before items 1 and 4 (one per assistant turn): %s", out)
+	}
+	for _, r := range reqs {
+		k := int(r.Get("message").Int())
+		if got := r.Get("prompt_tokens").Int(); got != prompt(k) {
+			t.Errorf("the request before item %d prices %d tokens; tokens counts %d", k, got, prompt(k))
+		}
+	}
+	if last := reqs[1].Get("prompt_tokens").Int(); last < 2000 {
+		t.Errorf("the last prompt, which holds the 2,000-token tool output, prices %d tokens", last)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -44,7 +45,7 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	configFile := fs.String("config", "", "a JSON file with the config object (compression, model, tokens, prompt_caching); - reads stdin")
 	useWasm := fs.Bool("wasm", false, "run the embedded WebAssembly module on wazero instead of the native core (same output)")
 	noCache := fs.Bool("no-cache", false, "with --wasm, compile the module without the on-disk compilation cache")
-	endpoint := fs.String("summarizer-url", "", "the base URL of an LLM API to write the summary (https://api.openai.com/v1, any OpenAI-compatible server, https://api.anthropic.com); key from CTXCOMPACT_API_KEY, else OPENAI_API_KEY or ANTHROPIC_API_KEY (default: the built-in summarizer, no network)")
+	endpoint := fs.String("summarizer-url", "", "the base URL (http or https) of an LLM API to write the summary (https://api.openai.com/v1, any OpenAI-compatible server, https://api.anthropic.com); key from CTXCOMPACT_API_KEY, else OPENAI_API_KEY or ANTHROPIC_API_KEY (default: the built-in summarizer, no network)")
 	endpointAPI := fs.String("summarizer-api", apiOpenAI, "the API at --summarizer-url: openai (POST URL/chat/completions), openai-responses (POST URL/responses) or anthropic (POST URL/v1/messages)")
 	endpointModel := fs.String("summarizer-model", "", "the model to ask at --summarizer-url (default gpt-4.1-mini, or claude-haiku-4-5 with --summarizer-api anthropic)")
 	format := formatFlag(fs)
@@ -58,6 +59,17 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	}
 	if *timeout <= 0 {
 		return fmt.Errorf("ctxcompact compact: --summarizer-timeout must be positive, got %v", *timeout)
+	}
+	if *endpoint != "" {
+		if u, err := url.Parse(*endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("ctxcompact compact: --summarizer-url must be an http or https URL such as https://api.openai.com/v1, got %q", *endpoint)
+		}
+	} else {
+		for _, name := range []string{"summarizer-api", "summarizer-model", "summarizer-timeout"} {
+			if isSet(fs, name) {
+				fmt.Fprintf(stderr, "ctxcompact: --%s has no effect without --summarizer-url: the built-in summarizer writes the summary\n", name)
+			}
+		}
 	}
 	if *endpointModel == "" {
 		*endpointModel = defaultSummarizerModel(*endpointAPI)
@@ -85,7 +97,10 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	if !res.Get("done").Bool() { // ask the endpoint, then finish (its failure: the fallback summary)
+	// compact.begin left a summary to write: ask the endpoint, then finish (its
+	// failure: the fallback summary).
+	asked := !res.Get("done").Bool()
+	if asked {
 		var req core.SummaryRequest
 		if err := json.Unmarshal([]byte(res.Get("summary_request").Raw), &req); err != nil {
 			return fmt.Errorf("ctxcompact compact: %w", err)
@@ -130,7 +145,13 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	}
 
 	r := res.Get("report")
-	if !r.Get("compacted").Bool() && *ifNeeded {
+	if note := formatNote(conv); note != "" {
+		fmt.Fprintf(stderr, "ctxcompact: %s\n", note)
+	}
+	if *endpoint != "" && !asked {
+		fmt.Fprintf(stderr, "ctxcompact: --summarizer-url was not asked: nothing was summarized (%s)\n", r.Get("reason").Str)
+	}
+	if !r.Get("compacted").Bool() && *ifNeeded && r.Get("reason").Str != "nothing_to_compact" {
 		fmt.Fprintf(stderr, "ctxcompact: no compaction needed (%s): an estimated %s tokens against a threshold of %s; the messages are unchanged\n",
 			r.Get("reason").Str, groupDigits(r.Get("tokens_before").Int()), groupDigits(r.Get("threshold_tokens").Int()))
 		return nil
@@ -143,9 +164,12 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stderr, "  summarized messages %d–%d (summary as %s, %s tokens); pruned %d tool outputs; prompt cache breaks at message %d\n",
 			s.Get("from").Int(), s.Get("to").Int()-1, r.Get("summary_role").Str, groupDigits(r.Get("summary_tokens").Int()),
 			len(r.Get("pruned").Array()), r.Get("first_changed_index").Int())
+	} else if why, ok := notCompactedBecause[r.Get("reason").Str]; ok && !r.Get("compacted").Bool() {
+		fmt.Fprintf(stderr, "  nothing summarized or pruned (%s): %s\n", r.Get("reason").Str, why)
 	} else {
 		fmt.Fprintf(stderr, "  nothing summarized (%s); pruned %d tool outputs\n", r.Get("reason").Str, len(r.Get("pruned").Array()))
 	}
+	writeRepairs(stderr, r.Get("orphans_removed"), r.Get("stubs_added"), r.Get("repaired"))
 	if r.Get("fallback_used").Bool() {
 		code := ""
 		if c := r.Get("fallback_code").Str; c != "" {

@@ -33,7 +33,12 @@ func TestHelpAndVersion(t *testing.T) {
 		code, out, _ := cliRun(t, "", args...)
 		require.Equal(t, 0, code)
 		require.Contains(t, out, "commands:")
+		require.Contains(t, out, "  sanitize   repair a conversation file's tool-call/result pairs: sanitize FILE [--format NAME]")
+		require.Contains(t, out, "simulate FILE [--format NAME]")
 	}
+	code, out, _ := cliRun(t, "", "help", "compact")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "the base URL (http or https)")
 	for _, args := range [][]string{{}, {"nope"}, {"help", "nope"}} {
 		code, out, errOut := cliRun(t, "", args...)
 		require.Equal(t, 2, code, "%v", args)

@@ -66,6 +66,9 @@ type conversation struct {
 	format    string
 	listKey   string // "messages", "input" (Responses) or "contents" (Gemini)
 	systemKey string // "system", "instructions" (Responses) or "systemInstruction" (Gemini)
+	// formatFrom says where format came from ("--format", "the file's \"format\"",
+	// "the file's \"input\" key"), "" when it is to be detected.
+	formatFrom string
 }
 
 // native reports whether the conversation is in the Anthropic Messages format.
@@ -92,8 +95,12 @@ func readConversation(file string, stdin io.Reader, format string) (conversation
 		return conversation{}, err
 	}
 	doc := gjson.ParseBytes(b)
+	from := ""
+	if format != "" {
+		from = "--format"
+	}
 	if doc.IsArray() {
-		return conversation{messages: doc.Raw, format: format, listKey: "messages", systemKey: "system"}, nil
+		return conversation{messages: doc.Raw, format: format, listKey: "messages", systemKey: "system", formatFrom: from}, nil
 	}
 	if doc.IsObject() {
 		for _, k := range listKeys {
@@ -101,12 +108,15 @@ func readConversation(file string, stdin io.Reader, format string) (conversation
 			if !list.IsArray() {
 				continue
 			}
-			c := conversation{messages: list.Raw, listKey: k.list, systemKey: k.system, format: format}
+			c := conversation{messages: list.Raw, listKey: k.list, systemKey: k.system, format: format, formatFrom: from}
 			if c.format == "" {
-				c.format = doc.Get("format").Str
+				c.format, c.formatFrom = doc.Get("format").Str, `the file's "format"`
 			}
 			if c.format == "" {
-				c.format = k.format
+				c.format, c.formatFrom = k.format, `the file's "`+k.list+`" key`
+			}
+			if c.format == "" {
+				c.formatFrom = ""
 			}
 			if s := doc.Get(k.system); s.Exists() && s.Type != gjson.Null {
 				c.system = s.Raw

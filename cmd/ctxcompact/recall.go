@@ -32,21 +32,25 @@ context_search / context_expand tools answer.`
 // runRecall is `ctxcompact recall`: a person's view of a recall store (the SQLite
 // file of docs/RECALL.md), the same answers the agent's tools give.
 func runRecall(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, recallUsage)
-		return errors.New("ctxcompact recall: want search, expand or sessions")
+	sub := ""
+	if len(args) > 0 {
+		sub = args[0]
 	}
-	sub := args[0]
-	if sub != "search" && sub != "expand" && sub != "sessions" {
-		fmt.Fprintln(stderr, recallUsage)
-		return fmt.Errorf("ctxcompact recall: unknown subcommand %q; want search, expand or sessions", sub)
-	}
+	// One flag set for the three subcommands; its usage (the help) lists its flags.
 	fs := commandFlags("recall "+sub, stderr, strings.Split(recallUsage, "\n")...)
 	storePath := fs.String("store", "", "the recall store, a SQLite file (required)")
 	session := fs.String("session", "", "the session id (required for search and expand)")
 	limit := fs.Int("limit", 10, "search: how many hits, 1 to 50")
 	maxTokens := fs.Int("max-tokens", 0, "expand: cut the messages to about this many tokens (0: whole)")
 	asJSON := fs.Bool("json", false, "print the tool's JSON answer")
+	if sub == "" {
+		fs.Usage()
+		return errors.New("ctxcompact recall: want search, expand or sessions")
+	}
+	if sub != "search" && sub != "expand" && sub != "sessions" {
+		fs.Usage()
+		return fmt.Errorf("ctxcompact recall: unknown subcommand %q; want search, expand or sessions", sub)
+	}
 	pos, err := fileArgs(fs, args[1:])
 	if err != nil {
 		return err

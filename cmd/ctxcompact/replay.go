@@ -19,12 +19,12 @@ import (
 
 func init() {
 	commands["replay"] = command{
-		summary: "replay recorded sessions as the agent lived them, compacting at the default trigger: replay FILE... --window N [--config FILE] [--json] [--html OUT.html] [--wasm]",
+		summary: "replay recorded sessions as the agent lived them, compacting at the default trigger: replay FILE... --window N [--config FILE] [--json] [--html OUT.html] [--wasm] [--needed-uses all|args]",
 		run:     runReplay,
 	}
 }
 
-const replayUsage = `usage: ctxcompact replay FILE... --window N [--config FILE] [--json] [--html OUT.html] [--wasm]
+const replayUsage = `usage: ctxcompact replay FILE... --window N [--config FILE] [--json] [--html OUT.html] [--wasm] [--needed-uses all|args]
 
 Replays each recorded session (a FILE holding {"messages": [...]} or a bare array) as
 the agent lived it: the live context starts with the first message; before each
@@ -32,7 +32,8 @@ assistant message the agent sends a request with the live context, and if its
 estimate reaches the trigger (75% of N below 512K, else 50%) the live context is first
 compacted as 'ctxcompact compact --context-length N [--config FILE]' compacts it
 (forced, built-in summarizer); then the recorded message is appended. The numbers are
-those of ../shared/replay/replay.py run on the same binary.
+those of ../shared/replay/replay.py (needed and recalled: needed_later.py) run on the
+same binary.
 
 Per trace (--json: one JSON line each; else a table with a totals row, and a progress
 line per trace on stderr):
@@ -42,17 +43,34 @@ line per trace on stderr):
   peak          the largest request (estimate)
   billed        input cost in base-token units under ideal prefix caching: the messages
                 shared with the previous request read at 0.1x, the rest written at 1.25x
+  billed_pre    (--json) the part of billed before the first compaction: the same
+                for every compactor, so the rest is what a compactor controls
   paths, asks   [kept, total]: file paths named in tool-call arguments (file_path, path,
                 filename, notebook_path) and the user's requests (first 200 characters,
                 whitespace collapsed, matched on their first 120), found in the final
                 live context
+  needed, recalled
+                facts the agent reused after a compaction took them out, as
+                ../shared/replay/needed_later.py counts them: a fact is a token its
+                ID_RE finds (matched as Python's re does, \w \d \b Unicode's), stripped
+                of . _ / - at the ends, 6+ characters, not a-f letters alone: an
+                identifier with . _ / or - inside or an inner capital, a path, a hex id
+                of 7-40 characters, a number of 4+ digits. It is removed when a
+                compaction leaves out the recorded message it first appeared in (a
+                message is kept when the compacted context holds one equal to it as
+                JSON), and no longer so once a later message holds it. needed: the
+                removed facts a later assistant message used (--needed-uses all: its
+                text, tool-call names and argument values; args: only its tool-call
+                argument values); recalled: those the live context sent for
+                that message held, anywhere in its text. The table writes recalled with
+                its share of needed
   summary_request_tokens
                 the input a real LLM summarizer would have been sent: the sum, over the
                 compactions, of the estimated size of the summary request's messages
                 that compact.begin returns for the same messages and config with
                 summarizer "host" (0 for a compaction that summarizes nothing)
---json adds messages (in the file), requests (assistant turns replayed) and, when a
-compaction failed, first_error.
+--json adds uses (the --needed-uses), messages (in the file), requests (assistant
+turns replayed) and, when a compaction failed, first_error.
 The estimate is ceil(characters/4) + 4 per message, text content and tool-call names
 and arguments counted; the trigger ignores the config's threshold, as replay.py does.
 `
@@ -69,6 +87,7 @@ func runReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print one JSON line per trace instead of the table")
 	htmlOut := fs.String("html", "", "also write a self-contained page with a chart per trace to this file")
 	useWasm := fs.Bool("wasm", false, "run the embedded WebAssembly module on wazero instead of the native core (same numbers)")
+	uses := fs.String("needed-uses", neededUsesAll, "what of an assistant message counts as a use of a fact for needed and recalled: all (its text, tool-call names and argument values) or args (its tool-call argument values)")
 	files, err := fileArgs(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil // the usage was asked for, and printed
@@ -83,6 +102,8 @@ func runReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return errors.New("ctxcompact replay: --window N is required")
 	case *window <= 0:
 		return fmt.Errorf("ctxcompact replay: --window must be a positive number of tokens, got %d", *window)
+	case *uses != neededUsesAll && *uses != neededUsesArgs:
+		return fmt.Errorf("ctxcompact replay: --needed-uses must be %s or %s, got %q", neededUsesAll, neededUsesArgs, *uses)
 	}
 	cfg, err := compactConfig("replay", "", *configFile, stdin, *window, "")
 	if err != nil {
@@ -98,7 +119,7 @@ func runReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	call := callerFor(*useWasm, true, stderr)
 	results := make([]*replayResult, 0, len(files))
 	for i, file := range files {
-		r := replayTrace(filepath.Base(file), traces[i], *window, cfg, call)
+		r := replayTrace(filepath.Base(file), traces[i], *window, cfg, call, *uses)
 		results = append(results, r)
 		if *asJSON {
 			b, _ := marshalNoEscape(r)
@@ -114,10 +135,10 @@ func runReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		}
 	}
 	if !*asJSON {
-		writeReplayTable(stdout, results, *window)
+		writeReplayTable(stdout, results, *window, *uses)
 	}
 	if *htmlOut != "" {
-		page, err := replayPage(results, *window, *configFile)
+		page, err := replayPage(results, *window, *configFile, *uses)
 		if err != nil {
 			return err
 		}
@@ -159,6 +180,9 @@ func readReplayTrace(file string, stdin io.Reader) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := replayableFormat(file, conv); err != nil {
+		return nil, err
+	}
 	var msgs []string
 	gjson.Parse(conv.messages).ForEach(func(_, m gjson.Result) bool {
 		msgs = append(msgs, m.Raw)
@@ -170,8 +194,9 @@ func readReplayTrace(file string, stdin io.Reader) ([]string, error) {
 	return msgs, nil
 }
 
-// replayResult is one trace's replay; its JSON fields are replay.py's, plus
-// summary_request_tokens, messages, requests and first_error.
+// replayResult is one trace's replay; its JSON fields are replay.py's, uses, needed
+// and recalled as needed_later.py gives them, and summary_request_tokens, messages,
+// requests and first_error.
 type replayResult struct {
 	Trace                string `json:"trace"`
 	Window               int    `json:"window"`
@@ -180,8 +205,12 @@ type replayResult struct {
 	Overflows            int    `json:"overflows"`
 	Peak                 int    `json:"peak"`
 	Billed               int64  `json:"billed"`
+	BilledPre            int64  `json:"billed_pre"`
 	Paths                [2]int `json:"paths"`
 	Asks                 [2]int `json:"asks"`
+	Uses                 string `json:"uses"`
+	Needed               int    `json:"needed"`
+	Recalled             int    `json:"recalled"`
 	SummaryRequestTokens int    `json:"summary_request_tokens"`
 	Messages             int    `json:"messages"`
 	Requests             int    `json:"requests"`
@@ -235,12 +264,14 @@ func replayTrigger(window int) float64 {
 	return float64(window) * 0.5
 }
 
-// replayTrace replays one trace's messages through call with the compaction config cfg.
-func replayTrace(name string, msgs []string, window int, cfg []byte, call caller) *replayResult {
-	r := &replayResult{Trace: name, Window: window, Messages: len(msgs), trigger: replayTrigger(window)}
+// replayTrace replays one trace's messages through call with the compaction config
+// cfg, counting as uses of a fact what uses names (neededUsesAll or neededUsesArgs).
+func replayTrace(name string, msgs []string, window int, cfg []byte, call caller, uses string) *replayResult {
+	r := &replayResult{Trace: name, Window: window, Messages: len(msgs), Uses: uses, trigger: replayTrigger(window)}
 	live := []*replayMsg{newReplayMsg(msgs[0])}
+	needed := newNeededLater(msgs, uses, live[0])
 	var prev []string
-	billed := 0.0
+	billed, pre := 0.0, -1.0 // pre: billed before the first compaction, -1 until the trigger is reached
 	sum := func(ms []*replayMsg) int {
 		n := 0
 		for _, m := range ms {
@@ -251,12 +282,16 @@ func replayTrace(name string, msgs []string, window int, cfg []byte, call caller
 	for at := 1; at < len(msgs); at++ {
 		m := newReplayMsg(msgs[at])
 		if role := gjson.Get(m.raw, "role"); role.Type != gjson.String || role.Str != "assistant" {
+			needed.next(m, at, live)
 			live = append(live, m)
 			continue
 		}
 		turn := replayTurn{At: at, Before: sum(live)}
 		t := turn.Before
 		if float64(t) >= r.trigger {
+			if pre < 0 {
+				pre = billed
+			}
 			out, srTokens, err := replayCompact(live, cfg, call)
 			if err != nil {
 				r.Errors++
@@ -265,6 +300,7 @@ func replayTrace(name string, msgs []string, window int, cfg []byte, call caller
 					r.FirstError = err.Error()
 				}
 			} else {
+				needed.compacted(live, out)
 				live = out
 				r.Compactions++
 				r.SummaryRequestTokens += srTokens
@@ -290,10 +326,16 @@ func replayTrace(name string, msgs []string, window int, cfg []byte, call caller
 		}
 		turn.Tokens, turn.Shared, turn.Billed = t, shared, billed
 		r.turns = append(r.turns, turn)
+		needed.next(m, at, live)
 		live = append(live, m)
 	}
 	r.Billed = int64(math.RoundToEven(billed))
+	if pre < 0 {
+		pre = billed
+	}
+	r.BilledPre = int64(math.RoundToEven(pre))
 	r.Requests = len(r.turns)
+	r.Needed, r.Recalled = needed.needed, needed.recalled
 
 	all := make([]gjson.Result, len(msgs))
 	for i, raw := range msgs {
@@ -512,10 +554,10 @@ func marshalNoEscape(v any) ([]byte, error) {
 }
 
 // writeReplayTable prints the results as a table with a totals row.
-func writeReplayTable(w io.Writer, results []*replayResult, window int) {
-	fmt.Fprintf(w, "window %s tokens, compacting at %s (estimate: ceil(chars/4) + 4 per message)\n\n",
-		groupDigits(int64(window)), groupDigits(int64(replayTrigger(window))))
-	head := []string{"trace", "requests", "compactions", "errors", "overflows", "peak", "billed", "paths", "asks", "summary requests"}
+func writeReplayTable(w io.Writer, results []*replayResult, window int, uses string) {
+	fmt.Fprintf(w, "window %s tokens, compacting at %s (estimate: ceil(chars/4) + 4 per message); needed later: %s\n\n",
+		groupDigits(int64(window)), groupDigits(int64(replayTrigger(window))), neededUsesText(uses))
+	head := []string{"trace", "requests", "compactions", "errors", "overflows", "peak", "billed", "paths", "asks", "needed", "recalled", "summary requests"}
 	rows := [][]string{head}
 	for _, r := range results {
 		rows = append(rows, replayRow(r.Trace, r))
@@ -565,6 +607,8 @@ func replayTotals(results []*replayResult) *replayResult {
 		tot.Billed += r.Billed
 		tot.Paths[0], tot.Paths[1] = tot.Paths[0]+r.Paths[0], tot.Paths[1]+r.Paths[1]
 		tot.Asks[0], tot.Asks[1] = tot.Asks[0]+r.Asks[0], tot.Asks[1]+r.Asks[1]
+		tot.Needed += r.Needed
+		tot.Recalled += r.Recalled
 		tot.SummaryRequestTokens += r.SummaryRequestTokens
 	}
 	return &tot
@@ -574,7 +618,23 @@ func replayRow(name string, r *replayResult) []string {
 	return []string{name, groupDigits(int64(r.Requests)), fmt.Sprint(r.Compactions), fmt.Sprint(r.Errors), fmt.Sprint(r.Overflows),
 		groupDigits(int64(r.Peak)), groupDigits(r.Billed),
 		fmt.Sprintf("%d/%d", r.Paths[0], r.Paths[1]), fmt.Sprintf("%d/%d", r.Asks[0], r.Asks[1]),
-		groupDigits(int64(r.SummaryRequestTokens))}
+		groupDigits(int64(r.Needed)), recalledText(r), groupDigits(int64(r.SummaryRequestTokens))}
+}
+
+// recalledText is the recalled count with its share of the needed: "172 (0.291)".
+func recalledText(r *replayResult) string {
+	if r.Needed == 0 {
+		return groupDigits(int64(r.Recalled))
+	}
+	return fmt.Sprintf("%s (%.3f)", groupDigits(int64(r.Recalled)), float64(r.Recalled)/float64(r.Needed))
+}
+
+// neededUsesText says what counted as a use.
+func neededUsesText(uses string) string {
+	if uses == neededUsesArgs {
+		return "uses in tool-call arguments (--needed-uses args)"
+	}
+	return "uses in assistant messages (--needed-uses all)"
 }
 
 func sumInts(xs []int) int {

@@ -30,6 +30,7 @@ const (
 type replayPageData struct {
 	Window                   int
 	WindowText, TriggerText  string
+	Uses                     string
 	Config                   string
 	Rows                     []replayPageRow
 	Charts                   []replayChart
@@ -39,8 +40,8 @@ type replayPageData struct {
 }
 
 type replayPageRow struct {
-	Name, Requests, Compactions, Errors, Overflows, Peak, Billed, Paths, Asks, SummaryRequests string
-	Total                                                                                      bool
+	Name, Requests, Compactions, Errors, Overflows, Peak, Billed, Paths, Asks, Needed, Recalled, SummaryRequests string
+	Total                                                                                                        bool
 }
 
 type replayChart struct {
@@ -58,10 +59,11 @@ type chartTick struct{ Pos, Label string }
 
 type chartMark struct{ X, Y, Y2, Class, Title string }
 
-// replayPage renders the page for results at window; config names the --config file.
-func replayPage(results []*replayResult, window int, config string) ([]byte, error) {
+// replayPage renders the page for results at window; config names the --config file,
+// uses what counted as a use of a fact (--needed-uses).
+func replayPage(results []*replayResult, window int, config, uses string) ([]byte, error) {
 	d := replayPageData{
-		Window: window, WindowText: groupDigits(int64(window)), TriggerText: groupDigits(int64(replayTrigger(window))),
+		Uses: neededUsesText(uses), Window: window, WindowText: groupDigits(int64(window)), TriggerText: groupDigits(int64(replayTrigger(window))),
 		Config: config, Left: chartLeft, Right: chartRight, Top: chartTop, Bottom: chartBottom,
 		LeftLabel: chartLeft - chartLabelGap, RightLabel: chartRight + chartLabelGap, XLabel: chartBottom + chartXGap,
 	}
@@ -82,8 +84,9 @@ func pageRow(name string, r *replayResult, total bool) replayPageRow {
 		Name: name, Requests: groupDigits(int64(r.Requests)), Compactions: fmt.Sprint(r.Compactions),
 		Errors: fmt.Sprint(r.Errors), Overflows: fmt.Sprint(r.Overflows), Peak: groupDigits(int64(r.Peak)),
 		Billed: groupDigits(r.Billed), Paths: fmt.Sprintf("%d/%d", r.Paths[0], r.Paths[1]),
-		Asks: fmt.Sprintf("%d/%d", r.Asks[0], r.Asks[1]), SummaryRequests: groupDigits(int64(r.SummaryRequestTokens)),
-		Total: total,
+		Asks: fmt.Sprintf("%d/%d", r.Asks[0], r.Asks[1]), Needed: groupDigits(int64(r.Needed)), Recalled: recalledText(r),
+		SummaryRequests: groupDigits(int64(r.SummaryRequestTokens)),
+		Total:           total,
 	}
 }
 
@@ -93,9 +96,9 @@ func replayChartOf(r *replayResult) replayChart {
 	c := replayChart{
 		Trace: r.Trace, Requests: r.Requests, Compactions: r.Compactions, Width: chartWidth, Height: chartHeight,
 		Billed: groupDigits(r.Billed),
-		Stats: fmt.Sprintf("%d messages, %d requests, %d compactions, %d errors, %d overflows; peak %s tokens; billed %s; paths %d/%d, asks %d/%d; summary requests %s tokens",
+		Stats: fmt.Sprintf("%d messages, %d requests, %d compactions, %d errors, %d overflows; peak %s tokens; billed %s; paths %d/%d, asks %d/%d; needed later %s, recalled %s; summary requests %s tokens",
 			r.Messages, r.Requests, r.Compactions, r.Errors, r.Overflows, groupDigits(int64(r.Peak)), groupDigits(r.Billed),
-			r.Paths[0], r.Paths[1], r.Asks[0], r.Asks[1], groupDigits(int64(r.SummaryRequestTokens))),
+			r.Paths[0], r.Paths[1], r.Asks[0], r.Asks[1], groupDigits(int64(r.Needed)), recalledText(r), groupDigits(int64(r.SummaryRequestTokens))),
 	}
 	top := float64(r.Window)
 	for _, t := range r.turns {

@@ -160,7 +160,7 @@ var madeUpSession = []string{
 // names src/keep.go but not src/lost.go, and holds the second request only.
 func TestReplayRules(t *testing.T) {
 	calls := 0
-	r := replayTrace("made-up", madeUpSession, 100, []byte(`{"model":{"context_length":100}}`), fakeCompactor(t, &calls))
+	r := replayTrace("made-up", madeUpSession, 100, []byte(`{"model":{"context_length":100}}`), fakeCompactor(t, &calls), neededUsesAll)
 	require.Equal(t, 4, calls, "two compactions, each with its summary request")
 	require.Equal(t, 2, r.Compactions)
 	require.Zero(t, r.Errors)
@@ -189,7 +189,7 @@ func TestReplayFailuresAndRounding(t *testing.T) {
 		return []byte(`{"error":{"code":"invalid_messages","message":"ctxcompact: no","path":"/messages"}}`), nil
 	}
 	session := []string{`{"role":"user","content":"` + strings.Repeat("y", 240) + `"}`, `{"role":"assistant","content":"a"}`}
-	r := replayTrace("refused", session, 50, []byte(`{}`), refuse)
+	r := replayTrace("refused", session, 50, []byte(`{}`), refuse, neededUsesAll)
 	require.Equal(t, 1, r.Errors)
 	require.Zero(t, r.Compactions)
 	require.Equal(t, 1, r.Overflows)
@@ -197,12 +197,12 @@ func TestReplayFailuresAndRounding(t *testing.T) {
 	require.Equal(t, int64(80), r.Billed)
 	require.Equal(t, "ctxcompact: no", r.FirstError)
 	require.True(t, r.turns[0].Failed)
-	r = replayTrace("refused", session, 64, []byte(`{}`), refuse)
+	r = replayTrace("refused", session, 64, []byte(`{}`), refuse, neededUsesAll)
 	require.Equal(t, 64, r.Peak)
 	require.Zero(t, r.Overflows, "a request of exactly the window fits")
 
 	never := func([]byte) ([]byte, error) { return nil, errors.New("must not be called") }
-	r = replayTrace("small", []string{`{"role":"user","content":"` + strings.Repeat("y", 24) + `"}`, `{"role":"assistant","content":"a"}`}, 1000, []byte(`{}`), never)
+	r = replayTrace("small", []string{`{"role":"user","content":"` + strings.Repeat("y", 24) + `"}`, `{"role":"assistant","content":"a"}`}, 1000, []byte(`{}`), never, neededUsesAll)
 	require.Equal(t, 10, r.Peak)
 	require.Equal(t, int64(12), r.Billed, "round half to even")
 	require.Equal(t, [2]int{1, 1}, r.Asks)
@@ -299,7 +299,7 @@ func TestReplayCommandOutputs(t *testing.T) {
 	require.Equal(t, 2, strings.Count(errOut, "ctxcompact: replayed "), errOut)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Contains(t, lines[0], "window 4,000 tokens, compacting at 3,000")
-	require.Regexp(t, `^trace\s+requests\s+compactions\s+errors\s+overflows\s+peak\s+billed\s+paths\s+asks\s+summary requests$`, lines[2])
+	require.Regexp(t, `^trace\s+requests\s+compactions\s+errors\s+overflows\s+peak\s+billed\s+paths\s+asks\s+needed\s+recalled\s+summary requests$`, lines[2])
 	require.Regexp(t, `^session.json\s+12\s+[1-9]\d*\s+0\s+`, lines[3])
 	require.Regexp(t, `^total \(2 traces\)\s+`, lines[len(lines)-1])
 
@@ -330,13 +330,13 @@ func TestReplayPageInChromium(t *testing.T) {
 	}
 	calls := 0
 	cfg := []byte(`{"model":{"context_length":100}}`)
-	compacted := replayTrace("compacted.json", madeUpSession, 100, cfg, fakeCompactor(t, &calls))
+	compacted := replayTrace("compacted.json", madeUpSession, 100, cfg, fakeCompactor(t, &calls), neededUsesAll)
 	refuse := func([]byte) ([]byte, error) {
 		return []byte(`{"error":{"code":"internal","message":"ctxcompact: no","path":""}}`), nil
 	}
-	refused := replayTrace("refused <&>.json", []string{`{"role":"user","content":"` + strings.Repeat("y", 420) + `"}`, `{"role":"assistant","content":"a"}`}, 100, []byte(`{}`), refuse)
-	quiet := replayTrace("quiet.json", madeUpSession[:3], 100, []byte(`{}`), refuse)
-	page, err := replayPage([]*replayResult{compacted, refused, quiet}, 100, "")
+	refused := replayTrace("refused <&>.json", []string{`{"role":"user","content":"` + strings.Repeat("y", 420) + `"}`, `{"role":"assistant","content":"a"}`}, 100, []byte(`{}`), refuse, neededUsesAll)
+	quiet := replayTrace("quiet.json", madeUpSession[:3], 100, []byte(`{}`), refuse, neededUsesAll)
+	page, err := replayPage([]*replayResult{compacted, refused, quiet}, 100, "", neededUsesAll)
 	require.NoError(t, err)
 	src := string(page)
 	require.NotRegexp(t, `<script|<link|<img|src=|href=|url\(|@import`, src, "self-contained")

@@ -13,7 +13,7 @@ import (
 
 func init() {
 	commands["simulate"] = command{
-		summary: "price a recorded session's input under prompt-cache strategies: simulate FILE [--json] [--ttl 1h]",
+		summary: "price a recorded session's input under prompt-cache strategies: simulate FILE [--format NAME] [--json] [--ttl 1h]",
 		run:     runSimulate,
 	}
 }
@@ -23,7 +23,7 @@ func init() {
 // ...}}, "requests", "total_input_tokens", ...}.
 func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := commandFlags("simulate", stderr,
-		"usage: ctxcompact simulate FILE [--json] [--ttl 1h] [--native] [--model NAME] [--strategies a,b] [--min-cacheable N] [--per-request]\n\nFILE holds {\"messages\": [...]} or a bare array (\"-\" reads stdin).")
+		"usage: ctxcompact simulate FILE [--format NAME] [--json] [--ttl 1h] [--native] [--model NAME] [--strategies a,b] [--min-cacheable N] [--per-request]\n\nFILE holds {\"messages\": [...], \"system\"?}, {\"input\": [...], \"instructions\"?} (Responses) or a bare array (\"-\" reads stdin).\nOne request is priced before each assistant turn, its prompt the items before it as tokens counts them.")
 	asJSON := fs.Bool("json", false, "print the cache.simulate result as JSON")
 	ttl := fs.String("ttl", "5m", "cache TTL: 5m or 1h")
 	native := fs.Bool("native", false, "native Anthropic layout (detected from the messages when not given)")
@@ -31,6 +31,7 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	strategies := fs.String("strategies", "", "comma-separated strategies (default all: "+strategyNames()+")")
 	minTokens := fs.Int("min-cacheable", -1, "override the minimum cacheable prompt length in tokens, >= 0 (default: the model's)")
 	perRequest := fs.Bool("per-request", false, "with --json, include each request's numbers")
+	format := formatFlag(fs)
 	file, err := fileArg(fs, args)
 	if err != nil {
 		return err
@@ -38,7 +39,7 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	if isSet(fs, "min-cacheable") && *minTokens < 0 {
 		return fmt.Errorf("ctxcompact simulate: --min-cacheable must be 0 or more tokens, got %d", *minTokens)
 	}
-	conv, err := readConversation(file, stdin, "")
+	conv, err := readConversation(file, stdin, *format)
 	if err != nil {
 		return err
 	}

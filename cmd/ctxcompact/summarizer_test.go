@@ -79,3 +79,33 @@ func TestCompactSummarizerAPIs(t *testing.T) {
 	require.Contains(t, errOut, `--summarizer-api is one of openai, openai-responses, anthropic, not "gemini"`)
 	require.Len(t, srv.Requests(), before)
 }
+
+// TestCompactSummarizerFlagsChecked: a --summarizer-url that is not an http(s) URL
+// is a bad flag (exit 1, nothing read or printed), not a compaction that falls back
+// on every request; summarizer flags that do nothing say so on stderr.
+func TestCompactSummarizerFlagsChecked(t *testing.T) {
+	file := jsonFile(t, "conv.json", longConversation(t, false))
+	for _, bad := range []string{"not-a-url", "ftp://example.com/v1", "https://", "localhost:8080"} {
+		code, out, errOut := cliRun(t, "", "compact", file, "--context-length", "4000", "--summarizer-url", bad)
+		require.Equal(t, 1, code, "%s: %s", bad, errOut)
+		require.Empty(t, out, bad)
+		require.Contains(t, errOut, "--summarizer-url must be an http or https URL", bad)
+	}
+
+	// Without --summarizer-url the other summarizer flags do nothing, and say so.
+	code, out, errOut := cliRun(t, "", "compact", file, "--context-length", "4000", "--summarizer-model", "gpt-5", "--summarizer-timeout", "5s")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "builtin", gjson.Get(out, "report.summarizer").Str)
+	require.Contains(t, errOut, "--summarizer-model has no effect without --summarizer-url")
+	require.Contains(t, errOut, "--summarizer-timeout has no effect without --summarizer-url")
+
+	// With it, but nothing to summarize: the endpoint is not asked, and stderr says why.
+	srv, err := loopback.Start(loopback.Options{Trace: loopback.Trace{Name: "cli"}})
+	require.NoError(t, err)
+	defer srv.Close()
+	short := cliTempFile(t, "short.json", cliConversation)
+	code, _, errOut = cliRun(t, "", "compact", short, "--summarizer-url", srv.OpenAIBaseURL())
+	require.Equal(t, 0, code, errOut)
+	require.Empty(t, srv.Requests())
+	require.Contains(t, errOut, "--summarizer-url was not asked: nothing was summarized (nothing_to_compact)")
+}

@@ -104,6 +104,15 @@ test("ErrClosed after close()", async () => {
   await assert.rejects(c.compact([]), ErrClosed);
 });
 
+test("countTokens after close() throws ErrClosed, even for counts it has cached", async () => {
+  const c = await Compactor.create();
+  const messages = [{ role: "user", content: "hello there" }, { role: "assistant", content: "hi" }];
+  assert.equal(c.countTokens(messages).per_message.length, 2); // now cached
+  c.close();
+  assert.throws(() => c.countTokens(messages), ErrClosed);
+  assert.throws(() => c.countTokens(messages, { format: "openai" }), ErrClosed);
+});
+
 test("error envelopes become CompactError with code and path", async () => {
   const c = await Compactor.create();
   assert.throws(() => c.call("no.such.op"), (err) => {

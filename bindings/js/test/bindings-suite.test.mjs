@@ -13,7 +13,7 @@ const DIR = path.join(ROOT, "testdata", "bindings");
 const RUNTIMES = ["js", "python", "go"];
 const DOS = ["create", "compact", "trap", "engine.create", "engine.update_from_response", "engine.should_compress",
   "engine.compress", "engine.update_model", "engine.get_status", "engine.on_session_reset"];
-const SUMMARIZERS = ["returns", "throws", "returns_value", "hangs", "cancels"];
+const SUMMARIZERS = ["returns", "throws", "returns_value", "hangs", "cancels", "times_out"];
 // Wire option names -> JS names; any other key is passed on unchanged (to be rejected).
 const JS_NAMES = {
   prompt_tokens: "promptTokens", timeout_ms: "timeoutMs", current_tokens: "currentTokens",
@@ -96,6 +96,7 @@ function summarizerOf(spec, seen) {
     if ("throws" in spec) throw new Error(spec.throws);
     if (spec.hangs) return new Promise(() => {});
     if (spec.cancels) throw new DOMException("the summarizer's request was aborted", "AbortError");
+    if ("times_out" in spec) throw Object.assign(new Error(spec.times_out), { name: "TimeoutError" });
     throw new Error(`unknown summarizer ${JSON.stringify(spec)}`);
   };
 }

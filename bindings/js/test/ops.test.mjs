@@ -107,3 +107,24 @@ test("validate: ok for a clean session, problems for a broken one", () => {
   assert.ok(bad.problems.length > 0);
   assert.ok(bad.problems.every((p) => typeof p.code === "string" && p.path.startsWith("/messages/")), JSON.stringify(bad.problems));
 });
+
+test("cacheApply and cacheSimulate: Responses instructions are the format's own system, Gemini has no breakpoints", () => {
+  const items = [
+    { type: "message", role: "user", content: "hi" },
+    { type: "message", role: "assistant", content: [{ type: "output_text", text: "hello" }] },
+    { type: "message", role: "user", content: "more" },
+  ];
+  const applied = c.cacheApply(items, { format: "responses", system: "Be brief." });
+  assert.equal(applied.system, "Be brief.");
+  assert.deepEqual(applied.marked, [0, 2]);
+  assert.deepEqual(applied.messages[2].content[0].prompt_cache_breakpoint, { mode: "explicit" });
+  const sim = c.cacheSimulate(items, { format: "responses", system: "Be brief.", per_request: true, min_cacheable_tokens: 0 });
+  const counts = c.countTokens(items, { format: "responses", system: "Be brief." });
+  assert.equal(sim.requests, 1);
+  assert.equal(sim.strategies.none.requests[0].prompt_tokens, counts.system + counts.per_message[0]);
+  const gemini = [{ role: "user", parts: [{ text: "hi" }] }, { role: "model", parts: [{ text: "hello" }] }];
+  for (const call of [() => c.cacheApply(gemini, { system: { parts: [{ text: "sys" }] } }), () => c.cacheSimulate(gemini, { system: { parts: [{ text: "sys" }] } })]) {
+    assert.throws(call, (err) => err instanceof CompactError && err.code === "invalid_request" && err.path === "/format" &&
+      err.message.includes('format "gemini" has no prompt-cache breakpoints'));
+  }
+});

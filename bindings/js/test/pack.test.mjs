@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { ROOT, TRACES_DIR, session, traceFiles } from "./helpers.mjs";
@@ -80,23 +80,72 @@ store.close();
   assert.ok(rec.total > 0, JSON.stringify(rec));
 });
 
-test("npm install /path/to/checkout -> compact from a clean folder", async (t) => {
-  // The README's route for an unpublished checkout: npm links the folder.
-  const tmp = mkdtempSync(path.join(tmpdir(), "ctxcompact-dir-"));
+test("npm install /path/to/checkout -> compact, and recall once the checkout has its dependency", async (t) => {
+  // The README's route for an unpublished checkout: npm links the folder, and installs
+  // none of its dependencies. The checkout here is a copy of the package's files and
+  // package-lock.json with no node_modules, as a fresh clone has (the repository's
+  // own has npm ci's). npm reads the registry only for what its cache lacks.
+  const tmp = realpathSync(mkdtempSync(path.join(tmpdir(), "ctxcompact-dir-")));
   t.after(() => rmSync(tmp, { recursive: true, force: true }));
-  writeFileSync(path.join(tmp, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }));
-  npm(["install", "--no-audit", "--no-fund", "--ignore-scripts", ROOT], tmp);
-  const pkg = JSON.parse(readFileSync(path.join(tmp, "node_modules", "ctxcompact", "package.json"), "utf8"));
-  assert.equal(pkg.name, "ctxcompact");
-  writeFileSync(path.join(tmp, "conv.json"), JSON.stringify({ messages: session({ turns: 60 }) }));
-  writeFileSync(path.join(tmp, "run.mjs"), `import { readFileSync } from "node:fs";
+  const co = path.join(tmp, "checkout");
+  const [dry] = JSON.parse(npm(["pack", "--dry-run", "--json"], ROOT));
+  for (const f of [...dry.files.map((x) => x.path), "package-lock.json"]) {
+    mkdirSync(path.dirname(path.join(co, f)), { recursive: true });
+    copyFileSync(path.join(ROOT, f), path.join(co, f));
+  }
+  const install = ["install", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts"];
+  const app = (name) => {
+    const dir = path.join(tmp, name);
+    mkdirSync(dir);
+    writeFileSync(path.join(dir, "package.json"), JSON.stringify({ name, private: true, type: "module" }));
+    writeFileSync(path.join(dir, "conv.json"), JSON.stringify({ messages: session({ turns: 60 }) }));
+    writeFileSync(path.join(dir, "run.mjs"), `import { readFileSync } from "node:fs";
 import { Compactor } from "ctxcompact";
 const { messages } = JSON.parse(readFileSync("conv.json", "utf8"));
 const c = await Compactor.create({ config: { model: { context_length: 16000 } } });
 const { messages: out, report } = await c.compact(messages, { summarize: async () => "Goal: the task." });
 console.log(JSON.stringify({ before: messages.length, after: out.length, compacted: report.compacted, valid: c.validate(out).ok }));
 `);
-  const out = JSON.parse(execFileSync(process.execPath, ["run.mjs"], { cwd: tmp, encoding: "utf8" }));
+    // The wasm driver, the one every Node without node:sqlite uses (Node 20 here).
+    writeFileSync(path.join(dir, "recall.mjs"), `import { RecallStore, ErrMissingDependency } from "ctxcompact/recall";
+try {
+  const store = await RecallStore.open(":memory:", { driver: "wasm" });
+  console.log(JSON.stringify({ driver: store.driver, sessions: store.sessions() }));
+  store.close();
+} catch (e) {
+  console.log(JSON.stringify({ name: e.name, code: e.code, dependency: e.dependency, message: e.message, is: e instanceof ErrMissingDependency }));
+}
+`);
+    return dir;
+  };
+  const run = (dir, script) => JSON.parse(execFileSync(process.execPath, [script], { cwd: dir, encoding: "utf8" }));
+  const opened = { driver: "wasm", sessions: [] };
+
+  const linked = app("linked");
+  npm([...install, co], linked);
+  assert.ok(lstatSync(path.join(linked, "node_modules", "ctxcompact")).isSymbolicLink(), "npm links the folder");
+  const out = run(linked, "run.mjs");
   assert.deepEqual({ compacted: out.compacted, valid: out.valid }, { compacted: true, valid: true }, JSON.stringify(out));
   assert.ok(out.after < out.before, JSON.stringify(out));
+  // recall without the checkout's dependency: an error naming both ways to install it.
+  const missing = run(linked, "recall.mjs");
+  assert.deepEqual({ name: missing.name, code: missing.code, dependency: missing.dependency, is: missing.is },
+    { name: "ErrMissingDependency", code: "missing_dependency", dependency: "node-sqlite3-wasm", is: true }, JSON.stringify(missing));
+  assert.equal(missing.message, `ctxcompact: recall needs node-sqlite3-wasm (driver "wasm"): this package is a linked folder (${co}), ` +
+    `whose dependencies npm does not install: run \`npm install --omit=dev\` in it, or install it as a copy with \`npm install --install-links ${co}\``);
+
+  // The first step the error names (and the README), taken in a second copy: the
+  // linked package then finds its dependency.
+  const copy = app("copied");
+  npm([...install, "--install-links", co], copy);
+  assert.ok(!lstatSync(path.join(copy, "node_modules", "ctxcompact")).isSymbolicLink(), "--install-links copies the folder");
+  assert.deepEqual(run(copy, "recall.mjs"), opened);
+  assert.equal(run(copy, "run.mjs").compacted, true);
+  // An installed package without the dependency (removed by hand) names the plain install.
+  rmSync(path.join(copy, "node_modules", "node-sqlite3-wasm"), { recursive: true });
+  assert.equal(run(copy, "recall.mjs").message, 'ctxcompact: recall needs node-sqlite3-wasm (driver "wasm"): npm install node-sqlite3-wasm');
+
+  // The other step: the checkout's own install, after which the linked package works.
+  npm([...install, "--omit=dev"], co);
+  assert.deepEqual(run(linked, "recall.mjs"), opened);
 });

@@ -18,6 +18,20 @@ const messages = JSON.parse(readFileSync(TRACE, "utf8")).messages;
 const config = { model: { context_length: 16000 } };
 const compactor = await Compactor.create({ config });
 
+// The SDK versions these tests run are the dev dependencies' pins, and the README
+// names them, with the Node version each one's engines field asks for.
+test("the SDKs under test are the pinned ones the README names", () => {
+  const pkg = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8"));
+  const readme = readFileSync(path.join(ROOT, "bindings", "js", "README.md"), "utf8").replace(/\s+/g, " ");
+  for (const name of ["openai", "@anthropic-ai/sdk"]) {
+    const installed = JSON.parse(readFileSync(path.join(ROOT, "node_modules", name, "package.json"), "utf8"));
+    assert.equal(installed.version, pkg.devDependencies[name], `${name}: npm ci installs the pin`);
+    assert.ok(readme.includes(`\`${name}\` ${installed.version}`), `bindings/js/README.md names ${name} ${installed.version}`);
+    const engines = installed.engines?.node;
+    if (engines) assert.ok(readme.includes(`\`${name}\` ${installed.version.split(".")[0]}.x declares Node ${engines.match(/\d+/)[0]} or later`), `the README says ${name} declares node ${engines}`);
+  }
+});
+
 async function loopback(t) {
   const loop = await startLoopback({ messages, traceName: "astropy-12907" });
   t.after(() => loop.close());

@@ -65,7 +65,7 @@ export async function main(): Promise<number> {
   }
   // @ts-expect-error unknown role
   const bad: Message = { role: "wizard", content: "x" };
-  // @ts-expect-error tail_mode is "legacy" | "lean"
+  // @ts-expect-error tail_mode is "tiered" | "legacy" | "lean"
   const badCfg: Config = { compression: { tail_mode: "fat" } };
   // @ts-expect-error summarize must return a string (or a promise of one)
   await c.compact(messages, { summarize: async () => 42 });

@@ -28,7 +28,7 @@ DOS = {
     "engine.compress", "engine.update_model", "engine.get_status", "engine.on_session_reset",
 }
 SPECIALS = {"cycle", "deep", "nan", "bigint", "invalid-utf8"}
-SUMMARIZER_KINDS = {"returns", "throws", "returns_value", "hangs", "cancels"}
+SUMMARIZER_KINDS = {"returns", "throws", "returns_value", "hangs", "cancels", "times_out"}
 
 
 def _case_files() -> List[Path]:
@@ -175,6 +175,8 @@ class Runner:
                 return spec["returns_value"]
             if "throws" in spec:
                 raise RuntimeError(spec["throws"])
+            if "times_out" in spec:
+                raise TimeoutError(spec["times_out"])
             raise AssertionError(spec)
 
         if mode == "async":

@@ -251,15 +251,27 @@ def test_sdk_timeout_at_the_deadline_is_summary_timeout(model):
     finally:
         _compactor._deadline.reset(token)
     assert type(e.value.__cause__).__name__ == "APITimeoutError"
-    # A client timeout shorter than the compaction's is the client's: the SDK's error as it is.
+    # A client timeout shorter than the compaction's is the client's, and a timeout all
+    # the same: SummaryTimeout, as JS reports the client's timeout as a TimeoutError.
     model.requests.clear()
     short = make(model, "chat", False, client={"timeout": 0.2})
     token = _compactor._deadline.set(_compactor.time.monotonic() + 60)
     try:
-        with pytest.raises(openai.APITimeoutError):
+        with pytest.raises(SummaryTimeout, match="the client's own timeout") as e:
             short(request)
     finally:
         _compactor._deadline.reset(token)
+    assert type(e.value.__cause__).__name__ == "APITimeoutError"
+
+
+@pytest.mark.parametrize("name,is_async", CASES, ids=IDS)
+def test_client_timeout_is_fallback_timeout(name, is_async, model, compactor, messages):
+    """The client's own timeout, long before the compaction's: fallback_code
+    "timeout" (not "error"), the code JS and Go give a client-side timeout."""
+    model.delay = 30  # close() wakes it: the test does not wait for it
+    res = compact(compactor, messages, make(model, name, is_async, client={"timeout": 0.2}), is_async, timeout=60)
+    assert res.report["fallback_used"] is True and res.report["fallback_code"] == "timeout"
+    assert "the client's own timeout" in res.report["fallback_reason"]
 
 
 def test_summary_time_left(compactor, messages):
@@ -320,6 +332,9 @@ def _client() -> Any:
         (lambda: openai_summarizer(object(), model="m", api="responses"), "/client"),
         (lambda: anthropic_summarizer(_client(), model="claude"), "/client"),  # an OpenAI client
         (lambda: anthropic_summarizer(anthropic.Anthropic(api_key="x"), model="c", max_tokens=-1), "/max_tokens"),
+        (lambda: openai_summarizer(_client(), model="m", maxTokens=4), "/maxTokens"),
+        (lambda: anthropic_summarizer(anthropic.Anthropic(api_key="x"), model="c", maxTokens=4), "/maxTokens"),
+        (lambda: openai_summarizer(_client(), model="m", apii="chat"), "/apii"),
     ],
 )
 def test_bad_options(call: Callable[[], Any], path: str):
@@ -327,6 +342,15 @@ def test_bad_options(call: Callable[[], Any], path: str):
         call()
     assert e.value.path == path and e.value.code == "invalid_request"
     assert str(e.value).startswith("ctxcompact: ")
+
+
+def test_unknown_option_names_the_closest():
+    """A camelCase option (the JS spelling) is an OptionError, as in JS, that names
+    the Python one; not the plain TypeError Python raises for an unknown keyword."""
+    with pytest.raises(OptionError, match="did you mean 'max_tokens'"):
+        openai_summarizer(_client(), model="m", maxTokens=4)
+    with pytest.raises(OptionError, match="did you mean 'max_tokens'"):
+        anthropic_summarizer(anthropic.Anthropic(api_key="x"), model="c", maxTokens=4)
 
 
 def test_sdks_are_not_imported_with_the_module():

@@ -784,7 +784,9 @@ class Compactor:
         worker thread (a daemon thread, with a copy of the caller's contextvars);
         one that hangs is abandoned, not stopped: Python cannot kill a thread, so
         it keeps whatever it holds until it returns. ``timeout=None`` runs it in
-        the calling thread.
+        the calling thread. A summarizer that returns an awaitable (an ``async
+        def``, or one over an async SDK client) raises OptionError at /summarize:
+        use ``acompact``.
 
         ``prompt_tokens`` is the API-reported prompt size of the last response,
         preferred over the estimate. ``config`` is merged over the Compactor's. For
@@ -874,10 +876,11 @@ def _result(msgs: List[Message], r: Dict[str, Any]) -> CompactResult:
 
 
 class SummaryTimeout(TimeoutError):
-    """Raised by a summarizer whose LLM call ran out of the compaction's time (the
-    ready summarizers raise it when the SDK's per-request timeout, set to the time
-    left, expires): the fallback_code is "timeout", as when the compaction stops
-    waiting itself, not "error"."""
+    """Raised by a summarizer whose LLM call timed out (the ready summarizers raise
+    it when the SDK's per-request timeout expires: the compaction's time left, or
+    the client's own shorter one): the fallback_code is "timeout", as when the
+    compaction stops waiting itself, not "error". Any TimeoutError a summarizer
+    raises counts the same, as a TimeoutError does in JS."""
 
 
 #: The time.monotonic() deadline of the summarizer running in this context (None:
@@ -915,7 +918,7 @@ def _raised(e: BaseException) -> _Outcome:
     SystemExit and the like are not summarizer failures and propagate."""
     if _is_cancel(e):
         return None, {"code": "cancelled", "message": _describe(e)}
-    if isinstance(e, SummaryTimeout):
+    if isinstance(e, TimeoutError):  # SummaryTimeout, socket timeouts, asyncio's (3.11+)
         return None, {"code": "timeout", "message": _describe(e)}
     if isinstance(e, Exception):
         return None, _describe(e)
@@ -1044,7 +1047,13 @@ def _sync_outcome(summarize: Any, request: SummaryRequest, timeout: Optional[flo
         close = getattr(out, "close", None)
         if close is not None:
             close()  # do not leak a never-awaited coroutine warning
-        raise TypeError("ctxcompact: summarize returned an awaitable; use `await compactor.acompact(...)`")
+        # A programming error, not an LLM failure: raised, not a fallback.
+        raise OptionError(
+            "summarize returned an awaitable (an async summarizer, or one over an async SDK client), "
+            "which compact() and ContextEngine.compress() cannot await: use `await compactor.acompact(...)` "
+            "or a sync summarizer",
+            "/summarize",
+        )
     return _check_summary(out)
 
 

@@ -151,7 +151,8 @@ class CompressionConfig(TypedDict, total=False):
     threshold: float
     model_thresholds: Dict[str, float]
     target_ratio: float
-    tail_mode: Literal["legacy", "lean"]
+    tail_mode: Literal["tiered", "legacy", "lean"]
+    prune_first: bool
     protect_first_n: int
     protect_last_n: int
     min_tail_user_messages: int

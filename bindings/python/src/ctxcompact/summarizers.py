@@ -25,9 +25,12 @@ reasoning models whose names match ``^(o\\d|gpt-5)``), ``max_output_tokens``
 
 The compaction's remaining time (``summary_time_left()``) is passed as the SDK's
 per-request ``timeout`` (never longer than the client's own). An API error
-(4xx/5xx, connection, the client's own timeout) is raised as the SDK raised it,
-which the compaction turns into its fallback (``fallback_code`` "error"); running
-out of the compaction's time gives "timeout"; an empty answer gives "empty".
+(4xx/5xx, connection) is raised as the SDK raised it, which the compaction turns
+into its fallback (``fallback_code`` "error"); the SDK's timeout, whether it was
+the compaction's time left or the client's own shorter one, is raised as
+``SummaryTimeout`` (``fallback_code`` "timeout", as in JS and Go); an empty answer
+gives "empty". An unknown keyword option (``maxTokens=``) is an ``OptionError``
+naming the closest valid one.
 Retries are the client's own (``max_retries``, bounded); none are added here.
 
 The SDKs are optional (``pip install 'ctxcompact[openai]'`` or
@@ -39,7 +42,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union, overload
 
-from ._check import _describe
+from ._check import _describe, reject_unknown
 from ._compactor import AsyncSummarizer, SummaryTimeout, SyncSummarizer, summary_time_left
 from ._errors import OptionError
 from ._types import SummaryRequest
@@ -173,14 +176,17 @@ def _timeout(client: Any) -> Tuple[Any, bool]:
     return left, True
 
 
-def _timed_out(e: BaseException, ours: bool) -> bool:
-    """The SDK's timeout error (openai/anthropic APITimeoutError), raised while the
-    per-request timeout was the compaction's time left."""
-    return ours and type(e).__name__ == "APITimeoutError"
+def _timed_out(e: BaseException) -> bool:
+    """The SDK's timeout error (openai/anthropic APITimeoutError)."""
+    return type(e).__name__ == "APITimeoutError"
 
 
-def _ran_out(e: BaseException) -> SummaryTimeout:
-    return SummaryTimeout(f"ctxcompact: the summarizer's request ran out of the compaction's time ({e})")
+def _ran_out(e: BaseException, ours: bool) -> SummaryTimeout:
+    """The SummaryTimeout of the SDK's timeout e: the compaction's time left when
+    that was the per-request timeout (ours), else the client's own."""
+    if ours:
+        return SummaryTimeout(f"ctxcompact: the summarizer's request ran out of the compaction's time ({e})")
+    return SummaryTimeout(f"ctxcompact: the summarizer's request timed out (the client's own timeout): {e}")
 
 
 # --- answers ---------------------------------------------------------------------------------
@@ -271,8 +277,8 @@ def _make(create: Any, client: Any, build: Any, read: Any, is_async: bool) -> Un
             try:
                 resp = await create(**kw)
             except Exception as e:
-                if _timed_out(e, ours):
-                    raise _ran_out(e) from e
+                if _timed_out(e):
+                    raise _ran_out(e, ours) from e
                 raise
             return str(read(resp))
 
@@ -286,8 +292,8 @@ def _make(create: Any, client: Any, build: Any, read: Any, is_async: bool) -> Un
         try:
             resp = create(**kw)
         except Exception as e:
-            if _timed_out(e, ours):
-                raise _ran_out(e) from e
+            if _timed_out(e):
+                raise _ran_out(e, ours) from e
             raise
         return str(read(resp))
 
@@ -307,7 +313,7 @@ def openai_summarizer(
     client: Any, *, model: str, api: str = "chat", max_tokens: Optional[int] = None
 ) -> Union[SyncSummarizer, AsyncSummarizer]: ...
 def openai_summarizer(
-    client: Any, *, model: str, api: str = "chat", max_tokens: Optional[int] = None
+    client: Any, *, model: str, api: str = "chat", max_tokens: Optional[int] = None, **unknown: Any
 ) -> Union[SyncSummarizer, AsyncSummarizer]:
     """A summarizer that calls the OpenAI API through ``client`` (``openai.OpenAI``
     or ``openai.AsyncOpenAI``, or a compatible client such as ``AzureOpenAI``).
@@ -318,8 +324,10 @@ def openai_summarizer(
     with the template as ``instructions`` and reads ``output_text``.
     ``max_tokens`` (a positive int) replaces the size the compaction asks for.
     A sync client gives a function for ``compact``/``ContextEngine``, an async
-    one an ``async def`` for ``acompact``.
+    one an ``async def`` for ``acompact``. Another keyword (``maxTokens=``) is an
+    ``OptionError`` naming the closest valid one.
     """
+    reject_unknown("openai_summarizer", unknown, ("model", "api", "max_tokens"))
     model = _check_model(model)
     if api not in _APIS:
         raise OptionError(f"api must be 'chat' or 'responses', not {_describe(api)}", "/api")
@@ -346,7 +354,7 @@ def anthropic_summarizer(
     client: Any, *, model: str, max_tokens: Optional[int] = None
 ) -> Union[SyncSummarizer, AsyncSummarizer]: ...
 def anthropic_summarizer(
-    client: Any, *, model: str, max_tokens: Optional[int] = None
+    client: Any, *, model: str, max_tokens: Optional[int] = None, **unknown: Any
 ) -> Union[SyncSummarizer, AsyncSummarizer]:
     """A summarizer that calls the Anthropic Messages API (POST /v1/messages)
     through ``client`` (``anthropic.Anthropic`` or ``anthropic.AsyncAnthropic``)
@@ -354,8 +362,10 @@ def anthropic_summarizer(
     joined. ``max_tokens`` (a positive int) replaces the size the compaction asks
     for (Anthropic requires one: 4096 when neither gives it). A sync client gives
     a function for ``compact``/``ContextEngine``, an async one an ``async def``
-    for ``acompact``.
+    for ``acompact``. Another keyword (``maxTokens=``) is an ``OptionError``
+    naming the closest valid one.
     """
+    reject_unknown("anthropic_summarizer", unknown, ("model", "max_tokens"))
     model = _check_model(model)
     size = _check_max_tokens(max_tokens)
     create = _endpoint(client, ("messages",), "an anthropic", "messages")

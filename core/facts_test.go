@@ -1,0 +1,194 @@
+package core
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// scanFacts takes compound names, ids and long numbers, trimmed of separators at
+// their ends, and nothing else.
+func TestScanFacts(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{"call np.hstack on left.shape, then compute_n_outputs()", []string{"np.hstack", "left.shape", "compute_n_outputs"}},
+		{"edit /usr/lib/python3/site.py and ./src/app/main.go.", []string{"usr/lib/python3/site.py", "src/app/main.go"}},
+		{"camelCase csrfToken getElementById short aB", []string{"camelCase", "csrfToken", "getElementById"}},
+		{"commit 3f9a2c1d and deadbeef, abcdef, 1234567, 12345, 2024", []string{"3f9a2c1d", "1234567"}},
+		{"reservation ZFA04Y for HAT276 at 2024-05-22", []string{"ZFA04Y", "HAT276", "2024-05-22"}},
+		{"plain words only: because something happened", nil},
+		{"--verbose ---- a..b .hidden_file -123456", []string{"hidden_file", "123456"}},
+		{"née_straße.py ünïcode_名前", []string{"née_straße.py", "ünïcode_名前"}},
+		{strings.Repeat("a_", 70) + "b", nil}, // 141 characters: a blob, not a name
+	} {
+		var got []string
+		scanFacts(c.in, func(f string) { got = append(got, f) })
+		require.Equal(t, c.want, got, c.in)
+	}
+}
+
+// The index lists what the agent is likely to use again first: what it wrote in
+// its tool calls before what a tool only printed, and leaves out what the kept
+// context or the summary already holds.
+func TestFactsIndexRanksAndLeavesOutWhatIsKept(t *testing.T) {
+	var msgs []any
+	msgs = append(msgs, sys("You are a coding agent."), user("Fix the failing test in pkg/billing."), say("I will search first.")) // the head
+	msgs = append(msgs, toolTurn("c1", "bash", args("command", "grep -rn invoice_total pkg/billing"), "pkg/billing/calc.go:12: func invoice_total(order_lines)\npkg/billing/tax.go:40: vat_rate_table\n"+code("billing", 6000))...)
+	msgs = append(msgs, toolTurn("c2", "bash", args("command", "cat pkg/billing/tax.go"), "only_in_output_1 only_in_output_2 kept_in_tail_name\n"+code("tax", 6000))...)
+	for i := 0; i < 6; i++ {
+		msgs = append(msgs, toolTurn(fmt.Sprintf("d%d", i), "bash", args("command", fmt.Sprintf("ls dir_%d", i)), code(fmt.Sprintf("m%d", i), 3000))...)
+	}
+	msgs = append(msgs, say("Next I will look at kept_in_tail_name."), user("go on"))
+	req := map[string]any{"messages": msgs, "config": window(16_000), "force": true}
+	res, e := callOp(t, "compact.begin", req)
+	require.Nil(t, e)
+	begin := decodeResult(t, res)
+	req["state"], req["summary"] = begin.State, "The agent searched pkg/billing/tax.go." // an LLM's summary that names little
+	res, e = callOp(t, "compact.finish", req)
+	require.Nil(t, e)
+	r := decodeResult(t, res)
+	require.NotNil(t, r.Report.Summarized)
+	lines := indexLinesOf(t, r.Messages)
+	require.NotEmpty(t, lines)
+	all := strings.Join(lines, "\n")
+	require.Contains(t, all, "invoice_total", "a name the agent passed to a tool")
+	require.Contains(t, all, "only_in_output_1", "a name a tool printed")
+	require.NotContains(t, all, "kept_in_tail_name", "the tail holds it")
+	require.NotContains(t, all, "pkg/billing/tax.go", "the summary holds it")
+	require.Regexp(t, `^- names #\d+ \((bash output|bash call)\): `, lines[0], "a line names its source message and what it was")
+	require.Equal(t, 1, strings.Count(allText(t, r.Messages), AnchorsTitle), "the anchors and the index share one section")
+}
+
+// factScore: what the agent or user wrote ranks before what a tool printed, a
+// tool-call argument higher still, then how many messages name it.
+func TestFactScoreOrder(t *testing.T) {
+	printedOnce := &factStat{count: 1}
+	printedTwice := &factStat{count: 2}
+	written := &factStat{used: true, count: 1}
+	passed := &factStat{used: true, args: true, count: 1}
+	require.Less(t, factScore(printedOnce), factScore(printedTwice))
+	require.Less(t, factScore(printedTwice), factScore(written))
+	require.Less(t, factScore(written), factScore(passed))
+	require.Equal(t, factScore(&factStat{count: 4}), factScore(&factStat{count: 40}), "counts saturate: a name printed in every output is not the best one")
+}
+
+// Property: at 8K to 1M windows, in every format, the index stays within its
+// budget, the core writes one anchors section, every input message is accounted
+// for, and a re-compaction carries the index without nesting it or growing past
+// the budget.
+func TestFactsIndexWithinBudgetEveryFormat(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the shared traces in every format (not with -short)")
+	}
+	traces := loadTraces(t)
+	names := make([]string, 0, len(traces))
+	for n := range traces {
+		if !strings.HasPrefix(n, "anthropic-") {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	runs := 0
+	for _, name := range names {
+		var chat []json.RawMessage
+		require.NoError(t, json.Unmarshal(traces[name], &chat))
+		items, _ := chatToResponses(t, chat, true)
+		g := toGemini(t, chat, true)
+		inputs := map[Format][]json.RawMessage{
+			FormatOpenAI: chat, FormatResponses: items, FormatGemini: g.contents, FormatAISDK: chatToAISDK(t, chat),
+		}
+		for _, f := range []Format{FormatOpenAI, FormatResponses, FormatGemini, FormatAISDK} {
+			for _, w := range []int{8_000, 32_000, 200_000, 1_000_000} {
+				in := inputs[f]
+				cfg := map[string]any{"model": map[string]any{"context_length": w}}
+				budget := factsBudgetChars(ResolveThreshold(mustConfig(t, cfg)))
+				for round := 0; round < 2; round++ {
+					res, e := callOp(t, "compact.begin", map[string]any{"messages": in, "format": f, "config": cfg, "force": true, "summarizer": "builtin"})
+					require.Nil(t, e, "%s %s %d", name, f, w)
+					r := decodeResult(t, res)
+					checkAccounted(t, f, in, r)
+					if r.Report.Summarized == nil {
+						break
+					}
+					runs++
+					require.LessOrEqual(t, strings.Count(allText(t, r.Messages), AnchorsTitle), 1, "%s %s %d: one anchors section", name, f, w)
+					used := len(AnchorsTitle) + 1
+					for _, l := range indexLinesOf(t, r.Messages) {
+						used += len(l) + 1
+					}
+					require.LessOrEqual(t, used, budget, "%s %s %d round %d", name, f, w, round)
+					in = r.Messages // and again: the summary is summarized with its index
+				}
+			}
+		}
+	}
+	require.Positive(t, runs)
+}
+
+// The legacy tail mode is Hermes Agent's compressor: no index.
+func TestLegacyTailModeHasNoIndex(t *testing.T) {
+	msgs := []any{sys("s"), user("Fix invoice_total in pkg/billing.")}
+	for i := 0; i < 10; i++ {
+		msgs = append(msgs, toolTurn(fmt.Sprintf("c%d", i), "bash", args("command", fmt.Sprintf("grep some_name_%d pkg", i)), code(fmt.Sprintf("m%d", i), 3000))...)
+	}
+	msgs = append(msgs, user("go on"))
+	for mode, want := range map[string]bool{"tiered": true, "legacy": false} {
+		cfg := map[string]any{"model": map[string]any{"context_length": 16_000}, "compression": map[string]any{"tail_mode": mode}}
+		res, e := callOp(t, "compact.begin", map[string]any{"messages": msgs, "config": cfg, "force": true, "summarizer": "builtin"})
+		require.Nil(t, e)
+		require.Equal(t, want, len(indexLinesOf(t, decodeResult(t, res).Messages)) > 0, mode)
+	}
+}
+
+// allText is every string of the messages, decoded, one per line.
+func allText(t *testing.T, msgs []json.RawMessage) string {
+	var b strings.Builder
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			b.WriteString(x + "\n")
+		case []any:
+			for _, y := range x {
+				walk(y)
+			}
+		case map[string]any:
+			for _, y := range x {
+				walk(y)
+			}
+		}
+	}
+	for _, m := range msgs {
+		var v any
+		require.NoError(t, json.Unmarshal(m, &v))
+		walk(v)
+	}
+	return b.String()
+}
+
+// indexLinesOf returns the facts index lines of a compaction's output.
+func indexLinesOf(t *testing.T, msgs []json.RawMessage) []string {
+	var out []string
+	for _, l := range strings.Split(allText(t, msgs), "\n") {
+		if indexLine(l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// indexFacts returns the facts of index lines in the order the lines list them.
+func indexFacts(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		_, list, _ := strings.Cut(l, "): ")
+		out = append(out, strings.Split(list, ", ")...)
+	}
+	return out
+}
