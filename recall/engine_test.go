@@ -92,6 +92,9 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(holderEnv); path != "" {
 		os.Exit(holder(path))
 	}
+	if spec := os.Getenv(loopEnv); spec != "" {
+		os.Exit(looper(spec))
+	}
 	if spec := os.Getenv(racerEnv); spec != "" {
 		os.Exit(racer(spec))
 	}

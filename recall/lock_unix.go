@@ -4,6 +4,7 @@ package recall
 
 import (
 	"errors"
+	"os"
 	"syscall"
 )
 
@@ -12,4 +13,12 @@ import (
 func processRuns(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return !errors.Is(err, syscall.ESRCH)
+}
+
+// notWritable reports whether path is a file this process cannot write.
+func notWritable(path string) bool {
+	if _, err := os.Stat(path); err != nil {
+		return false
+	}
+	return syscall.Access(path, 2 /* W_OK */) != nil
 }

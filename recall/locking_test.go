@@ -185,3 +185,26 @@ func TestTheLockIsWaitedForThenTakenOverWhenStale(t *testing.T) {
 	_, err = os.Stat(path + ".lock")
 	require.True(t, errors.Is(err, os.ErrNotExist))
 }
+
+// Options.ReadOnly: searched and expanded, a write is invalid_state at /path; a
+// missing file is invalid_state too, not created.
+func TestReadOnlyOption(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "recall.db")
+	w := mustOpen(t, path, Options{})
+	require.NoError(t, w.Archive(bg, "a", rangeOf(1, "go")))
+	require.NoError(t, w.Close())
+	s := mustOpen(t, path, Options{ReadOnly: true})
+	_, total, err := s.Find(bg, "a", "wrote", 10)
+	require.NoError(t, err)
+	require.Equal(t, 4, total)
+	var ce *core.Error
+	for _, err := range []error{s.Archive(bg, "a", rangeOf(2, "go")), s.DeleteSession(bg, "a")} {
+		require.ErrorAs(t, err, &ce)
+		require.Equal(t, core.CodeInvalidState, ce.Code)
+		require.Equal(t, "/path", ce.Path)
+		require.Contains(t, err.Error(), "is read-only")
+	}
+	_, err = OpenWith(filepath.Join(t.TempDir(), "none.db"), Options{ReadOnly: true})
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, core.CodeInvalidState, ce.Code)
+}

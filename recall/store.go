@@ -18,6 +18,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -73,6 +74,10 @@ type Options struct {
 	// LockTimeout is how long an operation waits for the store's lock (the
 	// <file>.lock directory, see Store); 0 is BusyTimeout.
 	LockTimeout time.Duration
+	// ReadOnly opens the store for reading only (Find, Expand, Ranges, Sessions);
+	// a write is invalid_state at /path. A file this process cannot write is
+	// opened so without it. The lock directory beside the file is still taken.
+	ReadOnly bool
 }
 
 // Store is a recall store. It is safe for concurrent use: one connection, under a
@@ -91,6 +96,8 @@ type Store struct {
 	hasFTS, useFTS bool
 	// window is recentWindow (tests set 0 to search the index at once).
 	window int
+	// readOnly: opened for reading only (Options.ReadOnly, or a file not writable).
+	readOnly bool
 }
 
 // Open opens (creating when missing) the store at path; "" or ":memory:" is a
@@ -121,7 +128,18 @@ func OpenWith(path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	defer s.dropDir()
-	conn, err := sqlite3.Open(path)
+	s.readOnly = opts.ReadOnly || (path != ":memory:" && notWritable(path))
+	var conn *sqlite3.Conn
+	var err error
+	if s.readOnly {
+		if _, err := os.Stat(path); err != nil {
+			return nil, &core.Error{Code: core.CodeInvalidState, Path: "/path", Message: fmt.Sprintf(
+				"ctxcompact: the recall store %s is to be read only and does not exist: nothing to read (%v)", path, err)}
+		}
+		conn, err = sqlite3.OpenFlags(path, sqlite3.OPEN_READONLY)
+	} else {
+		conn, err = sqlite3.Open(path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("ctxcompact: opening the recall store %s: %w", path, err)
 	}
@@ -157,6 +175,19 @@ func (s *Store) init(opts Options) (err error) {
 	if err = s.conn.BusyTimeout(BusyTimeout); err != nil {
 		return err
 	}
+	// The version first: a store of another schema version may not take this
+	// one's schema (a missing column), and must say which version it is.
+	version, err := s.fileVersion()
+	if err != nil {
+		return err
+	}
+	if version != "" && version != SchemaVersion {
+		return &core.Error{Code: core.CodeInvalidState, Path: "/path", Message: fmt.Sprintf(
+			"ctxcompact: the recall store %s has schema version %s; this ctxcompact reads and writes version %s (open it with a ctxcompact of its version)", s.path, version, SchemaVersion)}
+	}
+	if s.readOnly {
+		return s.initReadOnly(version)
+	}
 	if s.path != ":memory:" {
 		// A rollback journal: a connection that kept a WAL open across another
 		// runtime's writes (the Node 20 driver turns a WAL file back into a
@@ -172,13 +203,6 @@ func (s *Store) init(opts Options) (err error) {
 	defer tx.End(&err)
 	if err = s.conn.Exec(schema); err != nil {
 		return err
-	}
-	version, _, err := s.meta("schema_version")
-	if err != nil {
-		return err
-	}
-	if version != "" && version != SchemaVersion {
-		return fmt.Errorf("the store's schema_version is %s; this ctxcompact reads %s", version, SchemaVersion)
 	}
 	mode, found, err := s.meta("fts")
 	if err != nil {
@@ -206,6 +230,51 @@ func (s *Store) init(opts Options) (err error) {
 	s.hasFTS = mode == ModeFTS5
 	s.useFTS = s.hasFTS && !opts.ForceLike
 	return nil
+}
+
+// fileVersion is the file's meta schema_version, "" for a file without one (new).
+func (s *Store) fileVersion() (string, error) {
+	st, _, err := s.conn.Prepare(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'ctxc_meta'`)
+	if err != nil {
+		return "", err
+	}
+	has := st.Step() && st.ColumnInt(0) > 0
+	err = st.Err()
+	st.Close()
+	if err != nil || !has {
+		return "", err
+	}
+	v, _, err := s.meta("schema_version")
+	return v, err
+}
+
+// initReadOnly opens a store for reading: nothing is created or changed.
+func (s *Store) initReadOnly(version string) error {
+	if version == "" {
+		return &core.Error{Code: core.CodeInvalidState, Path: "/path", Message: fmt.Sprintf(
+			"ctxcompact: the recall store %s is read-only and holds no store (no schema_version): nothing to read", s.path)}
+	}
+	mode, _, err := s.meta("fts")
+	if err != nil {
+		return err
+	}
+	if mode == ModeFTS5 {
+		if err := fts5.Register(s.conn); err != nil {
+			return fmt.Errorf("the store has an FTS5 index and this SQLite has no FTS5: %w", err)
+		}
+	}
+	s.hasFTS = mode == ModeFTS5
+	s.useFTS = s.hasFTS
+	return nil
+}
+
+// writable is nil for a store that can be written, else the error of a write.
+func (s *Store) writable() error {
+	if !s.readOnly {
+		return nil
+	}
+	return &core.Error{Code: core.CodeInvalidState, Path: "/path", Message: fmt.Sprintf(
+		"ctxcompact: the recall store %s is read-only (its file is not writable, or it was opened read-only): it can be searched and expanded, not written", s.path)}
 }
 
 func (s *Store) meta(key string) (value string, found bool, err error) {
@@ -315,6 +384,9 @@ func (s *Store) Archive(ctx context.Context, session string, a core.RecallArchiv
 	}
 	if !core.IsRangeID(a.Range.ID) {
 		return fmt.Errorf("ctxcompact: %q is not a range id r<k>", a.Range.ID)
+	}
+	if err := s.writable(); err != nil {
+		return err
 	}
 	unlock, err := s.lock(ctx)
 	if err != nil {
@@ -599,6 +671,9 @@ func (s *Store) Sessions(ctx context.Context) ([]string, error) {
 // DeleteSession removes a session's ranges and messages (and their index
 // entries), in one transaction.
 func (s *Store) DeleteSession(ctx context.Context, session string) (err error) {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return err

@@ -5,6 +5,10 @@
 export declare const SCHEMA_VERSION: 1;
 export declare const DEFAULT_SEARCH_LIMIT: 10;
 export declare const MAX_SEARCH_LIMIT: 50;
+/** The bounds of a search query, the core's (recall.query, recall.check_call). */
+export declare const MAX_QUERY_CHARS: 4000;
+export declare const MAX_QUERY_TERMS: 32;
+export declare const MAX_TERM_CHARS: 1000;
 
 export interface RecallStoreOptions {
   /** "auto" (default): node:sqlite where the runtime has it, else the wasm build (node-sqlite3-wasm). */
@@ -13,6 +17,8 @@ export interface RecallStoreOptions {
   fts?: boolean;
   /** Count a search's total up to this many (a total equal to it means "at least"); default 100 (as Go and Python); null: exact. */
   countLimit?: number | null;
+  /** true: open for reading only (search, expand; a write is invalid_state at /path). A file this process cannot write opens so without it. */
+  readOnly?: boolean;
 }
 
 /** A search query split the documented way (the core's recall.query result). */
@@ -97,6 +103,8 @@ export declare class RecallStore {
   /** What the file keeps (meta fts). */
   readonly fileMode: "fts5" | "like";
   readonly closed: boolean;
+  /** Whether the store was opened read-only (asked, or a file this process cannot write). */
+  readonly readOnly: boolean;
   /** The bound on a search's total, or null (exact). */
   readonly countLimit: number | null;
   /** How the last search ran (a diagnostic): the terms given to the FTS5 MATCH, the bands of rowids it read, whether its total was exact. */

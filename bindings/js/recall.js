@@ -8,7 +8,7 @@
 // node:fs: real file persistence, FTS5 with the trigram tokenizer). Both are
 // synchronous, so every method is atomic within a process.
 
-import { closeSync, openSync, readFileSync, readSync } from "node:fs";
+import { accessSync, closeSync, constants as fsConstants, existsSync, openSync, readFileSync, readSync } from "node:fs";
 import { resolve as resolvePath } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CompactError, ErrMissingDependency } from "./errors.js";
@@ -268,7 +268,18 @@ class WasmDriver extends Driver {
   }
 }
 
-async function openDriver(path, which) {
+/** Whether path is a file this process cannot write (a store then opens read-only). */
+function notWritable(path) {
+  if (!existsSync(path)) return false;
+  try {
+    accessSync(path, fsConstants.W_OK);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+async function openDriver(path, which, readOnly) {
   const file = path ?? ":memory:";
   if (which === "auto" || which === "node:sqlite") {
     const mod = await loadNodeSqlite();
@@ -276,10 +287,10 @@ async function openDriver(path, which) {
       const lock = path ? new DirLock(`${resolvePath(path)}.lock`, BUSY_TIMEOUT_MS) : null;
       lock?.acquire();
       try {
-        const d = new NodeSqliteDriver("node:sqlite", new mod.DatabaseSync(file), lock);
+        const d = new NodeSqliteDriver("node:sqlite", new mod.DatabaseSync(file, readOnly ? { readOnly: true } : {}), lock);
         d.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
         // A rollback journal, as every runtime's store keeps (the wasm driver cannot share a WAL).
-        if (path) d.all("PRAGMA journal_mode = DELETE");
+        if (path && !readOnly) d.all("PRAGMA journal_mode = DELETE");
         return d;
       } finally {
         lock?.release();
@@ -288,8 +299,8 @@ async function openDriver(path, which) {
     if (which === "node:sqlite") throw fail("recall store: this runtime has no node:sqlite (Node 22.5+; 22.5-22.12 need --experimental-sqlite)", "/driver");
   }
   const { Database } = await loadWasmSqlite(which === "wasm" ? 'driver "wasm"' : `Node ${process.versions.node} has no node:sqlite`);
-  const wal = path ? isWALFile(path) : false;
-  const d = new WasmDriver("wasm", new Database(file), path ? new DirLock(`${resolvePath(path)}.lock`, BUSY_TIMEOUT_MS) : null);
+  const wal = path && !readOnly ? isWALFile(path) : false;
+  const d = new WasmDriver("wasm", new Database(file, readOnly ? { readOnly: true } : {}), path ? new DirLock(`${resolvePath(path)}.lock`, BUSY_TIMEOUT_MS) : null);
   // 0: this driver waits for the lock itself (WasmDriver), its SQLite would spin.
   d.exec("PRAGMA busy_timeout = 0");
   if (wal) {
@@ -448,6 +459,7 @@ export class RecallStore {
   /** Searches count their total up to this many (null: exactly). */
   #countLimit = null;
   #closed = false;
+  #readOnly = false;
 
   /** Use RecallStore.open. */
   constructor(driver, path, fileFTS, useFTS, canFTS, token) {
@@ -469,7 +481,7 @@ export class RecallStore {
     if (path !== undefined && path !== null && (typeof path !== "string" || path === "")) throw fail("RecallStore.open(): path must be a file path (or absent: in memory)", "/path");
     if (options === null || typeof options !== "object") throw fail("RecallStore.open(): options must be an object", "");
     for (const k of Object.keys(options)) {
-      if (!["driver", "fts", "countLimit"].includes(k)) throw fail(`RecallStore.open(): unknown option ${JSON.stringify(k)} (driver, fts, countLimit)`, `/${k}`);
+      if (!["driver", "fts", "countLimit", "readOnly"].includes(k)) throw fail(`RecallStore.open(): unknown option ${JSON.stringify(k)} (driver, fts, countLimit, readOnly)`, `/${k}`);
     }
     const which = options.driver ?? "auto";
     if (!["auto", "node:sqlite", "wasm"].includes(which)) throw fail('RecallStore.open(): driver is "auto", "node:sqlite" or "wasm"', "/driver");
@@ -478,24 +490,39 @@ export class RecallStore {
     // runtime answers a search with the same text; null counts every match.
     const countLimit = options.countLimit === undefined ? TOTAL_CAP : options.countLimit;
     if (countLimit !== null && !(Number.isSafeInteger(countLimit) && countLimit >= 1)) throw fail("RecallStore.open(): countLimit must be an integer of at least 1", "/count_limit");
+    if (options.readOnly !== undefined && typeof options.readOnly !== "boolean") throw fail("RecallStore.open(): readOnly must be a boolean", "/read_only");
     const file = path === ":memory:" ? null : path ?? null;
+    // Read-only (asked, or a file this process cannot write): searched and expanded, never written.
+    const readOnly = file !== null && (options.readOnly === true || notWritable(file));
+    if (readOnly && !existsSync(file)) throw new CompactError("invalid_state", `ctxcompact: the recall store ${file} is to be read only and does not exist: nothing to read`, "/path");
     let d;
     try {
-      d = await openDriver(file, which);
+      d = await openDriver(file, which, readOnly);
     } catch (err) {
       if (err instanceof CompactError || err instanceof ErrMissingDependency) throw err;
       throw dbError(`cannot open ${file ?? "an in-memory database"}`, err);
     }
     try {
       const canFTS = hasTrigramFTS(d);
+      // The version first: a store of another schema version may not take this
+      // one's schema (a missing column), and must say which version it is.
+      const hasMeta = Number(d.get("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'ctxc_meta'").n) > 0;
+      const version = hasMeta ? d.get("SELECT value FROM ctxc_meta WHERE key = 'schema_version'")?.value : undefined;
+      if (version !== undefined && version !== String(SCHEMA_VERSION)) {
+        throw new CompactError("invalid_state", `ctxcompact: the recall store ${file} has schema version ${version}; this ctxcompact reads and writes version ${SCHEMA_VERSION} (open it with a ctxcompact of its version)`, "/path");
+      }
+      if (readOnly) {
+        if (version === undefined) throw new CompactError("invalid_state", `ctxcompact: the recall store ${file} is read-only and holds no store (no schema_version): nothing to read`, "/path");
+        const fileFTS = d.get("SELECT value FROM ctxc_meta WHERE key = 'fts'")?.value ?? "like";
+        const store = new RecallStore(d, file, fileFTS, fileFTS === "fts5" && canFTS && options.fts !== false, canFTS, kOpen);
+        store.#countLimit = countLimit;
+        store.#readOnly = true;
+        return store;
+      }
       d.exec("BEGIN IMMEDIATE");
       let fileFTS;
       try {
         d.exec(SCHEMA);
-        const version = d.get("SELECT value FROM ctxc_meta WHERE key = 'schema_version'");
-        if (version && version.value !== String(SCHEMA_VERSION)) {
-          throw new CompactError("invalid_state", `ctxcompact: recall store ${file}: schema version ${version.value}, this binding reads ${SCHEMA_VERSION}`, "/path");
-        }
         fileFTS = d.get("SELECT value FROM ctxc_meta WHERE key = 'fts'")?.value;
         if (fileFTS === undefined) {
           fileFTS = canFTS && options.fts !== false ? "fts5" : "like";
@@ -532,6 +559,9 @@ export class RecallStore {
 
   get closed() { return this.#closed; }
 
+  /** Whether the store was opened read-only (asked, or a file this process cannot write). */
+  get readOnly() { return this.#readOnly; }
+
   /** The bound on a search's total (null: exact); a total equal to it means "at least". */
   get countLimit() { return this.#countLimit; }
 
@@ -543,6 +573,7 @@ export class RecallStore {
   /** Runs fn in one write transaction (BEGIN IMMEDIATE: the file lock, with the busy timeout). */
   #write(what, fn) {
     const d = this.#db();
+    if (this.#readOnly) throw new CompactError("invalid_state", `ctxcompact: the recall store ${this.#path} is read-only (its file is not writable, or it was opened with readOnly): it can be searched and expanded, not written`, "/path");
     try {
       d.exec("BEGIN IMMEDIATE");
     } catch (err) {

@@ -362,3 +362,25 @@ await c.compact(msgs, { force: true });
 console.log(JSON.stringify(Object.keys(createRequire(import.meta.url).cache)));`], { encoding: "utf8" });
   assert.deepEqual(JSON.parse(out).filter((f) => /sqlite/.test(f)), []);
 });
+
+test("a read-only store (readOnly, or a file this process cannot write) is searched and expanded, never written", async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), "ctxc-ro-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, "ro.db");
+  const w = await RecallStore.open(file);
+  w.archive("a", range(1, 0, ["wrote this"]));
+  w.close();
+  const s = await RecallStore.open(file, { readOnly: true });
+  assert.equal(s.readOnly, true);
+  assert.equal(s.search("a", "wrote").total, 1);
+  assert.equal(s.expand("a", "r1").messages.length, 1);
+  for (const write of [() => s.archive("a", range(2, 0, ["x"])), () => s.deleteSession("a")]) {
+    assert.throws(write, (e) => e instanceof CompactError && e.code === "invalid_state" && e.path === "/path" && /is read-only/.test(e.message));
+  }
+  s.close();
+  await assert.rejects(RecallStore.open(path.join(dir, "none.db"), { readOnly: true }), (e) => e.code === "invalid_state" && e.path === "/path");
+  const again = await RecallStore.open(file);
+  assert.equal(again.readOnly, false);
+  assert.deepEqual(again.ranges("a").map((r) => r.id), ["r1"]);
+  again.close();
+});

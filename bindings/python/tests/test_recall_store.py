@@ -458,7 +458,7 @@ def test_close_and_errors(tmp_path: Path):
     conn.close()
     with pytest.raises(CompactError) as e:
         RecallStore(p)
-    assert e.value.code == "invalid_state" and "schema_version 9" in str(e.value)
+    assert e.value.code == "invalid_state" and "schema version 9; this ctxcompact reads and writes version 1" in str(e.value)
     conn = sqlite3.connect(p)
     assert dict(conn.execute("SELECT key, value FROM ctxc_meta")) == {"schema_version": "9"}
     conn.close()
@@ -470,3 +470,55 @@ def test_package_exports_and_lazy_sqlite():
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
+
+
+def test_a_full_disk_is_the_error_not_cannot_rollback(tmp_path: Path):
+    """SQLite rolls a transaction back itself on a full disk; the store's own
+    ROLLBACK then fails ("cannot rollback - no transaction is active"), and must not
+    hide the real error. sqlite3 errors are CompactError internal, the sqlite3
+    error their cause."""
+    import sqlite3
+
+    from ctxcompact import CompactError
+
+    path = tmp_path / "full.db"
+    with RecallStore(path) as s:
+        s.archive("a", {"range": {"id": "r1", "from_index": 0, "to_index": 1, "summary": "s"},
+                        "rows": [{"id": "r1.0", "range_id": "r1", "position": 0, "role": "user", "reason": "summarized",
+                                  "json": "{}", "text": "small"}]})
+        assert s._conn is not None
+        (pages,) = s._conn.execute("PRAGMA page_count").fetchone()
+        s._conn.execute(f"PRAGMA max_page_count = {pages}")  # the disk is full now
+        big = "x" * 200_000
+        with pytest.raises(CompactError) as e:
+            s.archive("a", {"range": {"id": "r2", "from_index": 0, "to_index": 1, "summary": big},
+                            "rows": [{"id": "r2.0", "range_id": "r2", "position": 0, "role": "user",
+                                      "reason": "summarized", "json": "{}", "text": big}]})
+        assert e.value.code == "internal", e.value
+        assert "database or disk is full" in str(e.value) and "cannot rollback" not in str(e.value)
+        assert isinstance(e.value.__cause__, sqlite3.Error)
+        s._conn.execute("PRAGMA max_page_count = 1073741823")
+        assert [r["id"] for r in s.ranges("a")] == ["r1"], "nothing of r2 was written"
+        s.archive("a", {"range": {"id": "r2", "from_index": 0, "to_index": 1, "summary": "s"}, "rows": []})
+
+
+def test_a_read_only_store_is_read_not_written(tmp_path: Path):
+    from ctxcompact import CompactError
+
+    path = tmp_path / "ro.db"
+    with RecallStore(path) as s:
+        s.archive("a", {"range": {"id": "r1", "from_index": 0, "to_index": 1, "summary": "s"},
+                        "rows": [{"id": "r1.0", "range_id": "r1", "position": 0, "role": "user", "reason": "summarized",
+                                  "json": "{}", "text": "wrote this"}]})
+    with RecallStore(path, read_only=True) as s:
+        assert s.read_only and s.count_rows("a", "wrote") == 1 and s.expand_rows("a", "r1") == ["{}"]
+        for write in (lambda: s.delete_session("a"),
+                      lambda: s.archive("a", {"range": {"id": "r2", "from_index": 0, "to_index": 1, "summary": ""}, "rows": []})):
+            with pytest.raises(CompactError) as e:
+                write()
+            assert (e.value.code, e.value.path) == ("invalid_state", "/path") and "is read-only" in str(e.value)
+    with pytest.raises(CompactError) as e:
+        RecallStore(tmp_path / "none.db", read_only=True)
+    assert (e.value.code, e.value.path) == ("invalid_state", "/path")
+    with RecallStore(path) as s:
+        assert not s.read_only and [r["id"] for r in s.ranges("a")] == ["r1"]

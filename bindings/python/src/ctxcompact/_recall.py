@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import socket
 import sqlite3
 import threading
@@ -399,10 +400,12 @@ class RecallStore:
     """An SQLite archive of compacted conversations, many sessions per file.
 
     ``RecallStore(path=None, *, fts=None, compactor=None, count_limit=100,
-    timeout=5.0)``: ``path`` is a file (created when missing; a rollback journal;
-    every use of the file takes the ``<path>.lock`` directory every runtime takes,
-    waiting up to ``timeout`` seconds, so processes of any runtime use the file one
-    at a time) or None for a store in memory.
+    timeout=5.0, read_only=False)``: ``path`` is a file (created when missing; a
+    rollback journal; every use of the file takes the ``<path>.lock`` directory every
+    runtime takes, waiting up to ``timeout`` seconds, so processes of any runtime use
+    the file one at a time; a lock whose holder is gone is taken over) or None for a
+    store in memory. ``read_only`` (or a file this process cannot write) opens it for
+    reading: searches and expands; a write is ``invalid_state`` at ``/path``.
     ``fts``: None uses FTS5 with the trigram tokenizer when this SQLite has it (a new
     file records ``fts5`` or ``like`` in ``ctxc_meta`` and keeps it); ``"like"``
     forces the LIKE search (a new file is created without the index; an existing
@@ -427,6 +430,7 @@ class RecallStore:
         compactor: Optional["Compactor"] = None,
         count_limit: Optional[int] = TOTAL_CAP,
         timeout: float = BUSY_TIMEOUT,
+        read_only: bool = False,
     ) -> None:
         if fts not in (None, "fts5", "like"):
             raise OptionError(f'fts must be None, "fts5" or "like", not {fts!r}', "/fts")
@@ -440,11 +444,34 @@ class RecallStore:
         self._owns_compactor = False
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
             raise OptionError("timeout must be a number of seconds, at least 0", "/timeout")
+        if not isinstance(read_only, bool):
+            raise OptionError("read_only must be a bool", "/read_only")
         self.path: Optional[str] = None if path is None else str(path)
+        #: opened for reading only (``read_only=True``, or a file this process cannot
+        #: write): searched and expanded; a write is ``invalid_state`` at ``/path``.
+        self.read_only = self.path is not None and (
+            read_only or (os.path.exists(self.path) and not os.access(self.path, os.W_OK))
+        )
         self._dirlock = None if path is None else _DirLock(str(path), float(timeout))
-        target = ":memory:" if path is None else str(path)
-        conn = sqlite3.connect(target, timeout=float(timeout), isolation_level=None, check_same_thread=False)
-        self._conn: Optional[sqlite3.Connection] = conn
+        self._conn: Optional[sqlite3.Connection] = None
+        try:
+            if self.path is None:
+                conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            elif self.read_only:
+                if not os.path.exists(self.path):
+                    raise CompactError(
+                        "invalid_state", f"the recall store {self.path} is to be read only and does not exist: nothing to read",
+                        "/path",
+                    )
+                conn = sqlite3.connect(
+                    pathlib.Path(os.path.abspath(self.path)).as_uri() + "?mode=ro", uri=True,
+                    timeout=float(timeout), isolation_level=None, check_same_thread=False,
+                )
+            else:
+                conn = sqlite3.connect(self.path, timeout=float(timeout), isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as e:
+            raise _db_error(f"cannot open {self.path}", e) from e
+        self._conn = conn
         try:
             with self._guard():
                 self._open(conn, fts, float(timeout))
@@ -455,6 +482,33 @@ class RecallStore:
 
     def _open(self, conn: sqlite3.Connection, want: Optional[str], timeout: float) -> None:
         conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+        # The version first: a store of another schema version may not take this
+        # one's schema (a missing column), and must say which version it is.
+        (has_meta,) = conn.execute(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'ctxc_meta'"
+        ).fetchone()
+        row = conn.execute("SELECT value FROM ctxc_meta WHERE key = 'schema_version'").fetchone() if has_meta else None
+        if row is not None and row[0] != SCHEMA_VERSION:
+            raise CompactError(
+                "invalid_state",
+                f"the recall store {self.path} has schema version {row[0]}; this ctxcompact reads and writes"
+                f" version {SCHEMA_VERSION} (open it with a ctxcompact of its version)",
+                "/path",
+            )
+        if self.read_only:
+            if row is None:
+                raise CompactError(
+                    "invalid_state",
+                    f"the recall store {self.path} is read-only and holds no store (no schema_version): nothing to read",
+                    "/path",
+                )
+            mode_row = conn.execute("SELECT value FROM ctxc_meta WHERE key = 'fts'").fetchone()
+            mode = mode_row[0] if mode_row else "like"
+            have = fts5_trigram_available(conn)
+            self.file_fts: str = mode
+            self.fts: str = "fts5" if mode == "fts5" and have and want != "like" else "like"
+            self._writable = False
+            return
         if self.path is not None:
             # A rollback journal, not WAL: the Node 20 driver cannot share a WAL
             # (no shared memory), and a connection that kept a WAL open across
@@ -490,12 +544,12 @@ class RecallStore:
                 raise CompactError("invalid_request", "this store was made without an FTS5 index (its fts is like)", "/fts")
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise
         #: the file's index mode ("fts5": ctxc_fts exists and is kept in sync).
-        self.file_fts: str = mode
+        self.file_fts = mode
         #: how searches run: "fts5" (MATCH, then LIKE per term) or "like".
-        self.fts: str = "fts5" if mode == "fts5" and have and want != "like" else "like"
+        self.fts = "fts5" if mode == "fts5" and have and want != "like" else "like"
         # A file indexed by a build with FTS5 opened by one without: the index
         # cannot be kept in sync, so writes are refused (searches use LIKE).
         self._writable = mode == "like" or have
@@ -505,16 +559,18 @@ class RecallStore:
     @contextmanager
     def _guard(self) -> Iterator[None]:
         """The store for one operation: the thread lock, then (file stores) the
-        cross-runtime lock directory."""
+        cross-runtime lock directory. An sqlite3 error in it is a CompactError
+        ``internal`` naming the store, with the sqlite3 error as its cause."""
         with self._lock:
-            if self._dirlock is None:
-                yield
-                return
-            self._dirlock.acquire()
+            if self._dirlock is not None:
+                self._dirlock.acquire()
             try:
                 yield
+            except sqlite3.Error as e:
+                raise _db_error(f"store {self.path or ':memory:'}", e) from e
             finally:
-                self._dirlock.release()
+                if self._dirlock is not None:
+                    self._dirlock.release()
 
     @contextmanager
     def reading(self) -> Iterator[None]:
@@ -541,6 +597,13 @@ class RecallStore:
 
     def _write(self) -> sqlite3.Connection:
         conn = self._c()
+        if self.read_only:
+            raise CompactError(
+                "invalid_state",
+                f"the recall store {self.path} is read-only (its file is not writable, or it was opened with"
+                " read_only=True): it can be searched and expanded, not written",
+                "/path",
+            )
         if not self._writable:
             raise CompactError(
                 "invalid_state",
@@ -632,7 +695,7 @@ class RecallStore:
                     _before_commit()
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                _rollback(conn)
                 raise
         return {"id": range_row[1], "from_index": range_row[2], "to_index": range_row[3], "summary": range_row[4]}
 
@@ -654,7 +717,7 @@ class RecallStore:
                 conn.execute("DELETE FROM ctxc_ranges WHERE session = ?", (session,))
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                _rollback(conn)
                 raise
         return int(n)
 
@@ -819,6 +882,24 @@ def expand_result(core: "Compactor", id: str, messages: List[str], max_tokens: O
         parts.append((b"max_tokens", dumps(max_tokens)))
     out = core._run(b"recall.expand_result", parts)
     return cast(str, out["result"])
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll back a failed transaction, keeping the error that failed it: SQLite
+    may have rolled it back itself (a full disk), and "cannot rollback - no
+    transaction is active" must not hide the real error."""
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+
+
+def _db_error(what: str, e: sqlite3.Error) -> CompactError:
+    """An sqlite3 error as the package's error: ``internal`` (the store failing,
+    as in JS), its message kept, the sqlite3 error as ``__cause__``."""
+    name = getattr(e, "sqlite_errorname", None)
+    return CompactError("internal", f"recall {what}: {e}" + (f" ({name})" if name else ""), "")
 
 
 def _json_text(v: Any) -> str:
