@@ -126,6 +126,14 @@ func TestFactsIndexWithinBudgetEveryFormat(t *testing.T) {
 						used += len(l) + 1
 					}
 					require.LessOrEqual(t, used, budget, "%s %s %d round %d", name, f, w, round)
+					if !r.Report.ActiveRequestInSummary { // the active request is quoted whole, within the room left
+						// Every section: the summary's within its target (at most
+						// max_summary_tokens), the index within its budget, and the
+						// message's fixed text.
+						thr := ResolveThreshold(mustConfig(t, cfg))
+						require.LessOrEqual(t, r.Report.SummaryTokens, thr.MaxSummaryTokens+factsBudgetTokens(thr)+summaryFrameTokens,
+							"%s %s %d round %d", name, f, w, round)
+					}
 					in = r.Messages // and again: the summary is summarized with its index
 				}
 			}
@@ -195,3 +203,7 @@ func indexFacts(lines []string) []string {
 	}
 	return out
 }
+
+// summaryFrameTokens bounds the summary message's own text around its sections
+// (the prefix naming the compacted range, the tags, the anchors title).
+const summaryFrameTokens = 120
