@@ -58,8 +58,8 @@ type tokenCounter struct {
 var roughCounter = tokenCounter{name: EncodingRough, text: roughJSONString, scale: 1}
 
 // message estimates the tokens of one message, calibrated: for rough, its text,
-// tool-call envelopes (name and arguments), images at a fixed cost, and the
-// per-message overhead; for an exact encoding, see exactEncoding.message. Exact
+// tool-call envelopes (name and arguments), images by their provider's rule
+// (image_tokens.go), and the per-message overhead; for an exact encoding, see exactEncoding.message. Exact
 // counts are cached per instance by message bytes (see countCache).
 func (c tokenCounter) message(m gjson.Result) int {
 	n, _ := c.messageRaw(m)
