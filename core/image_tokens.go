@@ -143,7 +143,30 @@ func imageSize(s string) (w, h int, ok bool) {
 	if s == "" {
 		return 0, 0, false
 	}
-	return imageHeaderSize(b64Source{s: s})
+	src := &spanSource{src: b64Source{s: s}}
+	if w, h, ok = imageHeaderSize(src); !ok {
+		return 0, 0, false
+	}
+	// A group is found by its place (byte k in characters 4k/3...), so a character
+	// outside the alphabet before the last group read (a line break of MIME-style
+	// base64) would shift the groups after it: such data is not read.
+	for i, end := 0, min(len(s), (src.end+2)/3*4); i < end; i++ {
+		if b64Digit(s[i]) < 0 && s[i] != '=' {
+			return 0, 0, false
+		}
+	}
+	return w, h, true
+}
+
+// spanSource records the furthest byte asked of its source.
+type spanSource struct {
+	src byteSource
+	end int
+}
+
+func (c *spanSource) read(off, n int) []byte {
+	c.end = max(c.end, off+n)
+	return c.src.read(off, n)
 }
 
 // byteSource reads n bytes at off, fewer at the end of the data or where it cannot

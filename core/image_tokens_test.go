@@ -117,6 +117,9 @@ func TestImageSizeFromHeaders(t *testing.T) {
 		b64(jpegHeader(10, 10, 0xC4, 30)),         // DHT is not a frame
 		b64(pngHeader(1<<31, 1)),                  // over PNG's 2^31-1
 		b64(pngHeader(5, 5))[:30] + "!!!!" + "AA", // undecodable before the size
+		// line breaks (MIME-style base64) before the JPEG frame header: not read (a
+		// group of four would shift the groups after it by 3 bytes, undetected)
+		b64(jpegHeader(2000, 1500, 0xC0, 200))[:100] + "\r\n\r\n" + b64(jpegHeader(2000, 1500, 0xC0, 200))[100:],
 	} {
 		_, _, ok := imageSize(s)
 		require.False(t, ok, s)
