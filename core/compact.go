@@ -181,6 +181,7 @@ func parseCompactParams(req params, known *jsonraw.ArrayParts) (*compactRequest,
 	if r.tc, err = newModelCounter(r.cfg.Tokens.Encoding, r.cfg.Model.Name, r.cfg.Tokens.Calibration, "/config/tokens/encoding"); err != nil {
 		return nil, err
 	}
+	r.tc.images = imageRuleForProvider(r.cfg.Model.Provider)
 	mv := req.Get("messages")
 	if r.format, r.msgs, err = readList(req.Get("format"), mv, req.Get("system").Exists(), r.tc, known); err != nil {
 		return nil, err

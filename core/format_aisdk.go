@@ -312,8 +312,12 @@ func aisdkPartTokens(tc tokenCounter, p *aisdkPart) int {
 			return tc.value(tc.wrap(p.text))
 		}
 		return 0
-	case "image":
-		return imageTokens
+	case "image": // {image: base64, data: URL or URL, mediaType?}
+		return imageCost(tc.images, jsonraw.DecodeString(jsonraw.FindField(p.raw, "image")), "")
+	case "file": // an image file part {data, mediaType: "image/..."} is an image
+		if mt := jsonraw.DecodeString(jsonraw.FindField(p.raw, "mediaType")); strings.HasPrefix(mt, "image/") {
+			return imageCost(tc.images, jsonraw.DecodeString(jsonraw.FindField(p.raw, "data")), "")
+		}
 	case "tool-call":
 		args := p.input
 		if args == "" {

@@ -380,14 +380,14 @@ func geminiPartTokens(tc tokenCounter, part string) int {
 				}
 			case "parts":
 				if v[0] == '[' {
-					jsonraw.ForEachElement(v, func(string) bool { n += imageTokens; return true })
+					jsonraw.ForEachElement(v, func(fp string) bool { n += geminiPartImageTokens(fp); return true })
 				}
 			}
 			return true
 		})
 		return n
 	case p.media != "":
-		return imageTokens
+		return geminiMediaTokens(p.media)
 	}
 	return tc.value(tc.wrap(part))
 }
@@ -735,4 +735,25 @@ func untypedPartText(part string) string {
 func isGeminiText(part string) bool {
 	p := readGeminiPart(part)
 	return p.typ == "" && p.text != "" && p.text[0] == '"' && p.thought != "true"
+}
+
+// geminiPartImageTokens counts one part of a functionResponse's parts: its inlineData
+// by Gemini's image rule, anything else at the fixed imageTokens (as before).
+func geminiPartImageTokens(part string) int {
+	if part != "" && part[0] == '{' {
+		if media := jsonraw.FindField(part, "inlineData"); media != "" {
+			return geminiMediaTokens(media)
+		}
+	}
+	return imageTokens
+}
+
+// geminiMediaTokens counts an inlineData object {mimeType, data} by Gemini's image
+// rule (docs/TOKENS.md); fileData (a URI) and unreadable data cost imageTokens.
+func geminiMediaTokens(media string) int {
+	data := ""
+	if media != "" && media[0] == '{' {
+		data = jsonraw.DecodeString(jsonraw.FindField(media, "data"))
+	}
+	return imageCost(imageRuleGemini, data, "")
 }

@@ -322,7 +322,7 @@ func (f *responsesFormat) count(tc tokenCounter, m *message) int {
 	obj := 0 // an output object: a screenshot, the Agents SDK's {type: "text", text}
 	if c := m.contentRaw; len(c) > 0 && c[0] == '{' {
 		if jsonraw.DecodeString(jsonraw.FindField(c, "type")) == "computer_screenshot" {
-			obj = imageTokens
+			obj = openAIPartImageTokens(jsonraw.FindField(c, "image_url"), jsonraw.FindField(c, "detail"))
 		} else {
 			obj = tc.part(tc.wrap(c))
 		}

@@ -714,6 +714,7 @@ func opCacheSimulate(req opRequest) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	tc.images = imageRuleForProvider(cfg.Model.Provider)
 	opts := SimulateOptions{Model: cfg.Model.Name, ProtectFirstN: cfg.Compression.ProtectFirstN}
 	if opts.TTL, err = cacheTTLParam(req.Fields(), cfg); err != nil {
 		return nil, err

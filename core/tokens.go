@@ -17,8 +17,9 @@ const (
 	messageOverheadTokens = 4
 	// toolCallOverheadTokens: the envelope around one tool call (id, type, braces).
 	toolCallOverheadTokens = 4
-	// imageTokens: a fixed cost per image part, between OpenAI's high-detail 1024x1024
-	// (765) and Anthropic's ~1,600 ceiling for a full-size image.
+	// imageTokens: the cost of an image whose size cannot be read (a URL, a file id):
+	// between OpenAI's high-detail 1024x1024 (765) and Anthropic's ~1,600 ceiling for a
+	// full-size image. A base64 image costs its provider's rule (image_tokens.go).
 	imageTokens = 1000
 )
 
@@ -48,14 +49,17 @@ type tokenCounter struct {
 	// exact is the tiktoken encoding, nil for rough.
 	exact *exactEncoding
 	scale float64
+	// images is the image rule of parts whose format does not name their provider
+	// (the AI SDK's): from config.model.provider (imageRuleForProvider).
+	images imageRule
 }
 
 // roughCounter is the default counter: ceil(chars/4), CJK-dense characters one each.
 var roughCounter = tokenCounter{name: EncodingRough, text: roughJSONString, scale: 1}
 
 // message estimates the tokens of one message, calibrated: for rough, its text,
-// tool-call envelopes (name and arguments), images at a fixed cost, and the
-// per-message overhead; for an exact encoding, see exactEncoding.message. Exact
+// tool-call envelopes (name and arguments), images by their provider's rule
+// (image_tokens.go), and the per-message overhead; for an exact encoding, see exactEncoding.message. Exact
 // counts are cached per instance by message bytes (see countCache).
 func (c tokenCounter) message(m gjson.Result) int {
 	n, _ := c.messageRaw(m)
@@ -187,10 +191,16 @@ func (c tokenCounter) part(p gjson.Result) int {
 	if !p.IsObject() {
 		return c.value(p)
 	}
-	var typ, text, thinking, data, name, input, content string
+	var typ, text, thinking, data, name, input, content, source, imageURL, detail string
 	jsonraw.ForEachField(p.Raw, func(k, raw string) bool {
 		var dst *string
 		switch k {
+		case "source":
+			dst = &source
+		case "image_url":
+			dst = &imageURL
+		case "detail":
+			dst = &detail
 		case "type":
 			dst = &typ
 		case "text":
@@ -215,8 +225,10 @@ func (c tokenCounter) part(p gjson.Result) int {
 	switch typ {
 	case "text", "input_text", "output_text":
 		return c.text(c.wrap(text))
-	case "image_url", "image", "input_image":
-		return imageTokens
+	case "image":
+		return anthropicPartImageTokens(source)
+	case "image_url", "input_image":
+		return openAIPartImageTokens(imageURL, detail)
 	case "thinking":
 		return c.text(c.wrap(thinking))
 	case "redacted_thinking":

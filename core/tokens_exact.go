@@ -17,8 +17,8 @@ import (
 //
 //	message      3 + tokens(role) + tokens(content) [+ tokens(name) + 1]
 //	content      a string: its tokens; a list: the sum of its parts
-//	part         text: tokens(text); image: 1000 (fixed); Anthropic blocks: thinking
-//	             tokens(thinking), tool_use 3 + tokens(name) + tokens(input JSON),
+//	part         text: tokens(text); image: by its provider's rule (image_tokens.go);
+//	             Anthropic blocks: thinking tokens(thinking), tool_use 3 + tokens(name) + tokens(input JSON),
 //	             tool_result its content; any other part: tokens(its JSON)
 //	JSON         a non-string value (tool_use input, object arguments, unknown
 //	             parts) is counted as compact JSON, see canonicalJSON

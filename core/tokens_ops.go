@@ -138,6 +138,7 @@ func requestCounter(req params, calibrated bool) (tokenCounter, error) {
 	if e, ok := err.(*Error); ok && encPath == "/encoding" {
 		e.Code = CodeInvalidRequest // a request parameter, not the config
 	}
+	c.images = imageRuleForProvider(cfg.Model.Provider)
 	return c, err
 }
 

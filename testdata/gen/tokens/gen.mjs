@@ -41,6 +41,8 @@ function count(enc, s) {
 }
 
 // ---- exact rule (docs/TOKENS.md) ----
+// An image whose size cannot be read (the URL images of cases.json) costs 1000; base64
+// images are counted by their provider's rule: testdata/tokens.count.images.json.
 const IMAGE = 1000;
 function exactValue(enc, v) {
   if (typeof v === "string") return count(enc, v);
