@@ -224,6 +224,12 @@ func (e *Engine) Compact(ctx context.Context, messages, cfg json.RawMessage, sum
 	req := CompactRequest{Messages: messages, Format: opts.Format, System: opts.System, Config: cfg,
 		Force: opts.Force, PromptTokens: opts.PromptTokens, Summarizer: core.SummarizerHost,
 		Output: opts.Output, ArchiveID: opts.ArchiveID}
+	// Output "messages": the core answers with refs, and the messages are put back
+	// here from the input (refs.go).
+	refs := opts.Output == "" || opts.Output == "messages"
+	if refs {
+		req.Output = "refs"
+	}
 	if summarize == nil {
 		req.Summarizer = core.SummarizerBuiltin
 	} else {
@@ -231,6 +237,9 @@ func (e *Engine) Compact(ctx context.Context, messages, cfg json.RawMessage, sum
 	}
 	res, err := e.CompactBegin(ctx, req)
 	if err != nil || res.Done {
+		if err == nil && refs {
+			err = putBack(&res, messages)
+		}
 		return res, err
 	}
 	if res.SummaryRequest == nil || res.State == "" {
@@ -240,7 +249,11 @@ func (e *Engine) Compact(ctx context.Context, messages, cfg json.RawMessage, sum
 	if err != nil {
 		return core.CompactResult{}, err
 	}
-	return e.compactFinishKept(ctx, req, res.State, summary, failure)
+	res, err = e.compactFinishKept(ctx, req, res.State, summary, failure)
+	if err == nil && refs {
+		err = putBack(&res, messages)
+	}
+	return res, err
 }
 
 // errSummarizeTimeout is the cause of the summarizer's context at its timeout.
