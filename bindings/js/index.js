@@ -14,8 +14,13 @@ const kInstance = Symbol.for("ctxcompact.instance");
 /** Compactor's door for ContextEngine (not exported). */
 const kEngine = Symbol("ctxcompact.engine");
 
-/** Default CompactorOptions.maxInstanceMemory: 512 MiB, as in the Python binding. */
-const DEFAULT_MAX_INSTANCE_MEMORY = 512 * 1024 * 1024;
+/**
+ * Default CompactorOptions.maxInstanceMemory: 64 MiB, as in the Python binding and the
+ * Go host. An instance stays under 20 MiB on conversations of a few MB; a larger
+ * call leaves its peak behind (hundreds of MB after a 50 MB compaction) unless the
+ * instance is replaced.
+ */
+const DEFAULT_MAX_INSTANCE_MEMORY = 64 * 1024 * 1024;
 
 /** `,"key":<json>` for a value that is not absent, else "" (JSON.stringify of a checked option). */
 function field(key, value) {
