@@ -206,6 +206,11 @@ func newTicket() string {
 //     reports its own cancellation): "cancelled";
 //   - any other error: "error".
 //
+// The result's unchanged messages and its archived originals are slices of
+// messages, not copies (the bytes output "messages" gives): do not change
+// messages while you use them. With opts.Output "refs" they are left as the core
+// gives them (input indices, archived entries without their message).
+//
 // When ctx itself is done before the summary is in, Compact sends no
 // compact.finish and returns an error wrapping ctx.Err() (and its cause). A panic
 // in summarize is re-raised on the goroutine that called Compact.
