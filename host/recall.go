@@ -44,7 +44,7 @@ func (ce *ContextEngine) Lossless() bool {
 // rows of an entry depend on that entry alone, so a compaction's rows are made in
 // batches and joined: one call over 1.4M archived messages grew the instance's
 // memory to 2.5 GB; a batch stays within a few MiB.
-const archiveBatch = 8192
+var archiveBatch = 8192
 
 // archive stores a compaction's originals as range id: the core's recall.archive
 // makes the rows, in batches of archiveBatch entries (the last batch with the
