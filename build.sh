@@ -8,9 +8,13 @@
 #   bench   benchmarks and timings (ratios measured side by side in one run): core,
 #           token counting native vs wasm (bench/tokens), Python start-up and Python
 #           beside Hermes Agent's compressor (bindings/python/bench_peers.py), the JS
-#           binding beside gpt-tokenizer; no test asserts on time, these print the numbers
+#           binding beside gpt-tokenizer, peak memory (bench-memory); no test asserts on
+#           time or memory, these print the numbers
 #   bench-wasm  the module on wazero: wasm/native ratio on the shared traces, cold start
 #           with and without the compilation cache, instantiate, per-call overhead, memory
+#   bench-memory  peak and kept memory of one 50 MB compaction (1.4M generated short
+#           messages) and one lossless compress, per runtime: Go host, Node, Python
+#           (bench/memory, a child process each; MESSAGES=n for another size)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -129,6 +133,15 @@ cmd_bench() {
 	# counting, the per-turn count, the first compaction in a fresh process.
 	[[ -d node_modules/gpt-tokenizer ]] || npm ci --no-audit --no-fund --loglevel=error
 	node bindings/js/bench-peers.mjs
+	cmd_bench_memory
+}
+
+# Peak memory (getrusage maxrss of a child process per runtime and case) of a 50 MB
+# input generated the same on every run; docs/MEMORY.md has the figures.
+cmd_bench_memory() {
+	ensure_node_modules # the JS recall store
+	ensure_python_venv  # the Python binding runs from the source tree
+	go run ./bench/memory -messages "${MESSAGES:-1400000}"
 }
 
 cmd_bench_wasm() {
@@ -144,8 +157,9 @@ test-go) cmd_test_go ;;
 fuzz) cmd_fuzz ;;
 bench) cmd_bench ;;
 bench-wasm) cmd_bench_wasm ;;
+bench-memory) cmd_bench_memory ;;
 *)
-	sed -n '2,12p' "$0" >&2
+	sed -n '2,16p' "$0" >&2
 	exit 2
 	;;
 esac

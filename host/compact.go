@@ -208,6 +208,11 @@ func newTicket() string {
 //     reports its own cancellation): "cancelled";
 //   - any other error: "error".
 //
+// The result's unchanged messages and its archived originals are slices of
+// messages, not copies (the bytes output "messages" gives): do not change
+// messages while you use them. With opts.Output "refs" they are left as the core
+// gives them (input indices, archived entries without their message).
+//
 // When ctx itself is done before the summary is in, Compact sends no
 // compact.finish and returns an error wrapping ctx.Err() (and its cause). A panic
 // in summarize is re-raised on the goroutine that called Compact.
@@ -226,6 +231,12 @@ func (e *Engine) Compact(ctx context.Context, messages, cfg json.RawMessage, sum
 	req := CompactRequest{Messages: messages, Format: opts.Format, System: opts.System, Config: cfg,
 		Force: opts.Force, PromptTokens: opts.PromptTokens, Summarizer: core.SummarizerHost,
 		Output: opts.Output, ArchiveID: opts.ArchiveID}
+	// Output "messages": the core answers with refs, and the messages are put back
+	// here from the input (refs.go).
+	refs := opts.Output == "" || opts.Output == "messages"
+	if refs {
+		req.Output = "refs"
+	}
 	if summarize == nil {
 		req.Summarizer = core.SummarizerBuiltin
 	} else {
@@ -233,6 +244,9 @@ func (e *Engine) Compact(ctx context.Context, messages, cfg json.RawMessage, sum
 	}
 	res, err := e.CompactBegin(ctx, req)
 	if err != nil || res.Done {
+		if err == nil && refs {
+			err = putBack(&res, messages)
+		}
 		return res, err
 	}
 	if res.SummaryRequest == nil || res.State == "" {
@@ -242,7 +256,11 @@ func (e *Engine) Compact(ctx context.Context, messages, cfg json.RawMessage, sum
 	if err != nil {
 		return core.CompactResult{}, err
 	}
-	return e.compactFinishKept(ctx, req, res.State, summary, failure)
+	res, err = e.compactFinishKept(ctx, req, res.State, summary, failure)
+	if err == nil && refs {
+		err = putBack(&res, messages)
+	}
+	return res, err
 }
 
 // errSummarizeTimeout is the cause of the summarizer's context at its timeout.

@@ -5,7 +5,8 @@
 // wazero's compiler; about 110 ms with WithCompilationCache once the cache is warm;
 // see wasm/README.md). An Engine is safe for concurrent use; it keeps a pool of
 // module instances, makes them on demand up to WithPoolSize, and replaces an
-// instance that traps.
+// instance that traps or that a call left with more linear memory than
+// WithMaxInstanceMemory (64 MiB by default; docs/MEMORY.md).
 //
 //	eng, err := host.New(ctx, host.WithCompilationCache(cacheDir))
 //	if err != nil {

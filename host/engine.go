@@ -1,7 +1,9 @@
 package host
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -138,17 +140,47 @@ func (e *Engine) limitTooSmall() error {
 // error, see ErrTrapped) when the instance trapped, in which case the instance is
 // discarded and the next call makes a new one. A call that trapped is not retried.
 func (e *Engine) Call(ctx context.Context, envelope []byte) ([]byte, error) {
-	if len(envelope) > e.abi.MaxRequestBytes {
-		return tooLarge(len(envelope), e.abi.MaxRequestBytes), nil
+	var out []byte
+	err := e.callParts(ctx, []reqPart{{lit: envelope}}, func(resp []byte) error {
+		out = bytes.Clone(resp)
+		return nil
+	})
+	return out, err
+}
+
+// callParts is Call for an envelope in parts (see request), and the response is
+// handed to use while the instance is held: it is valid only until use returns
+// (use copies what it keeps). use's error is returned; it leaves the instance
+// healthy.
+func (e *Engine) callParts(ctx context.Context, parts []reqPart, use func(resp []byte) error) error {
+	n := 0
+	for _, p := range parts {
+		n += p.size()
+	}
+	if n > e.abi.MaxRequestBytes {
+		return use(tooLarge(n, e.abi.MaxRequestBytes))
 	}
 	inst, err := e.acquire(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out, err := inst.call(ctx, envelope)
-	e.release(ctx, inst, err == nil)
-	return out, err
+	var view []byte
+	if inst.enter() {
+		view, err = inst.call(ctx, parts, n)
+	} else {
+		err = trapped(ctx, "ctxc_call", errModuleClosed)
+	}
+	healthy := err == nil
+	if healthy {
+		err = use(view)
+	}
+	inst.leave()
+	e.release(ctx, inst, healthy)
+	return err
 }
+
+// errModuleClosed is the cause of a call on an instance whose module was closed.
+var errModuleClosed = errors.New("the module was closed")
 
 // tooLarge is the response core.Call gives a request over the limit. The host
 // answers it itself: such a request cannot be copied into a guest buffer.
@@ -192,8 +224,13 @@ func (e *Engine) acquire(ctx context.Context) (*instance, error) {
 	return inst, nil
 }
 
-// release returns inst to the pool, or discards it when it trapped.
+// release returns inst to the pool, or discards it when it trapped or when its
+// linear memory grew past the bound (WithMaxInstanceMemory): memory a wasm instance
+// grew is never given back but by closing it, which unmaps it at once.
 func (e *Engine) release(ctx context.Context, inst *instance, healthy bool) {
+	if max := e.cfg.maxInstanceMemory; healthy && max > 0 && uint64(inst.memoryBytes()) > max {
+		healthy = false
+	}
 	e.mu.Lock()
 	keep := healthy && !e.closed
 	if keep {

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -133,4 +134,10 @@ func compactBegin(messages json.RawMessage, contextLength int) []byte {
 		panic(err)
 	}
 	return env
+}
+
+// instCall runs envelope on inst and returns a copy of its response.
+func instCall(ctx context.Context, inst *instance, envelope []byte) ([]byte, error) {
+	view, err := inst.call(ctx, []reqPart{{lit: envelope}}, len(envelope))
+	return bytes.Clone(view), err
 }

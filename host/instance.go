@@ -1,13 +1,13 @@
 package host
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math/bits"
 
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/ctxcompact/ctxcompact/core"
 )
@@ -15,11 +15,14 @@ import (
 // instance is one module instance. It is single-threaded: the pool hands it to one
 // call at a time.
 type instance struct {
+	// lin is the linear memory this package allocated (nil: wazero's own).
+	lin       linearMemory
 	mod       api.Module
 	mem       api.Memory
 	alloc     api.Function
 	free      api.Function
 	callFn    api.Function
+	callTake  api.Function
 	resultLen api.Function
 	stack     [2]uint64
 	// reqBuf is the request buffer kept between calls, reqCap its size.
@@ -33,19 +36,25 @@ var errInitialize = errors.New("_initialize failed")
 // newInstance instantiates the compiled module, runs _initialize once and checks
 // ctxc_abi_version.
 func (e *Engine) newInstance(ctx context.Context) (*instance, error) {
-	mod, err := e.runtime.InstantiateModule(ctx, e.compiled, e.modCfg)
+	var lin linearMemory
+	mod, err := e.runtime.InstantiateModule(experimental.WithMemoryAllocator(ctx, memoryAllocator(&lin)), e.compiled, e.modCfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: instantiating: %w", ErrBadBinary, err)
 	}
 	inst := &instance{
+		lin:       lin,
 		mod:       mod,
 		mem:       mod.Memory(),
 		alloc:     mod.ExportedFunction("ctxc_alloc"),
 		free:      mod.ExportedFunction("ctxc_free"),
 		callFn:    mod.ExportedFunction("ctxc_call"),
+		callTake:  mod.ExportedFunction("ctxc_call_take"),
 		resultLen: mod.ExportedFunction("ctxc_result_len"),
 	}
-	if err := inst.start(ctx, e.abi.ABIVersion); err != nil {
+	inst.enter()
+	err = inst.start(ctx, e.abi.ABIVersion)
+	inst.leave()
+	if err != nil {
 		switch {
 		case errors.Is(err, errInitialize) && e.cfg.memoryPages > 0:
 			err = fmt.Errorf("%w: %w", e.limitTooSmall(), err)
@@ -60,7 +69,7 @@ func (e *Engine) newInstance(ctx context.Context) (*instance, error) {
 
 // start runs _initialize and compares ctxc_abi_version with want.
 func (inst *instance) start(ctx context.Context, want uint32) error {
-	if inst.mem == nil || inst.alloc == nil || inst.free == nil || inst.callFn == nil || inst.resultLen == nil {
+	if inst.mem == nil || inst.alloc == nil || inst.free == nil || inst.callFn == nil || inst.callTake == nil || inst.resultLen == nil {
 		return fmt.Errorf("%w: the instance lacks memory or a ctxc_* export", ErrABIMismatch)
 	}
 	if _, err := inst.mod.ExportedFunction("_initialize").Call(ctx); err != nil {
@@ -77,38 +86,85 @@ func (inst *instance) start(ctx context.Context, want uint32) error {
 	return nil
 }
 
-// call copies envelope into a guest buffer, runs ctxc_call and copies the response
-// out. Any error means the instance is no longer usable. A call usually crosses
-// the boundary twice (ctxc_call, ctxc_result_len): the request buffer is kept for
-// the next call, and the response is left to the guest, which frees it on the next
-// ctxc_call.
-func (inst *instance) call(ctx context.Context, envelope []byte) ([]byte, error) {
-	p, oneOff, err := inst.requestBuffer(ctx, len(envelope))
+// call writes the request, the n bytes of parts, into a guest buffer, runs it
+// and returns the response where the guest keeps it: the view is valid until the
+// next call on this instance, so the caller decodes or copies it before it
+// releases the instance. Any error means the instance is no longer usable. A call
+// usually crosses the boundary twice (ctxc_call, ctxc_result_len): the request
+// buffer is kept for the next call, and the response is left to the guest, which
+// frees it on the next ctxc_call. A request too large for the kept buffer gets a
+// buffer of its own, handed to the guest with ctxc_call_take: the guest frees it
+// (or keeps it, as a compact.begin with a ticket keeps its messages, without a
+// copy).
+func (inst *instance) call(ctx context.Context, parts []reqPart, n int) ([]byte, error) {
+	p, oneOff, err := inst.requestBuffer(ctx, n)
 	if err != nil {
 		return nil, err
 	}
-	if !inst.mem.Write(p, envelope) {
+	if !inst.write(p, parts, n) {
 		return nil, fmt.Errorf("%w: ctxc_alloc returned %#x, outside memory", ErrABIMismatch, p)
 	}
-	r, err := inst.invoke(ctx, inst.callFn, "ctxc_call", p, uint32(len(envelope)))
-	if err != nil {
-		return nil, err
-	}
-	n, err := inst.invoke(ctx, inst.resultLen, "ctxc_result_len")
-	if err != nil {
-		return nil, err
-	}
-	view, ok := inst.mem.Read(r, n)
-	if !ok || n == 0 {
-		return nil, fmt.Errorf("%w: ctxc_call returned %d bytes at %#x, outside memory", ErrABIMismatch, n, r)
-	}
-	out := bytes.Clone(view)
+	fn, name := inst.callFn, "ctxc_call"
 	if oneOff {
-		if _, err := inst.invoke(ctx, inst.free, "ctxc_free", p); err != nil {
-			return nil, err
+		fn, name = inst.callTake, "ctxc_call_take"
+	}
+	r, err := inst.invoke(ctx, fn, name, p, uint32(n))
+	if err != nil {
+		return nil, err
+	}
+	rn, err := inst.invoke(ctx, inst.resultLen, "ctxc_result_len")
+	if err != nil {
+		return nil, err
+	}
+	view, ok := inst.mem.Read(r, rn)
+	if !ok || rn == 0 {
+		return nil, fmt.Errorf("%w: ctxc_call returned %d bytes at %#x, outside memory", ErrABIMismatch, rn, r)
+	}
+	return view, nil
+}
+
+// write copies the n bytes of parts to guest memory at p: each literal part
+// directly, the small pieces an emitting part writes through a staging buffer;
+// false when [p, p+n) is outside memory.
+func (inst *instance) write(p uint32, parts []reqPart, n int) bool {
+	if _, ok := inst.mem.Read(p, uint32(n)); !ok {
+		return false
+	}
+	off := p
+	var stage []byte
+	flush := func() {
+		if len(stage) > 0 {
+			inst.mem.Write(off, stage)
+			off += uint32(len(stage))
+			stage = stage[:0]
 		}
 	}
-	return out, nil
+	put := func(b []byte) {
+		if len(b) >= 4096 {
+			flush()
+			inst.mem.Write(off, b)
+			off += uint32(len(b))
+			return
+		}
+		if len(stage)+len(b) > cap(stage) {
+			flush()
+			if stage == nil {
+				stage = make([]byte, 0, 64<<10)
+			}
+		}
+		stage = append(stage, b...)
+	}
+	for _, part := range parts {
+		if part.emit == nil {
+			flush()
+			inst.mem.Write(off, part.lit)
+			off += uint32(len(part.lit))
+		} else {
+			part.emit(put)
+		}
+	}
+	flush()
+	return off == p+uint32(n)
 }
 
 // keptRequestBytes bounds the request buffer an instance keeps between calls;
@@ -203,6 +259,17 @@ func (e *trapError) As(target any) bool {
 		*p = &core.Error{Code: core.CodeInternal, Message: e.Error()}
 	}
 	return ok
+}
+
+// enter marks the instance's memory in use until leave, so that a close meanwhile
+// (the context done under WithCloseOnContextDone, Engine.Close) releases it only at
+// leave; false when the module was closed already: its memory must not be touched.
+func (inst *instance) enter() bool { return inst.lin == nil || inst.lin.enter() }
+
+func (inst *instance) leave() {
+	if inst.lin != nil {
+		inst.lin.leave()
+	}
 }
 
 // memoryBytes is the size of the instance's linear memory.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 
@@ -78,19 +79,22 @@ func envelope(op string, params any) ([]byte, error) {
 	return append(out, rest...), nil
 }
 
-// splitResponse returns the raw result of a response envelope, or its error as a
-// *core.Error.
+// splitResponse returns the raw result of a response envelope (a slice of resp,
+// not a copy), or its error as a *core.Error.
 func splitResponse(resp []byte) (json.RawMessage, error) {
-	if !gjson.ValidBytes(resp) {
+	if len(resp) == 0 || !gjson.ValidBytes(resp) {
 		return nil, fmt.Errorf("%w: the module answered with invalid JSON", ErrABIMismatch)
 	}
-	if r := gjson.GetBytes(resp, "result"); r.Exists() {
+	// gjson.GetBytes would copy the result (the whole response, for a large
+	// compaction); Get over the same bytes as a string does not.
+	text := unsafe.String(&resp[0], len(resp))
+	if r := gjson.Get(text, "result"); r.Exists() {
 		if r.Index > 0 {
 			return json.RawMessage(resp[r.Index : r.Index+len(r.Raw)]), nil
 		}
 		return json.RawMessage(r.Raw), nil
 	}
-	if r := gjson.GetBytes(resp, "error"); r.IsObject() {
+	if r := gjson.Get(text, "error"); r.IsObject() {
 		ce := &core.Error{}
 		if err := json.Unmarshal([]byte(r.Raw), ce); err != nil || ce.Code == "" {
 			return nil, fmt.Errorf("%w: malformed error envelope %s", ErrABIMismatch, r.Raw)

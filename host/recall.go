@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -39,28 +40,33 @@ func (ce *ContextEngine) Lossless() bool {
 	return gjson.GetBytes(ce.state, "config.context.engine").Str == core.ContextEngineLossless
 }
 
+// archiveBatch is how many archived entries one recall.archive call takes. The
+// rows of an entry depend on that entry alone, so a compaction's rows are made in
+// batches and joined: one call over 1.4M archived messages grew the instance's
+// memory to 2.5 GB; a batch stays within a few MiB.
+var archiveBatch = 8192
+
 // archive stores a compaction's originals as range id: the core's recall.archive
-// makes the rows (with refs output, the originals are put back from messages).
+// makes the rows, in batches of archiveBatch entries (the last batch with the
+// output messages, where the core finds the summary message and its row), and
+// the store writes them in one transaction. With refs output the originals are
+// put back from messages.
 func (ce *ContextEngine) archive(ctx context.Context, messages json.RawMessage, res core.CompactResult, report []byte, id string) error {
-	var input []gjson.Result
-	b := []byte{'['}
+	var offs []uint32
+	archived := make([]json.RawMessage, len(res.Archived))
 	for i, a := range res.Archived {
-		if i > 0 {
-			b = append(b, ',')
+		archived[i] = a.Message
+		if len(a.Message) > 0 {
+			continue
 		}
-		msg := a.Message
-		if len(msg) == 0 {
-			if input == nil {
-				input = gjson.ParseBytes(messages).Array()
-			}
-			if a.Index < 0 || a.Index >= len(input) {
-				return fmt.Errorf("%w: archived index %d is outside the input", ErrABIMismatch, a.Index)
-			}
-			msg = json.RawMessage(input[a.Index].Raw)
+		if offs == nil {
+			offs = arrayElements(messages)
 		}
-		b = appendArchived(b, a.Index, string(a.Reason), msg)
+		if a.Index < 0 || 2*a.Index+1 >= len(offs) {
+			return fmt.Errorf("%w: archived index %d is outside the input", ErrABIMismatch, a.Index)
+		}
+		archived[i] = messages[offs[2*a.Index]:offs[2*a.Index+1]]
 	}
-	b = append(b, ']')
 	out := []byte{'['} // by hand: json.Marshal would escape <, > and & in the messages
 	for i, m := range res.Messages {
 		if i > 0 {
@@ -69,24 +75,83 @@ func (ce *ContextEngine) archive(ctx context.Context, messages json.RawMessage, 
 		out = append(out, m...)
 	}
 	out = append(out, ']')
-	var rows core.RecallArchive
-	req := newRequest("recall.archive").str("session", ce.session).str("range_id", id).raw("report", report).
-		raw("archived", b).raw("messages", out)
-	if err := ce.e.run(ctx, req, &rows); err != nil {
-		return err
+	var all core.RecallArchive
+	for start := 0; start < len(res.Archived); start += archiveBatch {
+		end := min(start+archiveBatch, len(res.Archived))
+		batch, msgs := res.Archived[start:end], archived[start:end]
+		req := newRequest("recall.archive").str("session", ce.session).str("range_id", id).raw("report", report).
+			stream("archived", func(write func([]byte)) {
+				b := make([]byte, 0, 64)
+				write([]byte{'['})
+				for i, a := range batch {
+					b = b[:0]
+					if i > 0 {
+						b = append(b, ',')
+					}
+					write(appendArchivedHead(b, a.Index, string(a.Reason)))
+					write(msgs[i])
+					write([]byte{'}'})
+				}
+				write([]byte{']'})
+			})
+		if end == len(res.Archived) {
+			req.raw("messages", out)
+		}
+		var rows core.RecallArchive
+		if err := ce.e.run(ctx, req, &rows); err != nil {
+			return batchError(err, start)
+		}
+		if start == 0 {
+			all = rows
+			continue
+		}
+		all.Range.FromIndex = min(all.Range.FromIndex, rows.Range.FromIndex)
+		all.Range.ToIndex = max(all.Range.ToIndex, rows.Range.ToIndex)
+		if rows.Range.Summary != "" {
+			all.Range.Summary = rows.Range.Summary
+		}
+		all.Rows = append(all.Rows, rows.Rows...)
 	}
-	return ce.store.Archive(ctx, ce.session, rows)
+	return ce.store.Archive(ctx, ce.session, all)
 }
 
 // appendArchived appends one archived entry of recall.archive, {"index", "reason",
 // "message"}, by hand: json.Marshal would escape <, > and & in the message.
 func appendArchived(b []byte, index int, reason string, msg []byte) []byte {
+	b = append(appendArchivedHead(b, index, reason), msg...)
+	return append(b, '}')
+}
+
+// appendArchivedHead appends an archived entry up to its message.
+func appendArchivedHead(b []byte, index int, reason string) []byte {
 	b = append(b, `{"index":`...)
 	b = strconv.AppendInt(b, int64(index), 10)
 	b = append(b, `,"reason":`...)
 	b = appendString(b, reason)
-	b = append(append(b, `,"message":`...), msg...)
-	return append(b, '}')
+	return append(b, `,"message":`...)
+}
+
+// batchError is the error of the recall.archive batch that starts at entry start,
+// its path counted in the whole archived list.
+func batchError(err error, start int) error {
+	var ce *core.Error
+	if start == 0 || !errors.As(err, &ce) {
+		return err
+	}
+	rest, ok := strings.CutPrefix(ce.Path, "/archived/")
+	if !ok {
+		return err
+	}
+	k, tail, _ := strings.Cut(rest, "/")
+	n, convErr := strconv.Atoi(k)
+	if convErr != nil {
+		return err
+	}
+	path := "/archived/" + strconv.Itoa(n+start)
+	if tail != "" {
+		path += "/" + tail
+	}
+	return &core.Error{Code: ce.Code, Path: path, Message: strings.ReplaceAll(ce.Message, "(at "+ce.Path+")", "(at "+path+")")}
 }
 
 // ToolSchemas returns the schemas of the tools the engine gives the agent, a JSON

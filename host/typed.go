@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -196,27 +197,39 @@ func runMessages[R any](ctx context.Context, e *Engine, req *request) (MessagesR
 	return r, nil
 }
 
-// run sends req and decodes the result into result.
+// run sends req and decodes the result into result, from the response where the
+// instance keeps it (no copy of a large response).
 func (e *Engine) run(ctx context.Context, req *request, result any) error {
-	raw, err := e.runRaw(ctx, req)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(raw, result); err != nil {
-		return fmt.Errorf("%w: decoding the result: %w", ErrABIMismatch, err)
-	}
-	return nil
+	return e.use(ctx, req, func(raw json.RawMessage) error {
+		if err := json.Unmarshal(raw, result); err != nil {
+			return fmt.Errorf("%w: decoding the result: %w", ErrABIMismatch, err)
+		}
+		return nil
+	})
 }
 
 // runRaw sends req and returns the raw result, or the core's error.
 func (e *Engine) runRaw(ctx context.Context, req *request) (json.RawMessage, error) {
-	env, err := req.bytes()
+	var out json.RawMessage
+	err := e.use(ctx, req, func(raw json.RawMessage) error {
+		out = bytes.Clone(raw)
+		return nil
+	})
+	return out, err
+}
+
+// use sends req and hands the raw result to f while the instance still holds it:
+// f must copy what it keeps. The core's error is returned as a *core.Error.
+func (e *Engine) use(ctx context.Context, req *request, f func(raw json.RawMessage) error) error {
+	parts, err := req.pieces()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	resp, err := e.Call(ctx, env)
-	if err != nil {
-		return nil, err
-	}
-	return splitResponse(resp)
+	return e.callParts(ctx, parts, func(resp []byte) error {
+		raw, err := splitResponse(resp)
+		if err != nil {
+			return err
+		}
+		return f(raw)
+	})
 }

@@ -214,7 +214,7 @@ func TestFinishOnAnotherInstance(t *testing.T) {
 	}
 	req := CompactRequest{Messages: traceNamed(t, smallTrace), Config: json.RawMessage(`{"model":{"context_length":32000}}`),
 		Force: true, Summarizer: core.SummarizerHost}
-	resp, err := a.call(ctx, env(t, req.beginEnvelope()))
+	resp, err := instCall(ctx, a, env(t, req.beginEnvelope()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestFinishOnAnotherInstance(t *testing.T) {
 		t.Fatalf("compact.begin: %v %s", err, clip(resp))
 	}
 	finish := env(t, req.finishEnvelope(begin.State, "## Goal\nRebook.", nil))
-	got, err := b.call(ctx, finish)
+	got, err := instCall(ctx, b, finish)
 	if err != nil {
 		t.Fatal(err)
 	}

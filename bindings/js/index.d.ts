@@ -792,7 +792,7 @@ export interface CompactorOptions {
   config?: Config;
   /** Receives what the module writes to stdout (fd 1) and stderr (fd 2); nothing goes to the console. */
   debug?: (fd: 1 | 2, text: string) => void;
-  /** Replace the instance after a call that grew its linear memory past this many bytes (default 512 MiB; 0 = never). */
+  /** Replace the instance after a call that grew its linear memory past this many bytes (default 64 MiB, as in Python and Go; 0 = never). */
   maxInstanceMemory?: number;
 }
 

@@ -14,8 +14,16 @@ const kInstance = Symbol.for("ctxcompact.instance");
 /** Compactor's door for ContextEngine (not exported). */
 const kEngine = Symbol("ctxcompact.engine");
 
-/** Default CompactorOptions.maxInstanceMemory: 512 MiB, as in the Python binding. */
-const DEFAULT_MAX_INSTANCE_MEMORY = 512 * 1024 * 1024;
+/**
+ * Default CompactorOptions.maxInstanceMemory: 64 MiB, as in the Python binding and the
+ * Go host. An instance stays under 20 MiB on conversations of a few MB; a larger
+ * call leaves its peak behind (hundreds of MB after a 50 MB compaction) unless the
+ * instance is replaced.
+ */
+const DEFAULT_MAX_INSTANCE_MEMORY = 64 * 1024 * 1024;
+
+/** Archived messages per recall.archive call of a lossless engine (as in Python and Go). */
+const ARCHIVE_BATCH = 8192;
 
 /** `,"key":<json>` for a value that is not absent, else "" (JSON.stringify of a checked option). */
 function field(key, value) {
@@ -797,14 +805,31 @@ export class ContextEngine {
    * recall.archive over a compaction's result: the archived originals (the caller's
    * objects, as JSON.stringify writes them) and the output messages, where the core
    * finds the summary (the caller's unchanged objects go as refs: never the summary),
-   * then one store transaction.
+   * then one store transaction. The rows are made in batches of ARCHIVE_BATCH
+   * archived messages (a row depends on its message alone; the last batch gets the
+   * output messages, for the summary's row): one call over 1.4M messages grew the
+   * instance past 3 GB.
    */
   #archive(rangeId, res, input) {
     const mine = new Set(input);
     const out = res.messages.map((m, i) => (mine.has(m) ? "0" : serialize(m, `/messages/${i}`, "invalid_messages")));
-    const archived = res.archived.map((a) => `{"index":${a.index},"reason":${JSON.stringify(a.reason)},"message":${serialize(a.message, `/archived/${a.index}`, "invalid_messages")}}`);
-    const rows = unwrap(this.#c.callRaw(`{"op":"recall.archive","session":${JSON.stringify(this.#sessionId)},"range_id":"${rangeId}"` +
-      `,"report":${JSON.stringify(res.report)},"archived":[${archived.join(",")}],"messages":[${out.join(",")}]}`));
+    const head = `{"op":"recall.archive","session":${JSON.stringify(this.#sessionId)},"range_id":"${rangeId}"` +
+      `,"report":${JSON.stringify(res.report)}`;
+    let rows;
+    for (let start = 0; start < res.archived.length; start += ARCHIVE_BATCH) {
+      const batch = res.archived.slice(start, start + ARCHIVE_BATCH).map((a) =>
+        `{"index":${a.index},"reason":${JSON.stringify(a.reason)},"message":${serialize(a.message, `/archived/${a.index}`, "invalid_messages")}}`);
+      const last = start + ARCHIVE_BATCH >= res.archived.length;
+      const part = unwrap(this.#c.callRaw(`${head},"archived":[${batch.join(",")}]${last ? `,"messages":[${out.join(",")}]` : ""}}`));
+      if (rows === undefined) {
+        rows = part;
+        continue;
+      }
+      rows.range.from_index = Math.min(rows.range.from_index, part.range.from_index);
+      rows.range.to_index = Math.max(rows.range.to_index, part.range.to_index);
+      if (part.range.summary) rows.range.summary = part.range.summary;
+      for (const r of part.rows) rows.rows.push(r);
+    }
     this.#store.archive(this.#sessionId, rows);
   }
 

@@ -248,3 +248,21 @@ test("where synchronous instantiation is refused, replacements start asynchronou
   const res = await c.compact([{ role: "user", content: "hi" }]);
   assert.equal(res.report.compacted, false);
 });
+
+test("by default an instance grown past 64 MiB is replaced after the call, results intact", async () => {
+  const c = await Compactor.create();
+  const msgs = [
+    { role: "system", content: "You are a coding agent." },
+    ...Array.from({ length: 40 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `step ${i}: ${"build and test ".repeat(20)}` })),
+  ];
+  const before = await c.compact(msgs, { force: true, config: { model: { context_length: 4000 } } });
+  const first = _instanceOf(c);
+  // A 70 MB request, read in place, grows the guest's memory past 64 MiB.
+  const env = JSON.parse(c.callRaw(JSON.stringify({ op: "info", pad: "x".repeat(70 << 20) })));
+  assert.equal(env.result.name, "ctxcompact");
+  const second = _instanceOf(c);
+  assert.notEqual(second, first, "the grown instance was replaced");
+  assert.ok(second.memoryBytes <= 64 << 20, `${second.memoryBytes} bytes`);
+  const after = await c.compact(msgs, { force: true, config: { model: { context_length: 4000 } } });
+  assert.deepEqual(after, before);
+});

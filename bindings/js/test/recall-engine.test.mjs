@@ -118,6 +118,25 @@ test("acceptance: a shared trace compacted twice; a path from the first range fo
     assert.equal(summary, `{"id":"r1.summary","messages":[${JSON.stringify(summaryMessage)}],"truncated":false}`);
   });
 
+test("recall.archive in batches of 8,192 gives the rows of one call over every archived message", async () => {
+  const store = await RecallStore.open();
+  let stored;
+  const archive = store.archive.bind(store);
+  store.archive = (sessionId, rows) => { stored = rows; return archive(sessionId, rows); };
+  const engine = c.engine({ config: LOSSLESS, store, sessionId: "s" });
+  const msgs = [{ role: "system", content: "You are a coding agent." }];
+  for (let i = 1; i <= 9000; i++) msgs.push({ role: i % 2 ? "user" : "assistant", content: `step ${i} of the build` });
+  const res = await engine.compress(msgs, { force: true });
+  assert.ok(res.archived.length > 8192, `${res.archived.length} archived`);
+  const one = c.call("recall.archive", {
+    session: "s", range_id: "r1", report: res.report, messages: res.messages,
+    archived: res.archived.map((a) => ({ index: a.index, reason: a.reason, message: a.message })),
+  });
+  assert.equal(stored.rows.length, res.archived.length + 1, "every archived message and the summary");
+  assert.deepEqual(stored, one);
+  store.close();
+});
+
 test("after the last compaction every archived path and user request is found, and expands to its original", { skip: tracesSkip() }, async () => {
   const messages = loadTrace(traceFile("mini-swe-agent-deepseek-astropy-12907.json"));
   const store = await RecallStore.open();

@@ -611,3 +611,21 @@ def test_anthropic_layout_system_gets_the_note(compactor):
     kept = {id(m) for m in res.messages}
     archived = {a["index"] for a in res.archived}
     assert all(id(m) in kept or i in archived for i, m in enumerate(msgs))
+
+
+def test_by_default_an_instance_grown_past_64_mib_is_dropped_results_intact():
+    """The default bound (64 MiB, as in JS and Go): a call that grows the instance
+    past it (a 70 MB request, read in place) returns its result, and the pool keeps
+    no instance above the bound; the next compaction is the same as before."""
+    assert _compactor.DEFAULT_MAX_INSTANCE_MEMORY == 64 << 20
+    c = Compactor(max_instances=1)
+    msgs = conversation()
+    before = c.compact(msgs, force=True)
+    (first,) = _instances(c)
+    env = json.loads(c._pool.call(json.dumps({"op": "info", "pad": "x" * (70 << 20)}).encode()))
+    assert env["result"]["name"] == "ctxcompact"
+    assert _instances(c) == [] and c._pool.recycled == 1
+    after = c.compact(msgs, force=True)
+    (fresh,) = _instances(c)
+    assert fresh is not first and fresh.memory_bytes() <= 64 << 20
+    assert (after.messages, after.report, after.archived) == (before.messages, before.report, before.archived)

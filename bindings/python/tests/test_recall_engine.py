@@ -53,6 +53,34 @@ def test_compressor_mode_has_no_tools_and_no_store(compactor, tmp_path: Path):
         e.get_tool_schemas(fmt="openai")  # type: ignore[call-arg]
 
 
+def test_archive_rows_in_batches_are_the_rows_of_one_call(compactor, monkeypatch):
+    """recall.archive runs in batches of ARCHIVE_BATCH archived messages (memory: one
+    call over 1.4M messages grew the instance past 3 GB); the store gets the same
+    range and rows as from one call over all of them."""
+    from ctxcompact import _engine
+
+    got = {}
+    for batch in (10**9, 4):
+        monkeypatch.setattr(_engine, "ARCHIVE_BATCH", batch)
+        with ContextEngine(LOSSLESS, compactor=compactor, session_id="s1") as e:
+            calls = []
+            run = compactor._run
+
+            def counting(op, parts, run=run, calls=calls):
+                if op == b"recall.archive":
+                    calls.append(op)
+                return run(op, parts)
+
+            monkeypatch.setattr(compactor, "_run", counting)
+            e.compress(conversation(30), force=True)
+            monkeypatch.setattr(compactor, "_run", run)
+            assert len(e.last_archived) > 8
+            assert len(calls) == (1 if batch > 100 else -(-len(e.last_archived) // batch))
+            got[batch] = (e.last_range, e.store.messages("s1", "r1"), e.store.expand_rows("s1", "r1"),
+                          e.store.messages("s1", "r1.summary"))
+    assert got[4] == got[10**9]
+
+
 def test_a_given_store_is_not_closed_by_the_engine(compactor):
     store = RecallStore()
     e = ContextEngine(compactor=compactor, store=store)

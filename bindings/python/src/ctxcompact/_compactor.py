@@ -185,6 +185,11 @@ def resolve_refs(messages: List[Message], result: Dict[str, Any]) -> None:
             a["message"] = messages[a["index"]]
 
 
+#: The default ``max_instance_memory``: 64 MiB, as in JS and the Go host. An
+#: instance stays under 20 MiB on conversations of a few MB; past the bound it is
+#: dropped after its call (Go's memory in wasm never shrinks).
+DEFAULT_MAX_INSTANCE_MEMORY = 64 << 20
+
 _CTOR_OPTIONS = ("config", "cache_dir", "max_instances", "max_instance_memory", "wasm")
 def _format_parts(format: Any, system: Any) -> List[Tuple[bytes, bytes]]:
     """The request fields of a call's message format and a format's top-level system."""
@@ -273,7 +278,7 @@ class Compactor:
     instance is held. A call whose instance traps fails with ``CompactError``
     ``internal``; that instance is discarded and the next call gets a fresh one
     (the input that trapped is not retried). An instance whose linear memory grew
-    past ``max_instance_memory`` bytes (default 512 MiB; None: no limit) is dropped
+    past ``max_instance_memory`` bytes (default 64 MiB, as in JS and Go; None: no limit) is dropped
     after its call, so one huge request does not pin its memory for the life of
     the process.
     """
@@ -284,7 +289,7 @@ class Compactor:
         *,
         cache_dir: CacheDir = None,
         max_instances: Optional[int] = None,
-        max_instance_memory: Optional[int] = 512 << 20,
+        max_instance_memory: Optional[int] = DEFAULT_MAX_INSTANCE_MEMORY,
         wasm: Union[None, bytes, str, "os.PathLike[str]"] = None,
         **unknown: NoReturn,
     ) -> None:

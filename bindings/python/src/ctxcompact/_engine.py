@@ -51,6 +51,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["ContextEngine", "CompactionEngine"]
 
+#: Archived messages per recall.archive call of a lossless engine (as in JS and Go).
+ARCHIVE_BATCH = 8192
+
 _CTOR_OPTIONS = ("config", "summarize", "model", "context_length", "provider", "compactor", "state", "timeout",
                  "store", "session_id")
 _COMPRESS_OPTIONS = ("messages", "current_tokens", "focus_topic", "force", "memory_context")
@@ -418,14 +421,26 @@ class ContextEngine:
         core finds the summary message among the new ones without a copy of the rest."""
         index = {id(m): i for i, m in enumerate(messages)}
         refs = [index.get(id(m), m) for m in out]
-        parts = [
-            (b"session", dumps(self.session_id)),
-            (b"range_id", dumps(range_id)),
-            (b"report", dumps(report)),
-            (b"archived", _dumps_utf8(archived, "/archived")),
-            (b"messages", _dumps_utf8(refs, "/messages")),
-        ]
-        rows = cast(ArchiveRows, self._compactor._run(b"recall.archive", parts))
+        head = [(b"session", dumps(self.session_id)), (b"range_id", dumps(range_id)), (b"report", dumps(report))]
+        # In batches of ARCHIVE_BATCH archived messages (a row depends on its message
+        # alone; the last batch gets the output messages, for the summary's row): one
+        # call over 1.4M messages grew the instance past 3 GB.
+        rows: Optional[ArchiveRows] = None
+        for start in range(0, len(archived), ARCHIVE_BATCH):
+            parts = head + [(b"archived", _dumps_utf8(archived[start:start + ARCHIVE_BATCH], "/archived"))]
+            if start + ARCHIVE_BATCH >= len(archived):
+                parts.append((b"messages", _dumps_utf8(refs, "/messages")))
+            part = cast(ArchiveRows, self._compactor._run(b"recall.archive", parts))
+            if rows is None:
+                rows = part
+                continue
+            rng, more = rows["range"], part["range"]
+            rng["from_index"] = min(rng["from_index"], more["from_index"])
+            rng["to_index"] = max(rng["to_index"], more["to_index"])
+            if more["summary"]:
+                rng["summary"] = more["summary"]
+            rows["rows"].extend(part["rows"])
+        assert rows is not None  # compress archives only when something was archived
         return self.store.archive(self.session_id, rows)
 
     # -- provider-native compaction (native.*, issue 16) -------------------------------
