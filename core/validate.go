@@ -78,9 +78,11 @@ func (v *validation) closeGroup() {
 // validateMessages lints msgs for what providers reject: malformed messages, broken
 // or duplicate tool-call ids, tool results that do not answer a call of the
 // assistant message right before them, calls left without a result, and assistant
-// messages with neither content nor tool calls. formatV is the request's "format";
-// absent, the format is detected from the messages that are well formed.
-func validateMessages(msgsV, formatV gjson.Result) (ValidateResult, error) {
+// messages with neither content nor tool calls; then the rules of the provider the
+// request goes to (rules.go). formatV is the request's "format"; absent, the format
+// is detected from the messages that are well formed. providerV is its "provider",
+// which names the rule set of AI SDK messages.
+func validateMessages(msgsV, formatV, providerV gjson.Result) (ValidateResult, error) {
 	if !msgsV.IsArray() {
 		return ValidateResult{}, errorf(CodeInvalidMessages, "/messages", "messages must be an array of chat messages")
 	}
@@ -91,6 +93,10 @@ func validateMessages(msgsV, formatV gjson.Result) (ValidateResult, error) {
 		err  *Error
 	}
 	name, err := readFormatParam(formatV)
+	if err != nil {
+		return ValidateResult{}, err
+	}
+	named, err := readProviderParam(providerV)
 	if err != nil {
 		return ValidateResult{}, err
 	}
@@ -181,6 +187,16 @@ func validateMessages(msgsV, formatV gjson.Result) (ValidateResult, error) {
 		}
 	}
 	v.closeGroup()
+	provider := providerOf(name, named)
+	if named != "" && provider != named {
+		return ValidateResult{}, errorf(CodeInvalidRequest, "/provider", "%s messages go to %s: provider %q names another", name, provider, named)
+	}
+	raws := make([]gjson.Result, len(items))
+	paths := make([]string, len(items))
+	for k := range items {
+		raws[k], paths[k] = items[k].mv, items[k].path
+	}
+	checkProviderRules(v, name, provider, raws, paths)
 	v.res.OK = len(v.res.Problems) == 0
 	return v.res, nil
 }
@@ -203,7 +219,7 @@ func callIDKey(f messageFormat, c *toolCall) string {
 type turnMarker interface{ markTurns(msgs []message) }
 
 func opValidate(req opRequest) ([]byte, error) {
-	res, err := validateMessages(req.Field("messages"), req.Field("format"))
+	res, err := validateMessages(req.Field("messages"), req.Field("format"), req.Field("provider"))
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +257,7 @@ func validateInvalidUTF8(op string, request string) ([]byte, bool) {
 	if op != "validate" || !req.Whole().IsObject() {
 		return nil, false
 	}
-	res, err := validateMessages(req.Field("messages"), req.Field("format"))
+	res, err := validateMessages(req.Field("messages"), req.Field("format"), req.Field("provider"))
 	if err != nil {
 		return errorEnvelope(err), true
 	}

@@ -1,0 +1,401 @@
+package core
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// Provider rules: what a provider refuses in a request that the generic tool-pair
+// checks of validate cannot see: reasoning state (Anthropic thinking blocks,
+// OpenAI reasoning items, Gemini thought signatures) that must come back as it was
+// sent, where it was. The rules are data: one set per provider, each rule with its
+// code, the provider documentation it comes from, and a check over the request's
+// messages as written (docs/RULES.md lists them).
+
+// Problem codes of the provider rules.
+const (
+	ProblemThinkingNotFirst            = "thinking_not_first"
+	ProblemThinkingSignatureMissing    = "thinking_signature_missing"
+	ProblemRedactedThinkingDataMissing = "redacted_thinking_data_missing"
+	ProblemReasoningWithoutFollowing   = "reasoning_without_following_item"
+	ProblemDuplicateItemID             = "duplicate_item_id"
+	ProblemInvalidCompactionItem       = "invalid_compaction_item"
+	ProblemThoughtSignatureInvalid     = "thought_signature_invalid"
+	ProblemThoughtSignatureMissing     = "thought_signature_missing"
+)
+
+// Providers whose rules validate knows.
+const (
+	ProviderAnthropic = "anthropic"
+	ProviderOpenAI    = "openai"
+	ProviderGemini    = "gemini"
+)
+
+// Documentation pages the rules come from.
+const (
+	docAnthropicThinking = "https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#preserving-thinking-blocks"
+	docOpenAIReasoning   = "https://platform.openai.com/docs/guides/reasoning#keeping-reasoning-items-in-context"
+	docOpenAIInput       = "https://platform.openai.com/docs/api-reference/responses/create#responses-create-input"
+	docOpenAICompact     = "https://platform.openai.com/docs/api-reference/responses/compact"
+	docGeminiSignatures  = "https://ai.google.dev/gemini-api/docs/thought-signatures"
+)
+
+// providerRule is one rule of a provider: its problem code, the provider, the
+// formats it reads, the page it comes from, and its check, which reports through
+// the ruleRun.
+type providerRule struct {
+	Code     string
+	Provider string
+	Formats  []Format
+	Doc      string
+	Rule     string
+	check    func(r *ruleRun)
+}
+
+// ruleRun is one request under the rules: its items as written and their paths.
+type ruleRun struct {
+	v     *validation
+	items []gjson.Result
+	paths []string
+	rule  *providerRule
+}
+
+func (r *ruleRun) add(path, msg string) {
+	r.v.add(r.rule.Code, path, msg+" ("+r.rule.Doc+")")
+}
+
+var providerRules = []providerRule{
+	{
+		Code: ProblemThinkingNotFirst, Provider: ProviderAnthropic, Formats: []Format{FormatAnthropic, FormatAISDK}, Doc: docAnthropicThinking,
+		Rule:  "an assistant message of the current turn (after the last user message that is not only tool results) that holds thinking or redacted_thinking blocks starts with them",
+		check: checkThinkingFirst,
+	},
+	{
+		Code: ProblemThinkingSignatureMissing, Provider: ProviderAnthropic, Formats: []Format{FormatAnthropic, FormatAISDK}, Doc: docAnthropicThinking,
+		Rule:  "a thinking block comes back unmodified, with its signature: a block without one was edited or made up; earlier turns' blocks may be dropped, never edited",
+		check: checkThinkingSigned,
+	},
+	{
+		Code: ProblemRedactedThinkingDataMissing, Provider: ProviderAnthropic, Formats: []Format{FormatAnthropic, FormatAISDK}, Doc: docAnthropicThinking,
+		Rule:  "a redacted_thinking block comes back with its encrypted data",
+		check: checkRedactedThinking,
+	},
+	{
+		Code: ProblemReasoningWithoutFollowing, Provider: ProviderOpenAI, Formats: []Format{FormatResponses}, Doc: docOpenAIReasoning,
+		Rule:  "a reasoning item (with encrypted_content or an id) stands directly before the item it preceded (a function call or an assistant message), never last, before another reasoning item, an input message or a call's output",
+		check: checkReasoningFollowed,
+	},
+	{
+		Code: ProblemDuplicateItemID, Provider: ProviderOpenAI, Formats: []Format{FormatResponses}, Doc: docOpenAIInput,
+		Rule:  "an item id is sent once",
+		check: checkItemIDs,
+	},
+	{
+		Code: ProblemInvalidCompactionItem, Provider: ProviderOpenAI, Formats: []Format{FormatResponses}, Doc: docOpenAICompact,
+		Rule:  "a compaction item is opaque and comes back with its encrypted_content",
+		check: checkCompactionItems,
+	},
+	{
+		Code: ProblemThoughtSignatureInvalid, Provider: ProviderGemini, Formats: []Format{FormatGemini}, Doc: docGeminiSignatures,
+		Rule:  "a thoughtSignature is the non-empty string the model returned, on its part",
+		check: checkThoughtSignatureValues,
+	},
+	{
+		Code: ProblemThoughtSignatureMissing, Provider: ProviderGemini, Formats: []Format{FormatGemini}, Doc: docGeminiSignatures,
+		Rule:  "when the request carries thought signatures, the first functionCall part of each model step of the current turn carries its own",
+		check: checkCallSignatures,
+	},
+}
+
+// providerOf is the provider whose rules hold for a request in format f: the
+// format's own (OpenAI chat and Responses: OpenAI; Anthropic messages: Anthropic;
+// Gemini: Gemini), or for the AI SDK the provider the request names.
+func providerOf(f Format, named string) string {
+	switch f {
+	case FormatAnthropic:
+		return ProviderAnthropic
+	case FormatGemini:
+		return ProviderGemini
+	case FormatResponses, FormatOpenAI:
+		return ProviderOpenAI
+	}
+	return named
+}
+
+// readProviderParam reads validate's optional "provider": the rule set for AI SDK
+// messages, which can go to any provider; for another format it must be the
+// format's own provider.
+func readProviderParam(v gjson.Result) (string, error) {
+	if !v.Exists() {
+		return "", nil
+	}
+	if v.Type == gjson.String {
+		switch v.Str {
+		case ProviderAnthropic, ProviderOpenAI, ProviderGemini:
+			return v.Str, nil
+		}
+	}
+	return "", errorf(CodeInvalidRequest, "/provider", `provider must be "anthropic", "openai" or "gemini"`)
+}
+
+// checkProviderRules runs the rules of provider over items, read in format f.
+func checkProviderRules(v *validation, f Format, provider string, items []gjson.Result, paths []string) {
+	for k := range providerRules {
+		rule := &providerRules[k]
+		if rule.Provider != provider || !hasFormat(rule.Formats, f) {
+			continue
+		}
+		rule.check(&ruleRun{v: v, items: items, paths: paths, rule: rule})
+	}
+}
+
+func hasFormat(fs []Format, f Format) bool {
+	for _, g := range fs {
+		if g == f {
+			return true
+		}
+	}
+	return false
+}
+
+// Anthropic (and AI SDK messages sent to Anthropic).
+
+// thinkingKind tells a block or part that holds thinking: "thinking" (signed
+// thinking), "redacted" or "".
+func thinkingKind(b gjson.Result) string {
+	switch b.Get("type").Str {
+	case "thinking", "reasoning":
+		if b.Get("type").Str == "reasoning" && aisdkRedacted(b) {
+			return "redacted"
+		}
+		return "thinking"
+	case "redacted_thinking", "redacted-reasoning":
+		return "redacted"
+	}
+	return ""
+}
+
+// aisdkRedacted: an AI SDK reasoning part that carries Anthropic's redacted data.
+func aisdkRedacted(b gjson.Result) bool {
+	return b.Get("providerOptions.anthropic.redactedData").Exists()
+}
+
+// isToolResultOnly: a user message (Anthropic) or tool message (AI SDK) that only
+// carries tool results continues the assistant turn before it.
+func isToolResultOnly(m gjson.Result) bool {
+	role := m.Get("role").Str
+	if role == "tool" {
+		return true
+	}
+	if role != "user" {
+		return false
+	}
+	c := m.Get("content")
+	if !c.IsArray() || len(c.Array()) == 0 {
+		return false
+	}
+	for _, b := range c.Array() {
+		if t := b.Get("type").Str; t != "tool_result" && t != "tool-result" {
+			return false
+		}
+	}
+	return true
+}
+
+// currentTurn is the index of the first item of the current turn: the one after
+// the last user message that is not only tool results.
+func currentTurn(items []gjson.Result) int {
+	start := 0
+	for k, m := range items {
+		if m.Get("role").Str == "user" && !isToolResultOnly(m) {
+			start = k + 1
+		}
+	}
+	return start
+}
+
+func checkThinkingFirst(r *ruleRun) {
+	for k := currentTurn(r.items); k < len(r.items); k++ {
+		m := r.items[k]
+		if m.Get("role").Str != "assistant" || !m.Get("content").IsArray() {
+			continue
+		}
+		blocks := m.Get("content").Array()
+		has := false
+		for _, b := range blocks {
+			if thinkingKind(b) != "" {
+				has = true
+				break
+			}
+		}
+		if has && thinkingKind(blocks[0]) == "" {
+			r.add(pointer(r.paths[k]+"/content", 0), "an assistant message of the current turn with thinking blocks must start with them; a "+strconv.Quote(blocks[0].Get("type").Str)+" block stands first")
+		}
+	}
+}
+
+func forEachAssistantBlock(r *ruleRun, fn func(path string, b gjson.Result)) {
+	for k, m := range r.items {
+		if m.Get("role").Str != "assistant" || !m.Get("content").IsArray() {
+			continue
+		}
+		for j, b := range m.Get("content").Array() {
+			fn(pointer(r.paths[k]+"/content", j), b)
+		}
+	}
+}
+
+func checkThinkingSigned(r *ruleRun) {
+	forEachAssistantBlock(r, func(path string, b gjson.Result) {
+		if thinkingKind(b) != "thinking" {
+			return
+		}
+		sig := b.Get("signature")
+		if b.Get("type").Str == "reasoning" { // AI SDK: the signature rides in provider options
+			sig = b.Get("providerOptions.anthropic.signature")
+			if !sig.Exists() {
+				sig = b.Get("signature")
+			}
+		}
+		if !nonEmptyString(sig) {
+			r.add(path, "a thinking block needs the signature the model returned with it; without it the block was edited or is not the model's")
+		}
+	})
+}
+
+func checkRedactedThinking(r *ruleRun) {
+	forEachAssistantBlock(r, func(path string, b gjson.Result) {
+		if thinkingKind(b) != "redacted" {
+			return
+		}
+		data := b.Get("data")
+		if b.Get("type").Str == "reasoning" {
+			data = b.Get("providerOptions.anthropic.redactedData")
+		}
+		if !nonEmptyString(data) {
+			r.add(path, "a redacted_thinking block needs its encrypted data, unmodified")
+		}
+	})
+}
+
+// OpenAI Responses.
+
+func checkReasoningFollowed(r *ruleRun) {
+	for k, it := range r.items {
+		if it.Get("type").Str != "reasoning" || !(nonEmptyString(it.Get("encrypted_content")) || nonEmptyString(it.Get("id"))) {
+			continue
+		}
+		what := ""
+		if k+1 == len(r.items) {
+			what = "nothing"
+		} else {
+			next := r.items[k+1]
+			t, role := next.Get("type").Str, next.Get("role").Str
+			switch {
+			case t == "reasoning":
+				what = "another reasoning item"
+			case role != "" && role != "assistant":
+				what = "a " + strconv.Quote(role) + " message"
+			case strings.HasSuffix(t, "_output"):
+				what = "a " + strconv.Quote(t) + " item"
+			case t == "compaction":
+				what = "a compaction item"
+			}
+		}
+		if what != "" {
+			r.add(r.paths[k], "reasoning item "+strconv.Quote(it.Get("id").Str)+" must stand directly before the call or message it preceded; "+what+" follows it")
+		}
+	}
+}
+
+func checkItemIDs(r *ruleRun) {
+	seen := map[string]bool{}
+	for k, it := range r.items {
+		id := it.Get("id")
+		if !nonEmptyString(id) {
+			continue
+		}
+		if seen[id.Str] {
+			r.add(r.paths[k]+"/id", "item id "+strconv.Quote(id.Str)+" is sent more than once")
+		}
+		seen[id.Str] = true
+	}
+}
+
+func checkCompactionItems(r *ruleRun) {
+	for k, it := range r.items {
+		if it.Get("type").Str == "compaction" && !nonEmptyString(it.Get("encrypted_content")) {
+			r.add(r.paths[k], "a compaction item is opaque: it needs the encrypted_content the compact endpoint returned")
+		}
+	}
+}
+
+// Gemini.
+
+func forEachModelPart(r *ruleRun, from int, fn func(k int, path string, parts []gjson.Result)) {
+	for k := from; k < len(r.items); k++ {
+		m := r.items[k]
+		if m.Get("role").Str != "model" || !m.Get("parts").IsArray() {
+			continue
+		}
+		fn(k, r.paths[k]+"/parts", m.Get("parts").Array())
+	}
+}
+
+func checkThoughtSignatureValues(r *ruleRun) {
+	forEachModelPart(r, 0, func(_ int, path string, parts []gjson.Result) {
+		for j, p := range parts {
+			if s := p.Get("thoughtSignature"); s.Exists() && !nonEmptyString(s) {
+				r.add(pointer(path, j)+"/thoughtSignature", "a thoughtSignature must be the non-empty string the model returned")
+			}
+		}
+	})
+}
+
+// geminiCurrentTurn: the first content after the last user content that is not
+// only function responses.
+func geminiCurrentTurn(items []gjson.Result) int {
+	start := 0
+	for k, m := range items {
+		if m.Get("role").Str != "user" {
+			continue
+		}
+		only := m.Get("parts").IsArray() && len(m.Get("parts").Array()) > 0
+		for _, p := range m.Get("parts").Array() {
+			if !p.Get("functionResponse").Exists() {
+				only = false
+			}
+		}
+		if !only {
+			start = k + 1
+		}
+	}
+	return start
+}
+
+func checkCallSignatures(r *ruleRun) {
+	signed := false
+	for _, m := range r.items {
+		for _, p := range m.Get("parts").Array() {
+			if p.Get("thoughtSignature").Exists() {
+				signed = true
+			}
+		}
+	}
+	if !signed {
+		return // no signatures at all: a model that returns none, or all dropped with a model switch
+	}
+	forEachModelPart(r, geminiCurrentTurn(r.items), func(_ int, path string, parts []gjson.Result) {
+		for j, p := range parts {
+			if !p.Get("functionCall").Exists() {
+				continue
+			}
+			if !p.Get("thoughtSignature").Exists() {
+				r.add(pointer(path, j), "the first function call of a model step in the current turn must carry its thought signature")
+			}
+			return // only the first call of a step carries one
+		}
+	})
+}
