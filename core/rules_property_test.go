@@ -1,0 +1,281 @@
+package core
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The property suite of the provider rules: generated sessions in each format
+// holding signed thinking, redacted thinking, encrypted reasoning items, thought
+// signatures, images in user messages and tool results, parallel calls and a
+// model switch mid-session, compacted at 8K-200K windows and compacted again, give
+// requests that break no rule of their provider (validate, rules.go). Seeded: the
+// same sessions every run.
+
+const pngData = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
+
+// ruleSession is a generated session: its messages, format and provider.
+type ruleSession struct {
+	format   Format
+	provider string
+	msgs     []any
+}
+
+// genOutput is a tool output of a size drawn from rng: from a line to ~10K tokens.
+func genOutput(rng *rand.Rand, id string) string {
+	sizes := []int{80, 600, 3000, 12000, 40000}
+	return code(id, sizes[rng.Intn(len(sizes))])
+}
+
+// genAnthropic: turns of [thinking (signed), redacted_thinking?, text?, tool_use
+// x1-3] and their results (text, or text and an image); some turns end with an
+// answer and a new user message (an image in it); at the switch the client drops
+// the earlier model's thinking blocks and the new model signs its own.
+func genAnthropic(rng *rand.Rand, turns int, aisdk bool) []any {
+	msgs := []any{}
+	user := func(k int) any {
+		if aisdk {
+			return map[string]any{"role": "user", "content": []any{
+				map[string]any{"type": "text", "text": fmt.Sprintf("Task %d: port the module.", k)},
+				map[string]any{"type": "image", "image": pngData, "mediaType": "image/png"}}}
+		}
+		return map[string]any{"role": "user", "content": []any{
+			map[string]any{"type": "text", "text": fmt.Sprintf("Task %d: port the module.", k)},
+			map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": pngData}}}}
+	}
+	msgs = append(msgs, user(0))
+	switchAt := turns / 2
+	model := "a"
+	for k := 0; k < turns; k++ {
+		if k == switchAt { // model switch: the old model's thinking blocks go
+			model = "b"
+			for _, m := range msgs {
+				mm := m.(map[string]any)
+				if mm["role"] != "assistant" {
+					continue
+				}
+				var kept []any
+				for _, b := range mm["content"].([]any) {
+					t := b.(map[string]any)["type"]
+					if t != "thinking" && t != "redacted_thinking" && t != "reasoning" {
+						kept = append(kept, b)
+					}
+				}
+				if len(kept) == 0 {
+					kept = []any{map[string]any{"type": "text", "text": "(earlier reasoning)"}}
+				}
+				mm["content"] = kept
+			}
+		}
+		var blocks, results []any
+		sig := fmt.Sprintf("sig-%s-%03d", model, k)
+		if aisdk {
+			blocks = append(blocks, map[string]any{"type": "reasoning", "text": "I should look at the files.",
+				"providerOptions": map[string]any{"anthropic": map[string]any{"signature": sig}}})
+			if rng.Intn(3) == 0 {
+				blocks = append(blocks, map[string]any{"type": "reasoning", "text": "",
+					"providerOptions": map[string]any{"anthropic": map[string]any{"redactedData": "EmwKAhgB" + sig}}})
+			}
+		} else {
+			blocks = append(blocks, map[string]any{"type": "thinking", "thinking": "I should look at the files.", "signature": sig})
+			if rng.Intn(3) == 0 {
+				blocks = append(blocks, map[string]any{"type": "redacted_thinking", "data": "EmwKAhgB" + sig})
+			}
+		}
+		if rng.Intn(2) == 0 {
+			blocks = append(blocks, map[string]any{"type": "text", "text": "Reading them."})
+		}
+		calls := 1 + rng.Intn(3)
+		for c := 0; c < calls; c++ {
+			id := fmt.Sprintf("toolu_%03d_%d", k, c)
+			out := genOutput(rng, id)
+			img := rng.Intn(4) == 0
+			if aisdk {
+				blocks = append(blocks, map[string]any{"type": "tool-call", "toolCallId": id, "toolName": "read_file", "input": map[string]any{"path": id + ".py"}})
+				output := map[string]any{"type": "text", "value": out}
+				if img {
+					output = map[string]any{"type": "content", "value": []any{
+						map[string]any{"type": "text", "text": out},
+						map[string]any{"type": "media", "data": pngData, "mediaType": "image/png"}}}
+				}
+				results = append(results, map[string]any{"type": "tool-result", "toolCallId": id, "toolName": "read_file", "output": output})
+				continue
+			}
+			blocks = append(blocks, map[string]any{"type": "tool_use", "id": id, "name": "read_file", "input": map[string]any{"path": id + ".py"}})
+			var content any = out
+			if img {
+				content = []any{map[string]any{"type": "text", "text": out},
+					map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": pngData}}}
+			}
+			results = append(results, map[string]any{"type": "tool_result", "tool_use_id": id, "content": content})
+		}
+		msgs = append(msgs, map[string]any{"role": "assistant", "content": blocks})
+		if aisdk {
+			msgs = append(msgs, map[string]any{"role": "tool", "content": results})
+		} else {
+			msgs = append(msgs, map[string]any{"role": "user", "content": results})
+		}
+		if k < turns-1 && rng.Intn(3) == 0 { // the turn ends: an answer, a new task
+			msgs = append(msgs, map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": fmt.Sprintf("Done with step %d.", k)}}})
+			msgs = append(msgs, user(k+1))
+		}
+	}
+	return msgs
+}
+
+// genResponses: turns of [reasoning (encrypted, id), function_call x1-3 (ids)],
+// their outputs, and at a turn's end [reasoning, assistant message] and a new
+// user message with an image; a compaction item from an earlier compact call
+// leads the session after the model switch.
+func genResponses(rng *rand.Rand, turns int) []any {
+	user := func(k int) any {
+		return map[string]any{"role": "user", "content": []any{
+			map[string]any{"type": "input_text", "text": fmt.Sprintf("Task %d: port the module.", k)},
+			map[string]any{"type": "input_image", "image_url": "data:image/png;base64," + pngData}}}
+	}
+	msgs := []any{user(0)}
+	model := "a"
+	for k := 0; k < turns; k++ {
+		if k == turns/2 {
+			model = "b"
+		}
+		msgs = append(msgs, map[string]any{"type": "reasoning", "id": fmt.Sprintf("rs_%s_%03d", model, k), "summary": []any{},
+			"encrypted_content": "gAAAAB" + model + fmt.Sprint(k)})
+		calls := 1 + rng.Intn(3)
+		var outs []any
+		for c := 0; c < calls; c++ {
+			id := fmt.Sprintf("call_%03d_%d", k, c)
+			msgs = append(msgs, map[string]any{"type": "function_call", "id": "fc_" + id, "call_id": id, "name": "read_file",
+				"arguments": fmt.Sprintf(`{"path":"%s.py"}`, id)})
+			outs = append(outs, map[string]any{"type": "function_call_output", "call_id": id, "output": genOutput(rng, id)})
+		}
+		msgs = append(msgs, outs...)
+		if k < turns-1 && rng.Intn(3) == 0 {
+			msgs = append(msgs, map[string]any{"type": "reasoning", "id": fmt.Sprintf("rs_%s_%03d_end", model, k), "summary": []any{},
+				"encrypted_content": "gAAAAC" + model + fmt.Sprint(k)},
+				map[string]any{"type": "message", "id": fmt.Sprintf("msg_%03d", k), "role": "assistant",
+					"content": []any{map[string]any{"type": "output_text", "text": fmt.Sprintf("Done with step %d.", k)}}},
+				user(k+1))
+		}
+	}
+	return msgs
+}
+
+// genGemini: model steps of [functionCall (signed), functionCall x0-2 (parallel,
+// unsigned)], their functionResponse parts, answers with a signed text part, and
+// user messages with inline images.
+func genGemini(rng *rand.Rand, turns int) []any {
+	user := func(k int) any {
+		return map[string]any{"role": "user", "parts": []any{
+			map[string]any{"text": fmt.Sprintf("Task %d: port the module.", k)},
+			map[string]any{"inlineData": map[string]any{"mimeType": "image/png", "data": pngData}}}}
+	}
+	msgs := []any{user(0)}
+	model := "a"
+	for k := 0; k < turns; k++ {
+		if k == turns/2 {
+			model = "b"
+		}
+		calls := 1 + rng.Intn(3)
+		var parts, resps []any
+		for c := 0; c < calls; c++ {
+			name := fmt.Sprintf("read_%03d_%d", k, c)
+			p := map[string]any{"functionCall": map[string]any{"name": name, "args": map[string]any{"path": name + ".py"}}}
+			if c == 0 {
+				p["thoughtSignature"] = fmt.Sprintf("Cs0B%s%03d", model, k)
+			}
+			parts = append(parts, p)
+			resps = append(resps, map[string]any{"functionResponse": map[string]any{"name": name, "response": map[string]any{"content": genOutput(rng, name)}}})
+		}
+		msgs = append(msgs, map[string]any{"role": "model", "parts": parts}, map[string]any{"role": "user", "parts": resps})
+		if k < turns-1 && rng.Intn(3) == 0 {
+			msgs = append(msgs, map[string]any{"role": "model", "parts": []any{map[string]any{"text": fmt.Sprintf("Done with step %d.", k),
+				"thoughtSignature": fmt.Sprintf("Ct%s%03d", model, k)}}}, user(k+1))
+		}
+	}
+	return msgs
+}
+
+func genRuleSession(format Format, seed int64) ruleSession {
+	rng := rand.New(rand.NewSource(seed))
+	turns := 8 + rng.Intn(20)
+	switch format {
+	case FormatAnthropic:
+		return ruleSession{format, ProviderAnthropic, genAnthropic(rng, turns, false)}
+	case FormatAISDK:
+		return ruleSession{format, ProviderAnthropic, genAnthropic(rng, turns, true)}
+	case FormatResponses:
+		return ruleSession{format, ProviderOpenAI, genResponses(rng, turns)}
+	}
+	return ruleSession{format, ProviderGemini, genGemini(rng, turns)}
+}
+
+// validateRules runs validate on msgs as s's provider gets them.
+func validateRules(t *testing.T, s ruleSession, msgs any) ValidateResult {
+	t.Helper()
+	v, e := callOp(t, "validate", map[string]any{"messages": msgs, "format": s.format, "provider": s.provider})
+	require.Nil(t, e)
+	var vr ValidateResult
+	require.NoError(t, json.Unmarshal(v, &vr))
+	return vr
+}
+
+func compactRules(t *testing.T, s ruleSession, msgs any, window int) CompactResult {
+	t.Helper()
+	res, e := callOp(t, "compact.begin", map[string]any{"messages": msgs, "format": s.format, "force": true, "summarizer": "builtin",
+		"config": map[string]any{"model": map[string]any{"context_length": window}}})
+	require.Nil(t, e)
+	return decodeResult(t, res)
+}
+
+var ruleWindows = []int{8_000, 16_000, 32_000, 64_000, 128_000, 200_000}
+
+func TestProviderRulesHoldThroughCompaction(t *testing.T) {
+	for _, format := range []Format{FormatAnthropic, FormatAISDK, FormatResponses, FormatGemini} {
+		runs, summarized := 0, 0
+		for seed := int64(1); seed <= 5; seed++ {
+			s := genRuleSession(format, seed)
+			require.Empty(t, validateRules(t, s, s.msgs).Problems, "%s seed %d: the generated session itself breaks a rule", format, seed)
+			for _, window := range ruleWindows {
+				t.Run(fmt.Sprintf("%s/seed%d/%dk", format, seed, window/1000), func(t *testing.T) {
+					raw := make([]json.RawMessage, len(s.msgs))
+					for i, m := range s.msgs {
+						b, err := marshal(m)
+						require.NoError(t, err)
+						raw[i] = b
+					}
+					r := compactRules(t, s, s.msgs, window)
+					require.True(t, r.Done)
+					checkAccounted(t, format, raw, r)
+					runs++
+					if r.Report.Summarized != nil {
+						summarized++
+					}
+					vr := validateRules(t, s, r.Messages)
+					require.True(t, vr.OK, "compacted at %d: %+v", window, vr.Problems)
+					for _, op := range []string{"prune", "sanitize"} { // the other ops that rewrite messages
+						res, e := callOp(t, op, map[string]any{"messages": s.msgs, "format": s.format,
+							"config": map[string]any{"model": map[string]any{"context_length": window}}})
+						require.Nil(t, e, op)
+						var out struct {
+							Messages []json.RawMessage `json:"messages"`
+						}
+						require.NoError(t, json.Unmarshal(res, &out))
+						vr := validateRules(t, s, out.Messages)
+						require.True(t, vr.OK, "%s at %d: %+v", op, window, vr.Problems)
+					}
+					again := compactRules(t, s, r.Messages, window)
+					vr = validateRules(t, s, again.Messages)
+					require.True(t, vr.OK, "re-compacted at %d: %+v", window, vr.Problems)
+				})
+			}
+		}
+		// the property is about compacted requests: most runs must have compacted
+		require.Greater(t, summarized, runs/2, "%s: %d of %d runs summarized", format, summarized, runs)
+		t.Logf("%s: %d of %d runs summarized", format, summarized, runs)
+	}
+}
