@@ -25,9 +25,8 @@ type ruleSession struct {
 	msgs     []any
 }
 
-// genOutput is a tool output of a size drawn from rng: from a line to ~10K tokens.
-func genOutput(rng *rand.Rand, id string) string {
-	sizes := []int{80, 600, 3000, 12000, 40000}
+// genOutput is a tool output of one of sizes (characters), drawn from rng.
+func genOutput(rng *rand.Rand, id string, sizes []int) string {
 	return code(id, sizes[rng.Intn(len(sizes))])
 }
 
@@ -35,7 +34,7 @@ func genOutput(rng *rand.Rand, id string) string {
 // x1-3] and their results (text, or text and an image); some turns end with an
 // answer and a new user message (an image in it); at the switch the client drops
 // the earlier model's thinking blocks and the new model signs its own.
-func genAnthropic(rng *rand.Rand, turns int, aisdk bool) []any {
+func genAnthropic(rng *rand.Rand, turns int, sizes []int, aisdk bool) []any {
 	msgs := []any{}
 	user := func(k int) any {
 		if aisdk {
@@ -92,7 +91,7 @@ func genAnthropic(rng *rand.Rand, turns int, aisdk bool) []any {
 		calls := 1 + rng.Intn(3)
 		for c := 0; c < calls; c++ {
 			id := fmt.Sprintf("toolu_%03d_%d", k, c)
-			out := genOutput(rng, id)
+			out := genOutput(rng, id, sizes)
 			img := rng.Intn(4) == 0
 			if aisdk {
 				blocks = append(blocks, map[string]any{"type": "tool-call", "toolCallId": id, "toolName": "read_file", "input": map[string]any{"path": id + ".py"}})
@@ -131,7 +130,7 @@ func genAnthropic(rng *rand.Rand, turns int, aisdk bool) []any {
 // their outputs, and at a turn's end [reasoning, assistant message] and a new
 // user message with an image; a compaction item from an earlier compact call
 // leads the session after the model switch.
-func genResponses(rng *rand.Rand, turns int) []any {
+func genResponses(rng *rand.Rand, turns int, sizes []int) []any {
 	user := func(k int) any {
 		return map[string]any{"role": "user", "content": []any{
 			map[string]any{"type": "input_text", "text": fmt.Sprintf("Task %d: port the module.", k)},
@@ -151,7 +150,7 @@ func genResponses(rng *rand.Rand, turns int) []any {
 			id := fmt.Sprintf("call_%03d_%d", k, c)
 			msgs = append(msgs, map[string]any{"type": "function_call", "id": "fc_" + id, "call_id": id, "name": "read_file",
 				"arguments": fmt.Sprintf(`{"path":"%s.py"}`, id)})
-			outs = append(outs, map[string]any{"type": "function_call_output", "call_id": id, "output": genOutput(rng, id)})
+			outs = append(outs, map[string]any{"type": "function_call_output", "call_id": id, "output": genOutput(rng, id, sizes)})
 		}
 		msgs = append(msgs, outs...)
 		if k < turns-1 && rng.Intn(3) == 0 {
@@ -168,7 +167,7 @@ func genResponses(rng *rand.Rand, turns int) []any {
 // genGemini: model steps of [functionCall (signed), functionCall x0-2 (parallel,
 // unsigned)], their functionResponse parts, answers with a signed text part, and
 // user messages with inline images.
-func genGemini(rng *rand.Rand, turns int) []any {
+func genGemini(rng *rand.Rand, turns int, sizes []int) []any {
 	user := func(k int) any {
 		return map[string]any{"role": "user", "parts": []any{
 			map[string]any{"text": fmt.Sprintf("Task %d: port the module.", k)},
@@ -189,7 +188,7 @@ func genGemini(rng *rand.Rand, turns int) []any {
 				p["thoughtSignature"] = fmt.Sprintf("Cs0B%s%03d", model, k)
 			}
 			parts = append(parts, p)
-			resps = append(resps, map[string]any{"functionResponse": map[string]any{"name": name, "response": map[string]any{"content": genOutput(rng, name)}}})
+			resps = append(resps, map[string]any{"functionResponse": map[string]any{"name": name, "response": map[string]any{"content": genOutput(rng, name, sizes)}}})
 		}
 		msgs = append(msgs, map[string]any{"role": "model", "parts": parts}, map[string]any{"role": "user", "parts": resps})
 		if k < turns-1 && rng.Intn(3) == 0 {
@@ -200,18 +199,28 @@ func genGemini(rng *rand.Rand, turns int) []any {
 	return msgs
 }
 
-func genRuleSession(format Format, seed int64) ruleSession {
+// Sizes of the tool outputs: from a line to ~10K tokens; small for the vectors.
+var (
+	ruleSizes      = []int{80, 600, 3000, 12000, 40000}
+	ruleSizesSmall = []int{80, 400, 2400}
+)
+
+// genRuleSession is the session of format for seed: 8-27 turns, or 4-6 when small.
+func genRuleSession(format Format, seed int64, small bool) ruleSession {
 	rng := rand.New(rand.NewSource(seed))
-	turns := 8 + rng.Intn(20)
+	turns, sizes := 8+rng.Intn(20), ruleSizes
+	if small {
+		turns, sizes = 4+rng.Intn(3), ruleSizesSmall
+	}
 	switch format {
 	case FormatAnthropic:
-		return ruleSession{format, ProviderAnthropic, genAnthropic(rng, turns, false)}
+		return ruleSession{format, ProviderAnthropic, genAnthropic(rng, turns, sizes, false)}
 	case FormatAISDK:
-		return ruleSession{format, ProviderAnthropic, genAnthropic(rng, turns, true)}
+		return ruleSession{format, ProviderAnthropic, genAnthropic(rng, turns, sizes, true)}
 	case FormatResponses:
-		return ruleSession{format, ProviderOpenAI, genResponses(rng, turns)}
+		return ruleSession{format, ProviderOpenAI, genResponses(rng, turns, sizes)}
 	}
-	return ruleSession{format, ProviderGemini, genGemini(rng, turns)}
+	return ruleSession{format, ProviderGemini, genGemini(rng, turns, sizes)}
 }
 
 // validateRules runs validate on msgs as s's provider gets them.
@@ -238,7 +247,7 @@ func TestProviderRulesHoldThroughCompaction(t *testing.T) {
 	for _, format := range []Format{FormatAnthropic, FormatAISDK, FormatResponses, FormatGemini} {
 		runs, summarized := 0, 0
 		for seed := int64(1); seed <= 5; seed++ {
-			s := genRuleSession(format, seed)
+			s := genRuleSession(format, seed, false)
 			require.Empty(t, validateRules(t, s, s.msgs).Problems, "%s seed %d: the generated session itself breaks a rule", format, seed)
 			for _, window := range ruleWindows {
 				t.Run(fmt.Sprintf("%s/seed%d/%dk", format, seed, window/1000), func(t *testing.T) {
@@ -277,5 +286,37 @@ func TestProviderRulesHoldThroughCompaction(t *testing.T) {
 		// the property is about compacted requests: most runs must have compacted
 		require.Greater(t, summarized, runs/2, "%s: %d of %d runs summarized", format, summarized, runs)
 		t.Logf("%s: %d of %d runs summarized", format, summarized, runs)
+	}
+}
+
+// ruleVectorSuites is the fixed sample of the property suite that every runtime
+// runs: one small session per format, compacted at 8K and 32K (compact.begin), and
+// validate of each compacted request under its provider's rules (ok).
+func ruleVectorSuites(t *testing.T) map[string]genSuite {
+	begin := genSuite{Op: "compact.begin", Comment: "Generated by core/rules_property_test.go (go test ./core -run TestRuleVectorsUpToDate -update): a fixed sample of the provider-rules property suite (docs/RULES.md): one small seeded session per format with signed and redacted thinking, encrypted reasoning items, thought signatures, images in user messages and tool results, parallel calls and a model switch, compacted at 8K and 32K windows. validate.rules-compacted.json holds that each result breaks no rule of its provider."}
+	valid := genSuite{Op: "validate", Comment: "Generated by core/rules_property_test.go (go test ./core -run TestRuleVectorsUpToDate -update): the compacted requests of compact.begin.rules.json validated under their provider's rules (docs/RULES.md): no problem."}
+	for _, format := range []Format{FormatAnthropic, FormatAISDK, FormatResponses, FormatGemini} {
+		s := genRuleSession(format, 7, true)
+		for _, window := range []int{8_000, 32_000} {
+			name := fmt.Sprintf("%s-%dk", format, window/1000)
+			req := map[string]any{"messages": s.msgs, "format": s.format, "force": true, "summarizer": "builtin",
+				"config": map[string]any{"model": map[string]any{"context_length": window}}}
+			begin.Cases = append(begin.Cases, genCaseOut{name, req, want(t, "compact.begin", req)})
+			r := compactRules(t, s, s.msgs, window)
+			require.NotNil(t, r.Report.Summarized, name)
+			vreq := map[string]any{"messages": r.Messages, "format": s.format, "provider": s.provider}
+			w := want(t, "validate", vreq)
+			require.JSONEq(t, `{"ok":true,"problems":[]}`, string(w["result"].(json.RawMessage)), name)
+			valid.Cases = append(valid.Cases, genCaseOut{name, vreq, w})
+		}
+	}
+	return map[string]genSuite{"compact.begin.rules": begin, "validate.rules-compacted": valid}
+}
+
+// TestRuleVectorsUpToDate fails when the rules' sample vectors differ from what the
+// core answers, or with -update rewrites them.
+func TestRuleVectorsUpToDate(t *testing.T) {
+	for name, suite := range ruleVectorSuites(t) {
+		checkGeneratedFile(t, name, suite, "TestRuleVectorsUpToDate")
 	}
 }
