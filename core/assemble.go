@@ -157,6 +157,9 @@ func assemble(f messageFormat, msgs []message, p plan, summary, closing string) 
 	if mt, ok := f.(mergeTargets); ok && (role == prev || role == next) && !mt.takesMergedSummary(&msgs[tail[0].src]) {
 		prev, next, role = "", "", "user" // the summary stands alone (see takesMergedSummary)
 	}
+	if kt, ok := f.(turnKeeper); ok && len(tail) > 0 && p.headEnd > 0 && role != next && kt.summaryEndsTurn(msgs, p.headEnd-1, tail[0].src) {
+		role = next // merged into the tail's first message: the turn goes on (see summaryEndsTurn)
+	}
 	if role == prev || role == next {
 		a.summaryRole, a.mergedInto = "merged", tail[0].src
 		a.archived = append(a.archived, archivedMsg{index: tail[0].src, reason: ArchivedMerged, raw: msgs[tail[0].src].raw})
@@ -172,6 +175,14 @@ func assemble(f messageFormat, msgs []message, p plan, summary, closing string) 
 // mergeTargets is implemented by a format with messages a summary must not be
 // merged into (Anthropic's signed thinking turns).
 type mergeTargets interface{ takesMergedSummary(m *message) bool }
+
+// turnKeeper is implemented by a format in which a summary message of its own
+// between the head's last message (at last) and the tail's first (at first) can
+// end a turn the provider needs whole (AI SDK messages sent to Anthropic with
+// thinking on); the summary is then merged into the tail's first message.
+type turnKeeper interface {
+	summaryEndsTurn(msgs []message, last, first int) bool
+}
 
 // consecutiveRoles is implemented by a format whose API takes two items of one role
 // in a row (Responses): the summary is then always its own item, never merged.

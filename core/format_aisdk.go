@@ -531,6 +531,39 @@ func (f aisdkFormat) stubResults(ids []string, _ *outMsg) (added []string, into 
 func (aisdkFormat) summaryMessage(role, text string) string    { return roleTextMessage(role, text) }
 func (aisdkFormat) mergeSummary(raw, text, role string) string { return mergeSummary(raw, text, role) }
 
+// summaryEndsTurn reports whether a user summary message between msgs[last] and
+// msgs[first] would end a turn Anthropic needs whole: the cut is inside a tool
+// loop (a tool message before, an assistant message after), the session holds
+// reasoning parts Anthropic signed (thinking is on), and the assistant message does
+// not start with one. Anthropic's turn then starts at that assistant message,
+// which must start with its thinking block, or the request is refused
+// (docs/RULES.md, turn_starts_without_thinking); merged into it, the summary
+// leaves the turn, and its first thinking block, as they were.
+func (aisdkFormat) summaryEndsTurn(msgs []message, last, first int) bool {
+	if msgs[last].role != "tool" || msgs[first].role != "assistant" {
+		return false
+	}
+	if startsWithReasoning(gjson.Parse(msgs[first].contentRaw)) {
+		return false
+	}
+	for k := range msgs {
+		if msgs[k].role != "assistant" || !strings.Contains(msgs[k].contentRaw, `"reasoning"`) {
+			continue
+		}
+		for _, part := range gjson.Parse(msgs[k].contentRaw).Array() {
+			if part.Get("type").Str == "reasoning" && part.Get("providerOptions.anthropic").Exists() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// startsWithReasoning: a content list whose first part is a reasoning part.
+func startsWithReasoning(c gjson.Result) bool {
+	return c.IsArray() && c.Get("0.type").Str == "reasoning"
+}
+
 // withSystemNote: the note goes at the end of the system message's string content.
 func (aisdkFormat) withSystemNote(m *message) (string, bool)   { return withSystemNote(m) }
 func (aisdkFormat) systemWithNote(gjson.Result) (string, bool) { return "", false }

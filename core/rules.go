@@ -17,6 +17,7 @@ import (
 // Problem codes of the provider rules.
 const (
 	ProblemThinkingNotFirst            = "thinking_not_first"
+	ProblemTurnWithoutThinking         = "turn_starts_without_thinking"
 	ProblemThinkingSignatureMissing    = "thinking_signature_missing"
 	ProblemRedactedThinkingDataMissing = "redacted_thinking_data_missing"
 	ProblemReasoningWithoutFollowing   = "reasoning_without_following_item"
@@ -71,6 +72,11 @@ var providerRules = []providerRule{
 		Code: ProblemThinkingNotFirst, Provider: ProviderAnthropic, Formats: []Format{FormatAnthropic, FormatAISDK}, Doc: docAnthropicThinking,
 		Rule:  "an assistant message of the current turn (after the last user message that is not only tool results) that holds thinking or redacted_thinking blocks starts with them",
 		check: checkThinkingFirst,
+	},
+	{
+		Code: ProblemTurnWithoutThinking, Provider: ProviderAnthropic, Formats: []Format{FormatAnthropic, FormatAISDK}, Doc: docAnthropicThinking,
+		Rule:  "when the request holds thinking blocks (thinking is on), the first assistant message of a current turn that tool results continue starts with its thinking: a turn cut after its first message, or its thinking dropped, is refused",
+		check: checkTurnStartsWithThinking,
 	},
 	{
 		Code: ProblemThinkingSignatureMissing, Provider: ProviderAnthropic, Formats: []Format{FormatAnthropic, FormatAISDK}, Doc: docAnthropicThinking,
@@ -233,6 +239,36 @@ func checkThinkingFirst(r *ruleRun) {
 		if has && thinkingKind(blocks[0]) == "" {
 			r.add(pointer(r.paths[k]+"/content", 0), "an assistant message of the current turn with thinking blocks must start with them; a "+strconv.Quote(blocks[0].Get("type").Str)+" block stands first")
 		}
+	}
+}
+
+func checkTurnStartsWithThinking(r *ruleRun) {
+	thinking := false
+	forEachAssistantBlock(r, func(_ string, b gjson.Result) {
+		if thinkingKind(b) != "" {
+			thinking = true
+		}
+	})
+	if !thinking {
+		return // thinking is off, or every block was dropped (a model switch)
+	}
+	start := currentTurn(r.items)
+	for k := start; k < len(r.items); k++ {
+		m := r.items[k]
+		if m.Get("role").Str != "assistant" {
+			continue
+		}
+		// the turn's first assistant message, when tool results continue it
+		if k+1 < len(r.items) && isToolResultOnly(r.items[k+1]) {
+			has := false // one with thinking not first is thinking_not_first's
+			for _, b := range m.Get("content").Array() {
+				has = has || thinkingKind(b) != ""
+			}
+			if !has {
+				r.add(pointer(r.paths[k]+"/content", 0), "the request holds thinking blocks, so thinking is on: the first assistant message of the current turn, which tool results continue, must start with its thinking block")
+			}
+		}
+		return
 	}
 }
 

@@ -30,10 +30,12 @@ func genOutput(rng *rand.Rand, id string, sizes []int) string {
 	return code(id, sizes[rng.Intn(len(sizes))])
 }
 
-// genAnthropic: turns of [thinking (signed), redacted_thinking?, text?, tool_use
-// x1-3] and their results (text, or text and an image); some turns end with an
-// answer and a new user message (an image in it); at the switch the client drops
-// the earlier model's thinking blocks and the new model signs its own.
+// genAnthropic: steps of [thinking (signed), redacted_thinking?, text?, tool_use
+// x1-3] and their results (text, or text and an image); a turn's first step always
+// thinks, a later one only half the time (interleaved thinking or not); some steps
+// end the turn with an answer and a new user message (an image in it); at the
+// model switch, between turns, the client drops the earlier model's thinking
+// blocks and the new model signs its own.
 func genAnthropic(rng *rand.Rand, turns int, sizes []int, aisdk bool) []any {
 	msgs := []any{}
 	user := func(k int) any {
@@ -49,8 +51,9 @@ func genAnthropic(rng *rand.Rand, turns int, sizes []int, aisdk bool) []any {
 	msgs = append(msgs, user(0))
 	switchAt := turns / 2
 	model := "a"
+	turnStart := true
 	for k := 0; k < turns; k++ {
-		if k == switchAt { // model switch: the old model's thinking blocks go
+		if turnStart && k >= switchAt && model == "a" { // model switch, between turns: the old model's thinking blocks go
 			model = "b"
 			for _, m := range msgs {
 				mm := m.(map[string]any)
@@ -72,14 +75,19 @@ func genAnthropic(rng *rand.Rand, turns int, sizes []int, aisdk bool) []any {
 		}
 		var blocks, results []any
 		sig := fmt.Sprintf("sig-%s-%03d", model, k)
-		if aisdk {
+		// thinking opens each turn; later steps of the turn think again only with
+		// interleaved thinking
+		thinks := turnStart || rng.Intn(2) == 0
+		switch {
+		case !thinks:
+		case aisdk:
 			blocks = append(blocks, map[string]any{"type": "reasoning", "text": "I should look at the files.",
 				"providerOptions": map[string]any{"anthropic": map[string]any{"signature": sig}}})
 			if rng.Intn(3) == 0 {
 				blocks = append(blocks, map[string]any{"type": "reasoning", "text": "",
 					"providerOptions": map[string]any{"anthropic": map[string]any{"redactedData": "EmwKAhgB" + sig}}})
 			}
-		} else {
+		default:
 			blocks = append(blocks, map[string]any{"type": "thinking", "thinking": "I should look at the files.", "signature": sig})
 			if rng.Intn(3) == 0 {
 				blocks = append(blocks, map[string]any{"type": "redacted_thinking", "data": "EmwKAhgB" + sig})
@@ -121,6 +129,9 @@ func genAnthropic(rng *rand.Rand, turns int, sizes []int, aisdk bool) []any {
 		if k < turns-1 && rng.Intn(3) == 0 { // the turn ends: an answer, a new task
 			msgs = append(msgs, map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": fmt.Sprintf("Done with step %d.", k)}}})
 			msgs = append(msgs, user(k+1))
+			turnStart = true
+		} else {
+			turnStart = false
 		}
 	}
 	return msgs
@@ -128,8 +139,8 @@ func genAnthropic(rng *rand.Rand, turns int, sizes []int, aisdk bool) []any {
 
 // genResponses: turns of [reasoning (encrypted, id), function_call x1-3 (ids)],
 // their outputs, and at a turn's end [reasoning, assistant message] and a new
-// user message with an image; a compaction item from an earlier compact call
-// leads the session after the model switch.
+// user message with an image; in half the sessions a compaction item of an
+// earlier compact call leads; the model switches halfway (new reasoning ids).
 func genResponses(rng *rand.Rand, turns int, sizes []int) []any {
 	user := func(k int) any {
 		return map[string]any{"role": "user", "content": []any{
@@ -137,6 +148,9 @@ func genResponses(rng *rand.Rand, turns int, sizes []int) []any {
 			map[string]any{"type": "input_image", "image_url": "data:image/png;base64," + pngData}}}
 	}
 	msgs := []any{user(0)}
+	if rng.Intn(2) == 0 { // the session was compacted by the compact endpoint before
+		msgs = []any{map[string]any{"type": "compaction", "id": "cmp_0", "encrypted_content": "gAAAAD" + pngData}, user(0)}
+	}
 	model := "a"
 	for k := 0; k < turns; k++ {
 		if k == turns/2 {
@@ -243,11 +257,16 @@ func compactRules(t *testing.T, s ruleSession, msgs any, window int) CompactResu
 
 var ruleWindows = []int{8_000, 16_000, 32_000, 64_000, 128_000, 200_000}
 
+// ruleSeeds: long sessions (8-27 turns, outputs to ~10K tokens) below 100, short
+// ones (4-6 turns, small outputs) from 100; 104 and 114 are AI SDK sessions whose
+// cut falls inside a tool loop after a step without thinking.
+var ruleSeeds = []int64{1, 2, 3, 4, 5, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114}
+
 func TestProviderRulesHoldThroughCompaction(t *testing.T) {
 	for _, format := range []Format{FormatAnthropic, FormatAISDK, FormatResponses, FormatGemini} {
 		runs, summarized := 0, 0
-		for seed := int64(1); seed <= 5; seed++ {
-			s := genRuleSession(format, seed, false)
+		for _, seed := range ruleSeeds {
+			s := genRuleSession(format, seed, seed >= 100)
 			require.Empty(t, validateRules(t, s, s.msgs).Problems, "%s seed %d: the generated session itself breaks a rule", format, seed)
 			for _, window := range ruleWindows {
 				t.Run(fmt.Sprintf("%s/seed%d/%dk", format, seed, window/1000), func(t *testing.T) {
@@ -296,7 +315,11 @@ func ruleVectorSuites(t *testing.T) map[string]genSuite {
 	begin := genSuite{Op: "compact.begin", Comment: "Generated by core/rules_property_test.go (go test ./core -run TestRuleVectorsUpToDate -update): a fixed sample of the provider-rules property suite (docs/RULES.md): one small seeded session per format with signed and redacted thinking, encrypted reasoning items, thought signatures, images in user messages and tool results, parallel calls and a model switch, compacted at 8K and 32K windows. validate.rules-compacted.json holds that each result breaks no rule of its provider."}
 	valid := genSuite{Op: "validate", Comment: "Generated by core/rules_property_test.go (go test ./core -run TestRuleVectorsUpToDate -update): the compacted requests of compact.begin.rules.json validated under their provider's rules (docs/RULES.md): no problem."}
 	for _, format := range []Format{FormatAnthropic, FormatAISDK, FormatResponses, FormatGemini} {
-		s := genRuleSession(format, 7, true)
+		seed := int64(7)
+		if format == FormatAISDK {
+			seed = 104 // the cut falls inside a tool loop: the summary is merged (summaryEndsTurn)
+		}
+		s := genRuleSession(format, seed, true)
 		for _, window := range []int{8_000, 32_000} {
 			name := fmt.Sprintf("%s-%dk", format, window/1000)
 			req := map[string]any{"messages": s.msgs, "format": s.format, "force": true, "summarizer": "builtin",
@@ -319,4 +342,41 @@ func TestRuleVectorsUpToDate(t *testing.T) {
 	for name, suite := range ruleVectorSuites(t) {
 		checkGeneratedFile(t, name, suite, "TestRuleVectorsUpToDate")
 	}
+}
+
+// An AI SDK session sent to Anthropic with thinking on, cut inside its tool loop
+// after a step without thinking: the summary is merged into the tail's first
+// assistant message, so Anthropic's turn still starts with the head's signed
+// thinking; as a user message of its own it would start a turn without one
+// (turn_starts_without_thinking), and the session would be refused.
+func TestAISDKSummaryKeepsAnthropicThinkingTurn(t *testing.T) {
+	call := func(id string) any {
+		return map[string]any{"type": "tool-call", "toolCallId": id, "toolName": "read_file", "input": map[string]any{"path": id}}
+	}
+	result := func(id string) any {
+		return map[string]any{"role": "tool", "content": []any{map[string]any{"type": "tool-result", "toolCallId": id, "toolName": "read_file",
+			"output": map[string]any{"type": "text", "value": code(id, 6000)}}}}
+	}
+	msgs := []any{map[string]any{"role": "user", "content": "Port the billing service."},
+		map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "reasoning", "text": "Read the files.",
+			"providerOptions": map[string]any{"anthropic": map[string]any{"signature": "sig-0"}}}, call("c0")}},
+		result("c0")}
+	for i := 1; i < 10; i++ { // non-interleaved: later steps do not think
+		id := fmt.Sprintf("c%d", i)
+		msgs = append(msgs, map[string]any{"role": "assistant", "content": []any{call(id)}}, result(id))
+	}
+	s := ruleSession{FormatAISDK, ProviderAnthropic, msgs}
+	require.True(t, validateRules(t, s, msgs).OK)
+	r := compactRules(t, s, msgs, 8_000)
+	require.NotNil(t, r.Report.Summarized)
+	require.Equal(t, "merged", r.Report.SummaryRole)
+	vr := validateRules(t, s, r.Messages)
+	require.True(t, vr.OK, "%+v", vr.Problems)
+	head, err := marshal(msgs[1])
+	require.NoError(t, err)
+	require.JSONEq(t, string(head), string(r.Messages[1]), "the head's thinking step comes back as it was")
+	// without thinking in the session the summary keeps its own user message
+	plain := append([]any{msgs[0], map[string]any{"role": "assistant", "content": []any{call("c0")}}}, msgs[2:]...)
+	r = compactRules(t, ruleSession{FormatAISDK, ProviderAnthropic, plain}, plain, 8_000)
+	require.Equal(t, "user", r.Report.SummaryRole)
 }
