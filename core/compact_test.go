@@ -58,7 +58,8 @@ func roleOf(t *testing.T, raw json.RawMessage) string {
 
 // checkCompaction asserts the invariants every compaction must keep (issue #2 §4).
 // checkAccounted asserts what every compaction keeps, in any format (format ""
-// detects it): providers accept the result (validate is clean on it), every archived
+// detects it): providers accept the result (validate is clean on it, the provider
+// rules of docs/RULES.md included; AI SDK messages under Anthropic's), every archived
 // message is its input message, and every input message not archived is returned
 // unchanged. It returns the archived entries by input index.
 func checkAccounted(t *testing.T, format Format, input []json.RawMessage, r CompactResult) map[int]ArchivedMessage {
@@ -72,6 +73,13 @@ func checkAccounted(t *testing.T, format Format, input []json.RawMessage, r Comp
 	var vr ValidateResult
 	require.NoError(t, json.Unmarshal(v, &vr))
 	require.True(t, vr.OK, "validate found problems in the output: %+v", vr.Problems)
+	if format == FormatAISDK { // AI SDK messages hold to the rules of the provider they go to: Anthropic's are the ones that read them
+		req["provider"] = ProviderAnthropic
+		v, e = callOp(t, "validate", req)
+		require.Nil(t, e)
+		require.NoError(t, json.Unmarshal(v, &vr))
+		require.True(t, vr.OK, "validate found problems in the output under Anthropic's rules: %+v", vr.Problems)
+	}
 
 	archived := map[int]ArchivedMessage{}
 	for _, a := range r.Archived {
