@@ -95,7 +95,7 @@ func (e *Engine) TokensCount(ctx context.Context, messages json.RawMessage, opts
 // Validate lists the problems of messages without changing them.
 func (e *Engine) Validate(ctx context.Context, messages json.RawMessage, opts ValidateOptions) (core.ValidateResult, error) {
 	var r core.ValidateResult
-	err := e.run(ctx, newRequest("validate").raw("messages", messages).str("format", string(opts.Format)), &r)
+	err := e.run(ctx, newRequest("validate").raw("messages", messages).str("format", string(opts.Format)).str("provider", opts.Provider), &r)
 	return r, err
 }
 
@@ -103,6 +103,10 @@ func (e *Engine) Validate(ctx context.Context, messages json.RawMessage, opts Va
 type ValidateOptions struct {
 	// Format is the messages' shape; "" detects it.
 	Format Format
+	// Provider names the provider whose rules AI SDK messages are checked against
+	// ("anthropic", "openai", "gemini"; docs/RULES.md); "" for none. Other formats
+	// go to their own provider, which Provider may only repeat.
+	Provider string
 }
 
 // CalibrateOptions are the optional parameters of TokensCalibrate.

@@ -117,6 +117,13 @@ func TestTypedMethods(t *testing.T) {
 	if !errors.Is(err, &core.Error{Code: core.CodeInvalidConfig}) {
 		t.Errorf("ThresholdResolve with context_length 0: %v, want invalid_config", err)
 	}
+	unsigned := json.RawMessage(`[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"reasoning","text":"plan"},{"type":"text","text":"done"}]}]`)
+	if va, err := e.Validate(ctx, unsigned, ValidateOptions{Format: FormatAISDK, Provider: "anthropic"}); err != nil || len(va.Problems) != 1 || va.Problems[0].Code != core.ProblemThinkingSignatureMissing {
+		t.Errorf("Validate of an unsigned reasoning part for Anthropic: %+v, %v", va, err)
+	}
+	if _, err := e.Validate(ctx, unsigned, ValidateOptions{Format: FormatAISDK, Provider: "mistral"}); !errors.Is(err, &core.Error{Code: core.CodeInvalidRequest}) {
+		t.Errorf("Validate with an unknown provider: %v, want invalid_request", err)
+	}
 	if _, err := e.Validate(ctx, json.RawMessage(`[{"role":`), ValidateOptions{}); !errors.Is(err, &core.Error{Code: core.CodeInvalidJSON}) {
 		t.Errorf("Validate of invalid JSON: %v, want invalid_json", err)
 	}

@@ -937,6 +937,12 @@ export interface SanitizeOptions {
   format?: Format;
 }
 
+/** Options of validate(). */
+export interface ValidateOptions extends SanitizeOptions {
+  /** The provider whose rules AI SDK messages are checked against (docs/RULES.md); other formats go to their own. */
+  provider?: "anthropic" | "openai" | "gemini";
+}
+
 /** The engine state: a JSON object to persist between runs (its keys are the core's). */
 export interface EngineState {
   v: number;
@@ -1207,7 +1213,7 @@ export declare class Compactor {
   countTokens(messages: Item[], options?: CountTokensOptions): TokenCountResult;
   prune<M extends Item>(messages: M[], options?: PruneOptions): PruneResult<M>;
   sanitize<M extends Item>(messages: M[], options?: SanitizeOptions): SanitizeResult<M>;
-  validate(messages: Item[], options?: SanitizeOptions): ValidateResult;
+  validate(messages: Item[], options?: ValidateOptions): ValidateResult;
   compact<M extends Item>(messages: M[], options?: CompactOptions): Promise<CompactResult<M>>;
   /** Places Anthropic cache_control breakpoints (system_and_3); the input is not mutated. */
   cacheApply<M extends Item>(messages: M[], params?: CacheApplyParams): CacheApplyResult<M>;

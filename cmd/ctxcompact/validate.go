@@ -11,7 +11,7 @@ import (
 
 func init() {
 	commands["validate"] = command{
-		summary: "list what a provider would reject in a conversation file: validate FILE [--format NAME] [--json]",
+		summary: "list what a provider would reject in a conversation file: validate FILE [--format NAME] [--provider NAME] [--json]",
 		run:     runValidate,
 	}
 }
@@ -28,10 +28,11 @@ func (n errProblems) Error() string {
 // or the validate op's result with --json, and fails when there is any.
 func runValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := commandFlags("validate", stderr,
-		"usage: ctxcompact validate FILE [--format NAME] [--json]",
+		"usage: ctxcompact validate FILE [--format NAME] [--provider NAME] [--json]",
 		"FILE holds {\"messages\": [...]}, {\"input\": [...]}, {\"contents\": [...]} or a bare array; - reads stdin.",
 		"Prints each problem as PATH: CODE: message and exits 1 when there is any.")
 	format := formatFlag(fs)
+	provider := fs.String("provider", "", "the provider whose rules AI SDK messages are checked against: anthropic, openai or gemini (other formats: their own; docs/RULES.md)")
 	asJSON := fs.Bool("json", false, "print the validate op's result as JSON")
 	file, err := fileArg(fs, args)
 	if err != nil {
@@ -44,6 +45,9 @@ func runValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	params := []byte(`{"messages":` + conv.messages)
 	if conv.format != "" {
 		params = appendJSONString(append(params, `,"format":`...), conv.format)
+	}
+	if *provider != "" {
+		params = appendJSONString(append(params, `,"provider":`...), *provider)
 	}
 	res, err := opResult(nativeCaller, "validate", append(params, '}'))
 	if err != nil {

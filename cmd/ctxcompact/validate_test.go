@@ -56,3 +56,25 @@ func TestFormatFlagAndKeys(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, `"system":[{"type":"text","text":"Be brief.","cache_control"`)
 }
+
+// TestValidateProviderRules: the provider rules through the CLI: the issue-27
+// session with the summary merged before the signed thinking of the turn its
+// tool_result continues is reported; AI SDK messages take --provider.
+func TestValidateProviderRules(t *testing.T) {
+	merged := `{"messages":[{"role":"user","content":"Port it."},` +
+		`{"role":"assistant","content":[{"type":"text","text":"[CONTEXT COMPACTION] summary"},{"type":"thinking","thinking":"read a","signature":"sig"},{"type":"tool_use","id":"t1","name":"read","input":{}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}]}`
+	code, out, errOut := cliRun(t, merged, "validate", "-", "--format", "anthropic")
+	require.Equal(t, 1, code, errOut)
+	require.True(t, strings.HasPrefix(out, "/messages/1/content/0: thinking_not_first: "), out)
+
+	unsigned := `[{"role":"user","content":"Port it."},{"role":"assistant","content":[{"type":"reasoning","text":"read a"},{"type":"text","text":"done"}]}]`
+	code, _, errOut = cliRun(t, unsigned, "validate", "-", "--format", "ai-sdk")
+	require.Equal(t, 0, code, "without a provider AI SDK messages meet no provider rule: %s", errOut)
+	code, out, _ = cliRun(t, unsigned, "validate", "-", "--format", "ai-sdk", "--provider", "anthropic")
+	require.Equal(t, 1, code)
+	require.True(t, strings.HasPrefix(out, "/messages/1/content/0: thinking_signature_missing: "), out)
+	code, _, errOut = cliRun(t, unsigned, "validate", "-", "--format", "ai-sdk", "--provider", "mistral")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "[invalid_request]")
+}

@@ -513,12 +513,24 @@ class Compactor:
         return cast(SanitizeResult, r)
 
     def validate(
-        self, messages: Sequence[Message], *, format: Optional[Format] = None, **unknown: NoReturn
+        self,
+        messages: Sequence[Message],
+        *,
+        format: Optional[Format] = None,
+        provider: Optional[str] = None,
+        **unknown: NoReturn,
     ) -> ValidateResult:
-        """validate: problems with a message list (never raises for bad messages)."""
-        reject_unknown("validate", unknown, ("messages", "format"))
+        """validate: problems with a message list (never raises for bad messages).
+        ``provider`` ("anthropic", "openai", "gemini") names the provider whose rules
+        AI SDK messages are checked against (docs/RULES.md); other formats go to their
+        own."""
+        reject_unknown("validate", unknown, ("messages", "format", "provider"))
+        parts = _format_parts(format, None)
+        prov = check_opt_str("provider", provider)
+        if prov is not None:
+            parts.append((b"provider", dumps(prov)))
         _, mj = _messages_json(messages)
-        return cast(ValidateResult, self._run(b"validate", _format_parts(format, None) + [(b"messages", mj)]))
+        return cast(ValidateResult, self._run(b"validate", parts + [(b"messages", mj)]))
 
     # -- prompt caching and calibration (params as in docs/OPS.md) -----------------------
 
