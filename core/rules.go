@@ -172,8 +172,10 @@ func hasFormat(fs []Format, f Format) bool {
 // thinking), "redacted" or "".
 func thinkingKind(b gjson.Result) string {
 	switch b.Get("type").Str {
-	case "thinking", "reasoning":
-		if b.Get("type").Str == "reasoning" && aisdkRedacted(b) {
+	case "thinking":
+		return "thinking"
+	case "reasoning": // AI SDK: signed, or Anthropic's redacted data in provider options
+		if aisdkRedacted(b) {
 			return "redacted"
 		}
 		return "thinking"
