@@ -22,7 +22,7 @@ import time
 from collections import Counter
 from typing import Any, Callable, Dict, List, Optional
 
-from ctxcompact import Compactor
+from ctxcompact import Compactor, Config
 
 WORDS = (
     "the build failed at src/app/main.go:42 with ValueError in parse_config; retry with --verbose, "
@@ -158,7 +158,7 @@ def main() -> int:
     with Compactor() as c:
         for i in range(a.n):
             conv = conversation(rng)
-            config = {"model": {"context_length": rng.choice([2_000, 8_000, 16_000, 32_000, 128_000])}}
+            config: Config = {"model": {"context_length": rng.choice([2_000, 8_000, 16_000, 32_000, 128_000])}}
             # One of the six summarizers, then the built-in summary (the Go battery's native run).
             for who in (rng.choice(list(SUMMARIZERS)), "builtin"):
                 summarize: Optional[Callable[[Any], str]] = SUMMARIZERS.get(who)
