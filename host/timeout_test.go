@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -79,7 +80,11 @@ func TestSummarizerClientTimeout(t *testing.T) {
 	requireOps(t, "compact.begin", "compact.finish")
 	e := sharedEngine(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		<-r.Context().Done() // answers only when the client gives up
+		// Answers only when the client gives up. The body is read first: net/http
+		// notices a closed connection (and cancels r.Context()) only once the body is
+		// read to its end, else srv.Close waits for this handler forever.
+		_, _ = io.Copy(io.Discard, r.Body)
+		<-r.Context().Done()
 	}))
 	defer srv.Close()
 	summarize, err := OpenAISummarizer(OpenAISummarizerOptions{BaseURL: srv.URL, Model: "m",
