@@ -101,6 +101,30 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// childEngine opens the store at path and a lossless ContextEngine on it with opts
+// (their Store set): the start of every re-executed child of these tests. done
+// closes the store; a non-zero code means it failed, and said why on stderr.
+func childEngine(ctx context.Context, path string, opts host.ContextEngineOptions) (ce *host.ContextEngine, done func(), code int) {
+	st, err := recall.Open(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return nil, nil, 2
+	}
+	e, err := host.New(ctx)
+	if err != nil {
+		st.Close()
+		fmt.Fprintln(os.Stderr, err)
+		return nil, nil, 2
+	}
+	opts.Store = st
+	if ce, err = host.NewContextEngine(ctx, e, json.RawMessage(losslessConfig), opts); err != nil {
+		st.Close()
+		fmt.Fprintln(os.Stderr, err)
+		return nil, nil, 2
+	}
+	return ce, func() { st.Close() }, 0
+}
+
 // child runs the tool calls of spec ({"store", "session", "calls": [{name, args}]})
 // and prints their answers, a JSON array.
 func child(spec string) int {
@@ -116,22 +140,11 @@ func child(spec string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	st, err := recall.Open(s.Store)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
+	ce, done, code := childEngine(ctx, s.Store, host.ContextEngineOptions{SessionID: s.Session})
+	if code != 0 {
+		return code
 	}
-	defer st.Close()
-	e, err := host.New(ctx)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	ce, err := host.NewContextEngine(ctx, e, json.RawMessage(losslessConfig), host.ContextEngineOptions{Store: st, SessionID: s.Session})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
+	defer done()
 	var answers []string
 	for _, c := range s.Calls {
 		a, err := ce.HandleToolCall(ctx, c.Name, c.Args)

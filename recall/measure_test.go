@@ -42,26 +42,15 @@ func looper(spec string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	st, err := recall.Open(s.Store)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	defer st.Close()
-	e, err := host.New(ctx)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
 	slow := func(ctx context.Context, req core.SummaryRequest) (string, error) {
 		time.Sleep(20 * time.Millisecond)
 		return "Summary by " + s.Who + ".", nil
 	}
-	ce, err := host.NewContextEngine(ctx, e, json.RawMessage(losslessConfig), host.ContextEngineOptions{Store: st, SessionID: "shared", Summarize: slow})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
+	ce, done, code := childEngine(ctx, s.Store, host.ContextEngineOptions{SessionID: "shared", Summarize: slow})
+	if code != 0 {
+		return code
 	}
+	defer done()
 	for i := range measureRounds {
 		_, err := ce.Compress(ctx, raceConversation(fmt.Sprintf("%s-%d", s.Who, i), 12), host.CompressOptions{Force: true})
 		var cerr *core.Error

@@ -135,23 +135,11 @@ func racer(spec string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	st, err := recall.Open(s.Store)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
+	ce, done, code := childEngine(ctx, s.Store, host.ContextEngineOptions{SessionID: "shared", Summarize: barrier(s.Dir, s.Who, s.N)})
+	if code != 0 {
+		return code
 	}
-	defer st.Close()
-	e, err := host.New(ctx)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	ce, err := host.NewContextEngine(ctx, e, json.RawMessage(losslessConfig),
-		host.ContextEngineOptions{Store: st, SessionID: "shared", Summarize: barrier(s.Dir, s.Who, s.N)})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
+	defer done()
 	msgs, err := os.ReadFile(s.Messages)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -181,7 +169,8 @@ const spec = JSON.parse(process.argv[1]);
 const store = await RecallStore.open(spec.store, { driver: "wasm" });
 const summarize = async () => {
   writeFileSync(spec.dir + "/ready-" + spec.who, "");
-  while (readdirSync(spec.dir).filter((f) => f.startsWith("ready-")).length < spec.n) await new Promise((r) => setTimeout(r, 5));
+  const until = Date.now() + 120000; // a racer that died never arrives: give up, do not hang
+  while (readdirSync(spec.dir).filter((f) => f.startsWith("ready-")).length < spec.n && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
   return "Summary by " + spec.who + ".";
 };
 const engine = await ContextEngine.create({ config: { context: { engine: "lossless" }, model: { context_length: 32000 } }, store, sessionId: "shared", summarize });
@@ -201,7 +190,8 @@ from ctxcompact.recall import RecallStore
 spec = json.loads(sys.argv[1])
 def summarize(req):
     open(os.path.join(spec["dir"], "ready-" + spec["who"]), "w").close()
-    while len([f for f in os.listdir(spec["dir"]) if f.startswith("ready-")]) < spec["n"]:
+    until = time.monotonic() + 120  # a racer that died never arrives: give up, do not hang
+    while len([f for f in os.listdir(spec["dir"]) if f.startswith("ready-")]) < spec["n"] and time.monotonic() < until:
         time.sleep(0.005)
     return "Summary by " + spec["who"] + "."
 with RecallStore(spec["store"]) as store:
