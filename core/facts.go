@@ -46,13 +46,10 @@ type factStat struct {
 	used, args bool
 	count      int // messages it appears in
 	last       int // the newest message it appears in
-	first      int // scan order of its first sighting, for a stable order
 }
 
 // factsBudgetChars is the facts index's budget in characters.
-func factsBudgetChars(thr ThresholdResult) int {
-	return min(tokensOf(thr.ContextLength, factsWindowFraction), factsTokensCap) * roughCharsPerToken
-}
+func factsBudgetChars(thr ThresholdResult) int { return factsBudgetTokens(thr) * roughCharsPerToken }
 
 // factsBudgetTokens is the index's budget in tokens, as planning counts it.
 func factsBudgetTokens(thr ThresholdResult) int {
@@ -129,14 +126,15 @@ func isFact(f string) bool {
 	return compound && letters || letters && digits || digits && !letters
 }
 
-// factsOf collects the facts of msgs[from:to] (every message for which skip is
-// false), newest message first, within factsScanBytes of text.
-func factsOf(msgs []message, from, to int, skip func(i int) bool) (map[string]*factStat, []string) {
+// factsOf collects the facts of the messages for which candidate is true, in the
+// order first seen from the newest message back (so the newest first), within
+// factsScanBytes of text.
+func factsOf(msgs []message, candidate func(i int) bool) (map[string]*factStat, []string) {
 	stats := map[string]*factStat{}
 	var order []string
 	scanned := 0
-	for i := to - 1; i >= from && scanned < factsScanBytes; i-- {
-		if skip != nil && skip(i) {
+	for i := len(msgs) - 1; i >= 0 && scanned < factsScanBytes; i-- {
+		if !candidate(i) {
 			continue
 		}
 		m := &msgs[i]
@@ -145,7 +143,7 @@ func factsOf(msgs []message, from, to int, skip func(i int) bool) (map[string]*f
 		note := func(f string, args bool) {
 			st := stats[f]
 			if st == nil {
-				st = &factStat{last: i, first: len(order)}
+				st = &factStat{last: i}
 				stats[f] = st
 				order = append(order, f)
 			}
@@ -157,8 +155,8 @@ func factsOf(msgs []message, from, to int, skip func(i int) bool) (map[string]*f
 			st.args = st.args || args
 		}
 		text := m.text()
-		if m.isSummary() {
-			text = stripClosing(text)
+		if m.isSummary() { // what it summarized, and its own text (not the range's boilerplate)
+			text = summaryBody(text) + "\n" + ownText(m, true)
 		}
 		scanned += len(text)
 		scanFacts(text, func(f string) { note(f, false) })
@@ -197,24 +195,19 @@ func scanArgFacts(c toolCall, yield func(fact string)) {
 	walk(args)
 }
 
-// stripClosing returns a summary message's text without the lossless engine's
-// closing note: the note names the range, not facts of the conversation.
-func stripClosing(text string) string {
-	if k := strings.Index(text, "\n\nArchived as r"); k >= 0 {
-		return text[:k]
-	}
-	return text
-}
-
-// keptFacts returns the set of facts msgs holds where kept(i) is true.
-func keptFacts(msgs []message, kept func(i int) bool) map[string]bool {
+// keptFacts returns the set of facts the compaction keeps in front of the agent:
+// those of every message it neither summarizes nor prunes, and the calls of the
+// pruned ones (pruning replaces a message's output, not its calls).
+func keptFacts(msgs []message, summarized, pruned func(i int) bool) map[string]bool {
 	held := map[string]bool{}
 	for i := range msgs {
-		if !kept(i) {
+		if summarized(i) {
 			continue
 		}
 		m := &msgs[i]
-		scanFacts(m.text(), func(f string) { held[f] = true })
+		if !pruned(i) {
+			scanFacts(m.text(), func(f string) { held[f] = true })
+		}
 		for k := range m.calls {
 			scanArgFacts(m.calls[k], func(f string) { held[f] = true })
 		}
@@ -247,34 +240,22 @@ func factsLines(msgs []message, p plan, summary string, budget int) []string {
 	// The active request is quoted in its own section (and archived whole).
 	summarized := func(i int) bool { return i >= p.headEnd && i < p.tailStart && i != p.activeRequest }
 	// Candidates: the summarized messages and the outputs pruned.
-	stats, order := factsOf(msgs, 0, len(msgs), func(i int) bool { return !summarized(i) && !pruned(i) })
+	stats, order := factsOf(msgs, func(i int) bool { return summarized(i) || pruned(i) })
 	if len(stats) == 0 {
 		return nil
 	}
-	held := keptFacts(msgs, func(i int) bool { return !summarized(i) && !pruned(i) })
-	for i := range msgs { // a pruned message's calls stay (only its output goes)
-		if pruned(i) {
-			for k := range msgs[i].calls {
-				scanArgFacts(msgs[i].calls[k], func(f string) { held[f] = true })
-			}
-		}
-	}
+	held := keptFacts(msgs, summarized, pruned)
 	var cands []string
 	for _, f := range order {
 		if !held[f] && !strings.Contains(summary, f) {
 			cands = append(cands, f)
 		}
 	}
-	sort.SliceStable(cands, func(a, b int) bool {
-		sa, sb := stats[cands[a]], stats[cands[b]]
-		if x, y := factScore(sa), factScore(sb); x != y {
-			return x > y
-		}
-		return sa.last > sb.last // order is newest first already; last breaks ties within it
-	})
+	// Best first; a stable sort keeps the newest first among equals.
+	sort.SliceStable(cands, func(a, b int) bool { return factScore(stats[cands[a]]) > factScore(stats[cands[b]]) })
 	// Choose within the budget, leaving out a fact a chosen one spells out (a
 	// dotted name's prefix, a path's tail).
-	bySource := map[int][]string{}
+	bySource, labels := map[int][]string{}, map[int]string{}
 	var chosen []string
 	used := len(AnchorsTitle) + 1
 	for _, f := range cands {
@@ -284,7 +265,10 @@ func factsLines(msgs []message, p plan, summary string, budget int) []string {
 		src := stats[f].last
 		cost := len(f) + 2
 		if len(bySource[src]) == 0 {
-			cost += len(factsLinePrefix) + len(strconv.Itoa(src)) + len(sourceLabel(msgs, p, src)) + 2
+			if _, ok := labels[src]; !ok {
+				labels[src] = factsLinePrefix + strconv.Itoa(src) + sourceLabel(msgs, p, src)
+			}
+			cost += len(labels[src]) + 2
 		}
 		if used+cost > budget {
 			if used+len(f)+2 > budget {
@@ -303,7 +287,7 @@ func factsLines(msgs []message, p plan, summary string, budget int) []string {
 	sort.Sort(sort.Reverse(sort.IntSlice(srcs)))
 	lines := make([]string, 0, len(srcs))
 	for _, s := range srcs {
-		lines = append(lines, factsLinePrefix+strconv.Itoa(s)+sourceLabel(msgs, p, s)+": "+strings.Join(bySource[s], ", "))
+		lines = append(lines, labels[s]+": "+strings.Join(bySource[s], ", "))
 	}
 	return lines
 }

@@ -207,3 +207,31 @@ func indexFacts(lines []string) []string {
 // summaryFrameTokens bounds the summary message's own text around its sections
 // (the prefix naming the compacted range, the tags, the anchors title).
 const summaryFrameTokens = 120
+
+// An earlier summary's names are candidates again; the lossless closing's names
+// (context_expand) are not; the text of the message it was merged into stays in
+// front of the agent (as a request of the anchors) and is not listed twice.
+func TestFactsOfAnEarlierMergedSummary(t *testing.T) {
+	earlier := withClosing(summaryText("## Goal\nPort billing_service_v2.", IndexRange{From: 3, To: 9}), "Archived as r1 (messages 3-8): call context_expand with {\"id\": \"r1\"}.") +
+		SummaryDelimiter + "Also look at merged_user_name please."
+	msgs := []any{sys("s"), user("Fix the failing test."), say("I will search first."), user(earlier)}
+	for i := 0; i < 8; i++ {
+		msgs = append(msgs, toolTurn(fmt.Sprintf("c%d", i), "bash", args("command", fmt.Sprintf("ls dir_%d", i)), code(fmt.Sprintf("m%d", i), 3000))...)
+	}
+	msgs = append(msgs, user("go on"))
+	req := map[string]any{"messages": msgs, "config": window(16_000), "force": true, "archive_id": "r2"}
+	res, e := callOp(t, "compact.begin", req)
+	require.Nil(t, e)
+	begin := decodeResult(t, res)
+	req["state"], req["summary"] = begin.State, "The agent listed directories."
+	res, e = callOp(t, "compact.finish", req)
+	require.Nil(t, e)
+	r := decodeResult(t, res)
+	require.NotNil(t, r.Report.Summarized)
+	require.Equal(t, 3, r.Report.Summarized.From, "the earlier summary is summarized again")
+	facts := indexFacts(indexLinesOf(t, r.Messages))
+	require.Contains(t, facts, "billing_service_v2", "the earlier summary's names")
+	require.NotContains(t, facts, "context_expand", "not the closing's tool names")
+	require.NotContains(t, facts, "merged_user_name", "the anchors hold it")
+	require.Equal(t, 1, strings.Count(allText(t, r.Messages), "merged_user_name"))
+}

@@ -62,22 +62,28 @@ func previousSummary(msgs []message, from, to int) (string, int) {
 		if !msgs[i].isSummary() {
 			continue
 		}
-		text := strings.TrimLeft(msgs[i].text(), " \n")
-		text = strings.TrimPrefix(text, SummaryPrefix)
-		for _, d := range []string{SummaryDelimiter, assistantDelimiter} {
-			if cut := strings.Index(text, d); cut >= 0 {
-				text = text[:cut]
-			}
-		}
-		if cut := strings.Index(text, summaryOpenTag); cut >= 0 {
-			text = text[cut+len(summaryOpenTag):]
-			if end := strings.LastIndex(text, summaryCloseTag); end >= 0 {
-				text = text[:end]
-			}
-		}
-		return strings.TrimSpace(text), i
+		return summaryBody(msgs[i].text()), i
 	}
 	return "", -1
+}
+
+// summaryBody is the summary a summary message's text carries: without the prefix
+// naming the compacted range, the tags, a lossless engine's closing lines after them,
+// and the message's own text when the summary was merged into one.
+func summaryBody(text string) string {
+	text = strings.TrimPrefix(strings.TrimLeft(text, " \n"), SummaryPrefix)
+	for _, d := range []string{SummaryDelimiter, assistantDelimiter} {
+		if cut := strings.Index(text, d); cut >= 0 {
+			text = text[:cut]
+		}
+	}
+	if cut := strings.Index(text, summaryOpenTag); cut >= 0 {
+		text = text[cut+len(summaryOpenTag):]
+		if end := strings.LastIndex(text, summaryCloseTag); end >= 0 {
+			text = text[:end]
+		}
+	}
+	return strings.TrimSpace(text)
 }
 
 // summaryAsk is the summary request compact.begin answers with, its user prompt

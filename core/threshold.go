@@ -146,7 +146,7 @@ func (cc CompressionConfig) smallWindowTail(cl int) bool {
 func (cc CompressionConfig) factsIndex() bool { return cc.TailMode != TailModeLegacy }
 
 // tailCount is the protect_last_n a compaction uses: the configured one, or below a
-// 200K window with the tail keys unset (legacy tail mode), the small-window rule's.
+// 200K window with the tail keys unset (tiered tail mode), the small-window rule's.
 func tailCount(cc CompressionConfig, thr ThresholdResult) int {
 	if !cc.smallWindowTail(thr.ContextLength) {
 		return cc.ProtectLastN

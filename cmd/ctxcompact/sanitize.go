@@ -7,7 +7,7 @@ import (
 
 func init() {
 	commands["sanitize"] = command{
-		summary: "repair a conversation file's tool-call/result pairs: sanitize FILE [--format NAME] [--wasm]",
+		summary: "repair a conversation file's tool-call/result pairs: sanitize FILE [--format NAME] [--wasm [--no-cache]]",
 		run:     runSanitize,
 	}
 }
