@@ -59,6 +59,11 @@ type Report struct {
 	// Repaired are the input indices of Anthropic messages whose tool_result blocks
 	// were fixed: orphan blocks taken out, stub blocks added.
 	Repaired []int `json:"repaired"`
+	// Calibration is the factor the token counts were scaled by, and
+	// CalibrationSource where it came from: "config", "prior:<family>" (the model
+	// family's prior, docs/TOKENS.md) or "none".
+	Calibration       float64 `json:"calibration"`
+	CalibrationSource string  `json:"calibration_source"`
 }
 
 // ArchivedMessage is an input message not returned unchanged (docs/DESIGN.md §8.7).
@@ -331,7 +336,7 @@ func (r *compactRequest) unchanged(reason Reason) *compactOutcome {
 		Reason: reason, TokensBefore: before, TokensAfter: before, ThresholdTokens: r.thr.ThresholdTokens,
 		Fits: before < r.thr.ThresholdTokens, MessagesBefore: len(r.msgs), MessagesAfter: len(r.msgs),
 		HeadEnd: len(r.msgs), TailStart: len(r.msgs), Pruned: []int{}, OrphansRemoved: []int{}, StubsAdded: []string{}, Repaired: []int{},
-		AnchorsAdded: []Anchor{},
+		AnchorsAdded: []Anchor{}, Calibration: r.tc.scale, CalibrationSource: r.tc.source,
 	}
 	o := &compactOutcome{out: out, report: rep}
 	if r.system.Exists() {
@@ -430,7 +435,7 @@ func (r *compactRequest) newReport(p plan) *Report {
 		Compacted: true, Reason: ReasonCompacted, TokensBefore: r.tokensBefore(), ThresholdTokens: r.thr.ThresholdTokens,
 		MessagesBefore: len(r.msgs), HeadEnd: p.headEnd, TailStart: p.tailStart, Pruned: []int{},
 		ActiveRequestInSummary: p.activeRequest >= 0, OrphansRemoved: []int{}, StubsAdded: []string{}, Repaired: []int{},
-		AnchorsAdded: []Anchor{},
+		AnchorsAdded: []Anchor{}, Calibration: r.tc.scale, CalibrationSource: r.tc.source,
 	}
 }
 

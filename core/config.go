@@ -88,7 +88,9 @@ type ModelConfig struct {
 
 // TokensConfig chooses the token counter: an encoding and a calibration factor.
 type TokensConfig struct {
-	Encoding    string  `json:"encoding"`
+	Encoding string `json:"encoding"`
+	// Calibration scales every estimate; 0 (not given) means the model family's
+	// prior (docs/TOKENS.md, Priors), else 1.
 	Calibration float64 `json:"calibration"`
 }
 
@@ -117,7 +119,7 @@ func DefaultConfig() Config {
 		},
 		PromptCaching: CachingConfig{CacheTTL: "5m"},
 		Model:         ModelConfig{ContextLength: DefaultContextLength},
-		Tokens:        TokensConfig{Encoding: EncodingRough, Calibration: 1},
+		Tokens:        TokensConfig{Encoding: EncodingRough},
 		Context:       ContextConfig{Engine: ContextEngineCompressor},
 	}
 }

@@ -710,7 +710,7 @@ func opCacheSimulate(req opRequest) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	tc, err := newCounter(cfg.Tokens.Encoding, cfg.Tokens.Calibration, "/config/tokens/encoding")
+	tc, err := newModelCounter(cfg.Tokens.Encoding, cfg.Model.Name, cfg.Tokens.Calibration, "/config/tokens/encoding")
 	if err != nil {
 		return nil, err
 	}

@@ -49,13 +49,16 @@ type tokenCounter struct {
 	// exact is the tiktoken encoding, nil for rough.
 	exact *exactEncoding
 	scale float64
+	// source says where scale came from: CalibrationFromConfig, "prior:<family>"
+	// (token_priors.go) or CalibrationNone.
+	source string
 	// images is the image rule of parts whose format does not name their provider
 	// (the AI SDK's): from config.model.provider (imageRuleForProvider).
 	images imageRule
 }
 
 // roughCounter is the default counter: ceil(chars/4), CJK-dense characters one each.
-var roughCounter = tokenCounter{name: EncodingRough, text: roughJSONString, scale: 1}
+var roughCounter = tokenCounter{name: EncodingRough, text: roughJSONString, scale: 1, source: CalibrationNone}
 
 // message estimates the tokens of one message, calibrated: for rough, its text,
 // tool-call envelopes (name and arguments), images by their provider's rule
@@ -469,13 +472,14 @@ func EstimateMessage(raw []byte) int { return roughCounter.message(gjson.ParseBy
 
 // newCounter returns the counter for an encoding name ("" means rough; "auto" without
 // a model means rough) scaled by a calibration factor (0 means 1). path locates the
-// encoding in the request for errors. See newModelCounter for "auto".
+// encoding in the request for errors. See newModelCounter for "auto" and priors.
 func newCounter(encoding string, calibration float64, path string) (tokenCounter, error) {
 	return newModelCounter(encoding, "", calibration, path)
 }
 
-// newModelCounter is newCounter where "auto" resolves from the model name with
-// EncodingForModel.
+// newModelCounter is newCounter for a model: "auto" resolves from the model name with
+// EncodingForModel, and a calibration of 0 (none given) takes the model family's
+// prior (token_priors.go) when it has one.
 func newModelCounter(encoding, model string, calibration float64, path string) (tokenCounter, error) {
 	c := roughCounter
 	if encoding == EncodingAuto {
@@ -490,8 +494,11 @@ func newModelCounter(encoding, model string, calibration float64, path string) (
 	default:
 		return c, errorf(CodeInvalidConfig, path, "unknown encoding %q; allowed: %v and %q", encoding, Encodings(), EncodingAuto)
 	}
+	c.scale, c.source = 1, CalibrationNone
 	if calibration > 0 {
-		c.scale = calibration
+		c.scale, c.source = calibration, CalibrationFromConfig
+	} else if p, ok := priorFor(model, c.name); ok {
+		c.scale, c.source = p.factor, CalibrationFromPrior+":"+p.family
 	}
 	return c, nil
 }

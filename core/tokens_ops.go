@@ -17,7 +17,8 @@ type CountTokensOptions struct {
 	Encoding string
 	// Model is the model name "auto" resolves from.
 	Model string
-	// Calibration scales every message count (0 means 1); see Calibrate.
+	// Calibration scales every message count; 0 means Model's family prior, if it
+	// has one (docs/TOKENS.md, Priors), else 1. See Calibrate.
 	Calibration float64
 }
 
@@ -27,6 +28,9 @@ type CountTokensResult struct {
 	Encoding string `json:"encoding"`
 	// Calibration is the factor applied to each message count (1 for none).
 	Calibration float64 `json:"calibration"`
+	// CalibrationSource says where it came from: "config" (given), "prior:<family>"
+	// (the model family's prior) or "none".
+	CalibrationSource string `json:"calibration_source"`
 	// Total is the sum of PerMessage plus the reply priming the request adds once
 	// (3 tokens for the exact encodings, 0 for rough).
 	Total int `json:"total"`
@@ -54,10 +58,7 @@ func CountTokens(messages []byte, opts CountTokensOptions) (CountTokensResult, e
 }
 
 func countTokens(c tokenCounter, msgs []gjson.Result) CountTokensResult {
-	r := CountTokensResult{Encoding: c.name, Calibration: 1, PerMessage: make([]int, len(msgs))}
-	if c.scale > 0 {
-		r.Calibration = c.scale
-	}
+	r := CountTokensResult{Encoding: c.name, Calibration: c.scale, CalibrationSource: c.source, PerMessage: make([]int, len(msgs))}
 	for i, m := range msgs {
 		n, hit := c.messageRaw(m)
 		if hit {
@@ -175,10 +176,7 @@ func countItems(f messageFormat, req params, c tokenCounter, known *jsonraw.Arra
 	if err != nil {
 		return tokensCountResult{}, err
 	}
-	r := tokensCountResult{CountTokensResult: CountTokensResult{Encoding: c.name, Calibration: 1, PerMessage: make([]int, len(msgs))}}
-	if c.scale > 0 {
-		r.Calibration = c.scale
-	}
+	r := tokensCountResult{CountTokensResult: CountTokensResult{Encoding: c.name, Calibration: c.scale, CalibrationSource: c.source, PerMessage: make([]int, len(msgs))}}
 	for i := range msgs {
 		r.PerMessage[i] = msgs[i].tokens
 		r.Total += msgs[i].tokens

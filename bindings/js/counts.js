@@ -83,7 +83,7 @@ function walk(v, s, i) {
 }
 
 export class CountCache {
-  /** key -> {meta: {encoding, calibration, priming} | null, counts: WeakMap<object, {snap, n}>} */
+  /** key -> {meta: {encoding, calibration, calibration_source, priming} | null, counts: WeakMap<object, {snap, n}>} */
   #slots = new Map();
 
   #slot(key) {
@@ -101,7 +101,7 @@ export class CountCache {
    * op on a JSON array of messages and returns its result (or throws).
    * @param {string} key
    * @param {unknown[]} messages
-   * @param {(body: string) => {encoding: string, calibration: number, total: number, per_message: number[]}} send
+   * @param {(body: string) => {encoding: string, calibration: number, calibration_source: string, total: number, per_message: number[]}} send
    */
   count(key, messages, send) {
     const slot = this.#slot(key);
@@ -145,7 +145,7 @@ export class CountCache {
         else slot.counts.delete(m);
       }
     }
-    if (missing.length > 0) slot.meta = { encoding: res.encoding, calibration: res.calibration, priming: res.total - sum };
+    if (missing.length > 0) slot.meta = { encoding: res.encoding, calibration: res.calibration, calibration_source: res.calibration_source, priming: res.total - sum };
     return slot.meta === null ? res : result(slot.meta, per);
   }
 }
@@ -153,7 +153,7 @@ export class CountCache {
 function result(meta, per) {
   let total = per.length > 0 ? meta.priming : 0;
   for (let i = 0; i < per.length; i++) total += per[i];
-  return { encoding: meta.encoding, calibration: meta.calibration, total, per_message: per };
+  return { encoding: meta.encoding, calibration: meta.calibration, calibration_source: meta.calibration_source, total, per_message: per };
 }
 
 /** JSON of a message list, as every op sends it (its errors and paths). */

@@ -352,8 +352,10 @@ export interface HygieneResult {
 
 export interface TokenCountResult {
   encoding: string;
-  /** The calibration factor applied (config.tokens.calibration). */
+  /** The calibration factor applied: config.tokens.calibration, else the model family's prior (docs/TOKENS.md), else 1. */
   calibration: number;
+  /** Where the factor came from: "config", "prior:<family>" (e.g. "prior:claude") or "none". */
+  calibration_source: string;
   total: number;
   per_message: number[];
 }
@@ -472,6 +474,10 @@ export interface CompactReport {
   stubs_added: string[];
   /** Input indices of Anthropic messages whose tool_result blocks were fixed (reason "repaired"). */
   repaired: number[];
+  /** The factor the token counts were scaled by: config.tokens.calibration, else the model family's prior, else 1. */
+  calibration: number;
+  /** Where it came from: "config", "prior:<family>" or "none". */
+  calibration_source: string;
 }
 
 export interface CompactResult<M extends Item = Message> {

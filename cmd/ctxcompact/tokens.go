@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -115,7 +116,8 @@ func runTokens(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		Result *tokensOutput `json:"result"`
 		Error  *core.Error   `json:"error"`
 	}
-	if err := json.Unmarshal(core.Call(req), &resp); err != nil {
+	raw := core.Call(req)
+	if err := json.Unmarshal(raw, &resp); err != nil {
 		return fmt.Errorf("ctxcompact tokens: %w", err)
 	}
 	if resp.Error != nil {
@@ -151,7 +153,10 @@ func runTokens(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	case asked == "":
 		how = " (the default)"
 	}
-	if res.Calibration != 1 {
+	switch src := gjson.GetBytes(raw, "result.calibration_source").Str; {
+	case strings.HasPrefix(src, core.CalibrationFromPrior):
+		how += fmt.Sprintf(", calibrated ×%g by the %s family's prior (give --calibration to replace it)", res.Calibration, strings.TrimPrefix(src, core.CalibrationFromPrior+":"))
+	case res.Calibration != 1:
 		how += fmt.Sprintf(", calibrated ×%g", res.Calibration)
 	}
 	fmt.Fprintf(stderr, "ctxcompact: %s tokens over %d messages, encoding %s%s\n", groupDigits(int64(res.Total)), len(res.PerMessage), res.Encoding, how)

@@ -133,12 +133,46 @@ function encodingFor(req) {
 const perMessage = (enc, msgs) => msgs.map((m) => (enc === "rough" ? roughMessage(m) : exactMessage(enc, m)));
 const priming = (enc, msgs) => (enc === "rough" || msgs.length === 0 ? 0 : 3);
 
+// The priors of docs/TOKENS.md ("Priors"), written from that table: the factor of a
+// model family under an encoding, used when config.tokens.calibration is not given.
+const PRIORS = {
+  claude: { rough: 1.66, o200k_base: 1.36, cl100k_base: 1.36 },
+  "claude-4.7": { rough: 2.24, o200k_base: 1.84, cl100k_base: 1.84 },
+  gemini: { rough: 1.0 },
+  deepseek: { rough: 1.2, o200k_base: 1.1, cl100k_base: 1.1 },
+};
+function family(model) {
+  const m = (model ?? "").toLowerCase();
+  const at = m.indexOf("claude");
+  if (at >= 0) {
+    // the first one or two numbers of at most two digits after "claude"
+    const nums = [];
+    for (const f of m.slice(at + 6).split(/[^0-9]+/).filter(Boolean)) {
+      if (f.length > 2) { if (nums.length) break; continue; }
+      nums.push(Number(f));
+      if (nums.length === 2) break;
+    }
+    const [major, minor = 0] = nums;
+    return nums.length && (major < 4 || (major === 4 && minor < 7)) ? "claude" : "claude-4.7";
+  }
+  if (m.includes("gemini")) return "gemini";
+  if (m.includes("deepseek")) return "deepseek";
+  return "";
+}
+function calibrationOf(req, enc) {
+  const given = req.config?.tokens?.calibration;
+  if (given !== undefined) return [given, "config"];
+  const fam = family(req.config?.model?.name);
+  const f = PRIORS[fam]?.[enc];
+  return f === undefined ? [1, "none"] : [f, `prior:${fam}`];
+}
+
 function tokensCount(req) {
   const enc = encodingFor(req);
-  const cal = req.config?.tokens?.calibration ?? 1;
+  const [cal, source] = calibrationOf(req, enc);
   const per = perMessage(enc, req.messages).map((n) => (cal === 1 ? n : Math.round(n * cal)));
   const total = per.reduce((a, b) => a + b, 0) + priming(enc, req.messages);
-  return { encoding: enc, calibration: cal, total, per_message: per };
+  return { encoding: enc, calibration: cal, calibration_source: source, total, per_message: per };
 }
 
 function tokensCalibrate(req) {

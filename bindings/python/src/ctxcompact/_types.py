@@ -259,6 +259,11 @@ class CompactReport(TypedDict, total=False):
     orphans_removed: List[int]
     stubs_added: List[str]
     repaired: List[int]
+    #: the factor the token counts were scaled by: config["tokens"]["calibration"],
+    #: else the model family's prior (docs/TOKENS.md), else 1
+    calibration: float
+    #: where it came from: "config", "prior:<family>" (e.g. "prior:claude") or "none"
+    calibration_source: str
 
 
 class ArchivedMessage(TypedDict):
@@ -345,6 +350,10 @@ class HygieneResult(TypedDict):
 
 class TokenCountResult(TypedDict):
     encoding: str
+    #: config["tokens"]["calibration"], else the model family's prior, else 1
+    calibration: float
+    #: "config", "prior:<family>" or "none"
+    calibration_source: str
     total: int
     per_message: List[int]
 
