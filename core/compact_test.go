@@ -64,6 +64,12 @@ func roleOf(t *testing.T, raw json.RawMessage) string {
 // unchanged. It returns the archived entries by input index.
 func checkAccounted(t *testing.T, format Format, input []json.RawMessage, r CompactResult) map[int]ArchivedMessage {
 	t.Helper()
+	return checkAccountedUnder(t, format, ProviderAnthropic, input, r)
+}
+
+// checkAccountedUnder is checkAccounted for AI SDK messages that go to provider.
+func checkAccountedUnder(t *testing.T, format Format, provider string, input []json.RawMessage, r CompactResult) map[int]ArchivedMessage {
+	t.Helper()
 	req := map[string]any{"messages": r.Messages}
 	if format != "" {
 		req["format"] = format
@@ -73,12 +79,12 @@ func checkAccounted(t *testing.T, format Format, input []json.RawMessage, r Comp
 	var vr ValidateResult
 	require.NoError(t, json.Unmarshal(v, &vr))
 	require.True(t, vr.OK, "validate found problems in the output: %+v", vr.Problems)
-	if format == FormatAISDK { // AI SDK messages hold to the rules of the provider they go to: Anthropic's are the ones that read them
-		req["provider"] = ProviderAnthropic
+	if format == FormatAISDK { // AI SDK messages hold to the rules of the provider they go to
+		req["provider"] = provider
 		v, e = callOp(t, "validate", req)
 		require.Nil(t, e)
 		require.NoError(t, json.Unmarshal(v, &vr))
-		require.True(t, vr.OK, "validate found problems in the output under Anthropic's rules: %+v", vr.Problems)
+		require.True(t, vr.OK, "validate found problems in the output under %s's rules: %+v", provider, vr.Problems)
 	}
 
 	archived := map[int]ArchivedMessage{}

@@ -25,6 +25,7 @@ const (
 	ProblemInvalidCompactionItem       = "invalid_compaction_item"
 	ProblemThoughtSignatureInvalid     = "thought_signature_invalid"
 	ProblemThoughtSignatureMissing     = "thought_signature_missing"
+	ProblemImageOutsideUserMessage     = "image_outside_user_message"
 )
 
 // Providers whose rules validate knows.
@@ -41,6 +42,7 @@ const (
 	docOpenAIInput       = "https://platform.openai.com/docs/api-reference/responses/create#responses-create-input"
 	docOpenAICompact     = "https://platform.openai.com/docs/api-reference/responses/compact"
 	docGeminiSignatures  = "https://ai.google.dev/gemini-api/docs/thought-signatures"
+	docOpenAIChatInput   = "https://platform.openai.com/docs/api-reference/chat/create#chat-create-messages"
 )
 
 // providerRule is one rule of a provider: its problem code, the provider, the
@@ -104,6 +106,21 @@ var providerRules = []providerRule{
 		check: checkCompactionItems,
 	},
 	{
+		Code: ProblemReasoningWithoutFollowing, Provider: ProviderOpenAI, Formats: []Format{FormatAISDK}, Doc: docOpenAIReasoning,
+		Rule:  "a reasoning part that carries an OpenAI item (providerOptions.openai.itemId or reasoningEncryptedContent) is followed, in its assistant message, by the text or tool-call part it preceded (after the item's further summary parts)",
+		check: checkAISDKReasoningFollowed,
+	},
+	{
+		Code: ProblemDuplicateItemID, Provider: ProviderOpenAI, Formats: []Format{FormatAISDK}, Doc: docOpenAIInput,
+		Rule:  "an OpenAI item id (providerOptions.openai.itemId) is sent once: the parts of one reasoning item, in a row, share it; any other repeat is a second item with the id",
+		check: checkAISDKItemIDs,
+	},
+	{
+		Code: ProblemImageOutsideUserMessage, Provider: ProviderOpenAI, Formats: []Format{FormatOpenAI}, Doc: docOpenAIChatInput,
+		Rule:  "an image part (image_url) stands in a user message: chat completions refuse one in a system, assistant or tool message",
+		check: checkChatImagesInUserMessages,
+	},
+	{
 		Code: ProblemThoughtSignatureInvalid, Provider: ProviderGemini, Formats: []Format{FormatGemini}, Doc: docGeminiSignatures,
 		Rule:  "a thoughtSignature is the non-empty string the model returned, on its part",
 		check: checkThoughtSignatureValues,
@@ -112,6 +129,16 @@ var providerRules = []providerRule{
 		Code: ProblemThoughtSignatureMissing, Provider: ProviderGemini, Formats: []Format{FormatGemini}, Doc: docGeminiSignatures,
 		Rule:  "when the request carries thought signatures, the first functionCall part of each model step of the current turn carries its own",
 		check: checkCallSignatures,
+	},
+	{
+		Code: ProblemThoughtSignatureInvalid, Provider: ProviderGemini, Formats: []Format{FormatAISDK}, Doc: docGeminiSignatures,
+		Rule:  "a thought signature (providerOptions.google.thoughtSignature, or .vertex) is the non-empty string the model returned, on its part",
+		check: checkAISDKSignatureValues,
+	},
+	{
+		Code: ProblemThoughtSignatureMissing, Provider: ProviderGemini, Formats: []Format{FormatAISDK}, Doc: docGeminiSignatures,
+		Rule:  "when the request carries thought signatures, the first tool-call part of each assistant message of the current turn carries its own",
+		check: checkAISDKCallSignatures,
 	},
 }
 
@@ -144,6 +171,23 @@ func readProviderParam(v gjson.Result) (string, error) {
 		}
 	}
 	return "", errorf(CodeInvalidRequest, "/provider", `provider must be "anthropic", "openai" or "gemini"`)
+}
+
+// rulesProvider is the rule set a config.model.provider names for AI SDK messages:
+// the AI SDK's provider ids and the other names of each provider (anthropic,
+// openai, azure, google, google-vertex, gemini, vertex); "" for one whose rules
+// validate does not know (a gateway such as openrouter, or bedrock).
+func rulesProvider(configured string) string {
+	p := strings.ToLower(configured)
+	switch {
+	case strings.HasPrefix(p, "anthropic"):
+		return ProviderAnthropic
+	case strings.HasPrefix(p, "openai"), strings.HasPrefix(p, "azure"):
+		return ProviderOpenAI
+	case strings.HasPrefix(p, "google"), strings.HasPrefix(p, "gemini"), strings.HasPrefix(p, "vertex"):
+		return ProviderGemini
+	}
+	return ""
 }
 
 // checkProviderRules runs the rules of provider over items, read in format f.
@@ -436,4 +480,153 @@ func checkCallSignatures(r *ruleRun) {
 			return // only the first call of a step carries one
 		}
 	})
+}
+
+// OpenAI chat completions.
+
+func checkChatImagesInUserMessages(r *ruleRun) {
+	for k, m := range r.items {
+		role := m.Get("role").Str
+		if role == "user" || !m.Get("content").IsArray() {
+			continue
+		}
+		for j, p := range m.Get("content").Array() {
+			if p.Get("type").Str == "image_url" {
+				r.add(pointer(r.paths[k]+"/content", j), "image URLs are only allowed in user messages; this "+strconv.Quote(role)+" message holds one (put the image in a user message after it)")
+			}
+		}
+	}
+}
+
+// AI SDK messages sent to OpenAI (the Responses provider): a reasoning part stands
+// for a reasoning item, its id and encrypted content in providerOptions.openai.
+
+// aisdkOpenAIItem returns the OpenAI item id a part carries ("" for none) and whether
+// it is a reasoning part that stands for a reasoning item (an id or encrypted content).
+func aisdkOpenAIItem(p gjson.Result) (id string, reasoning bool) {
+	o := p.Get("providerOptions.openai")
+	id = o.Get("itemId").Str
+	if p.Get("type").Str == "reasoning" {
+		reasoning = id != "" || nonEmptyString(o.Get("reasoningEncryptedContent"))
+	}
+	return id, reasoning
+}
+
+func checkAISDKReasoningFollowed(r *ruleRun) {
+	forEachAssistantParts(r, func(path string, parts []gjson.Result) {
+		for j, p := range parts {
+			id, reasoning := aisdkOpenAIItem(p)
+			if !reasoning {
+				continue
+			}
+			// the item's further summary parts share its id; then its following part
+			next := j + 1
+			for next < len(parts) && parts[next].Get("type").Str == "reasoning" && id != "" {
+				if nid, _ := aisdkOpenAIItem(parts[next]); nid != id {
+					break
+				}
+				next++
+			}
+			what := ""
+			switch {
+			case next == len(parts):
+				what = "nothing follows it in its message"
+			case parts[next].Get("type").Str == "reasoning":
+				what = "another reasoning item follows it"
+			case parts[next].Get("type").Str != "text" && parts[next].Get("type").Str != "tool-call":
+				what = "a " + strconv.Quote(parts[next].Get("type").Str) + " part follows it"
+			}
+			if what != "" {
+				r.add(pointer(path, j), "reasoning item "+strconv.Quote(id)+" must stand directly before the text or tool call it preceded; "+what)
+			}
+		}
+	})
+}
+
+func checkAISDKItemIDs(r *ruleRun) {
+	seen := map[string]bool{}
+	forEachAssistantParts(r, func(path string, parts []gjson.Result) {
+		prev := ""
+		for j, p := range parts {
+			id, reasoning := aisdkOpenAIItem(p)
+			if id == "" {
+				prev = ""
+				continue
+			}
+			if reasoning && id == prev {
+				continue // a further summary part of the same reasoning item
+			}
+			if seen[id] {
+				r.add(pointer(path, j)+"/providerOptions/openai/itemId", "item id "+strconv.Quote(id)+" is sent more than once")
+			}
+			seen[id] = true
+			prev = ""
+			if reasoning {
+				prev = id
+			}
+		}
+	})
+}
+
+// forEachAssistantParts calls fn with the content parts of each assistant message
+// whose content is a list, and the path of that list.
+func forEachAssistantParts(r *ruleRun, fn func(path string, parts []gjson.Result)) {
+	for k, m := range r.items {
+		if m.Get("role").Str == "assistant" && m.Get("content").IsArray() {
+			fn(r.paths[k]+"/content", m.Get("content").Array())
+		}
+	}
+}
+
+// AI SDK messages sent to Gemini (the Google or Vertex provider): a part's thought
+// signature rides in providerOptions.google (or .vertex).
+
+// aisdkThoughtSignature returns a part's signature and the path under the part.
+func aisdkThoughtSignature(p gjson.Result) (gjson.Result, string) {
+	for _, key := range []string{"google", "vertex"} {
+		if s := p.Get("providerOptions." + key + ".thoughtSignature"); s.Exists() {
+			return s, "/providerOptions/" + key + "/thoughtSignature"
+		}
+	}
+	return gjson.Result{}, ""
+}
+
+func checkAISDKSignatureValues(r *ruleRun) {
+	forEachAssistantParts(r, func(path string, parts []gjson.Result) {
+		for j, p := range parts {
+			if s, at := aisdkThoughtSignature(p); s.Exists() && !nonEmptyString(s) {
+				r.add(pointer(path, j)+at, "a thoughtSignature must be the non-empty string the model returned")
+			}
+		}
+	})
+}
+
+func checkAISDKCallSignatures(r *ruleRun) {
+	signed := false
+	forEachAssistantParts(r, func(_ string, parts []gjson.Result) {
+		for _, p := range parts {
+			if s, _ := aisdkThoughtSignature(p); s.Exists() {
+				signed = true
+			}
+		}
+	})
+	if !signed {
+		return
+	}
+	start := currentTurn(r.items)
+	for k := start; k < len(r.items); k++ {
+		m := r.items[k]
+		if m.Get("role").Str != "assistant" || !m.Get("content").IsArray() {
+			continue
+		}
+		for j, p := range m.Get("content").Array() {
+			if p.Get("type").Str != "tool-call" {
+				continue
+			}
+			if s, _ := aisdkThoughtSignature(p); !s.Exists() {
+				r.add(pointer(r.paths[k]+"/content", j), "the first tool call of a model step in the current turn must carry its thought signature")
+			}
+			break // only the first call of a step carries one
+		}
+	}
 }

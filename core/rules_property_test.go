@@ -213,28 +213,174 @@ func genGemini(rng *rand.Rand, turns int, sizes []int) []any {
 	return msgs
 }
 
+// genAISDKOpenAI: AI SDK messages as the OpenAI Responses provider returns them:
+// steps of [reasoning (item id and encrypted content in providerOptions.openai; a
+// second summary part of the same item half the time), tool-call x1-3 (item ids)],
+// their tool results (text, or text and an image), and at a turn's end [reasoning,
+// text] and a new user message with an image; new ids after the model switch.
+func genAISDKOpenAI(rng *rand.Rand, turns int, sizes []int) []any {
+	user := func(k int) any {
+		return map[string]any{"role": "user", "content": []any{
+			map[string]any{"type": "text", "text": fmt.Sprintf("Task %d: port the module.", k)},
+			map[string]any{"type": "image", "image": pngData, "mediaType": "image/png"}}}
+	}
+	reasoning := func(id string) []any {
+		part := func(text string) any {
+			return map[string]any{"type": "reasoning", "text": text, "providerOptions": map[string]any{"openai": map[string]any{
+				"itemId": id, "reasoningEncryptedContent": "gAAAAB" + id}}}
+		}
+		if rng.Intn(2) == 0 {
+			return []any{part("**Looking at the files**"), part("**Choosing the order**")}
+		}
+		return []any{part("**Looking at the files**")}
+	}
+	msgs := []any{user(0)}
+	model := "a"
+	for k := 0; k < turns; k++ {
+		if k == turns/2 {
+			model = "b"
+		}
+		parts := reasoning(fmt.Sprintf("rs_%s_%03d", model, k))
+		var results []any
+		for c, calls := 0, 1+rng.Intn(3); c < calls; c++ {
+			id := fmt.Sprintf("call_%03d_%d", k, c)
+			parts = append(parts, map[string]any{"type": "tool-call", "toolCallId": id, "toolName": "read_file", "input": map[string]any{"path": id + ".py"},
+				"providerOptions": map[string]any{"openai": map[string]any{"itemId": "fc_" + id}}})
+			out := genOutput(rng, id, sizes)
+			output := map[string]any{"type": "text", "value": out}
+			if rng.Intn(4) == 0 {
+				output = map[string]any{"type": "content", "value": []any{map[string]any{"type": "text", "text": out},
+					map[string]any{"type": "media", "data": pngData, "mediaType": "image/png"}}}
+			}
+			results = append(results, map[string]any{"type": "tool-result", "toolCallId": id, "toolName": "read_file", "output": output})
+		}
+		msgs = append(msgs, map[string]any{"role": "assistant", "content": parts}, map[string]any{"role": "tool", "content": results})
+		if k < turns-1 && rng.Intn(3) == 0 {
+			end := append(reasoning(fmt.Sprintf("rs_%s_%03d_end", model, k)), map[string]any{"type": "text", "text": fmt.Sprintf("Done with step %d.", k),
+				"providerOptions": map[string]any{"openai": map[string]any{"itemId": fmt.Sprintf("msg_%s_%03d", model, k)}}})
+			msgs = append(msgs, map[string]any{"role": "assistant", "content": end}, user(k+1))
+		}
+	}
+	return msgs
+}
+
+// genAISDKGemini: AI SDK messages as the Google provider returns them: steps of
+// [tool-call (signed in providerOptions.google), tool-call x0-2 (parallel,
+// unsigned)], their results, answers with a signed text part, user messages with
+// images.
+func genAISDKGemini(rng *rand.Rand, turns int, sizes []int) []any {
+	user := func(k int) any {
+		return map[string]any{"role": "user", "content": []any{
+			map[string]any{"type": "text", "text": fmt.Sprintf("Task %d: port the module.", k)},
+			map[string]any{"type": "image", "image": pngData, "mediaType": "image/png"}}}
+	}
+	signed := func(sig string) map[string]any {
+		return map[string]any{"google": map[string]any{"thoughtSignature": sig}}
+	}
+	msgs := []any{user(0)}
+	model := "a"
+	for k := 0; k < turns; k++ {
+		if k == turns/2 {
+			model = "b"
+		}
+		var parts, results []any
+		for c, calls := 0, 1+rng.Intn(3); c < calls; c++ {
+			id := fmt.Sprintf("call_%03d_%d", k, c)
+			p := map[string]any{"type": "tool-call", "toolCallId": id, "toolName": "read_file", "input": map[string]any{"path": id + ".py"}}
+			if c == 0 {
+				p["providerOptions"] = signed(fmt.Sprintf("Cs0B%s%03d", model, k))
+			}
+			parts = append(parts, p)
+			results = append(results, map[string]any{"type": "tool-result", "toolCallId": id, "toolName": "read_file",
+				"output": map[string]any{"type": "text", "value": genOutput(rng, id, sizes)}})
+		}
+		msgs = append(msgs, map[string]any{"role": "assistant", "content": parts}, map[string]any{"role": "tool", "content": results})
+		if k < turns-1 && rng.Intn(3) == 0 {
+			msgs = append(msgs, map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": fmt.Sprintf("Done with step %d.", k),
+				"providerOptions": signed(fmt.Sprintf("Ct%s%03d", model, k))}}}, user(k+1))
+		}
+	}
+	return msgs
+}
+
+// genOpenAIChat: chat completions with images in user messages (the only role
+// that may hold them), steps of parallel tool calls and their text results, and
+// answers that end a turn.
+func genOpenAIChat(rng *rand.Rand, turns int, sizes []int) []any {
+	user := func(k int) any {
+		return map[string]any{"role": "user", "content": []any{
+			map[string]any{"type": "text", "text": fmt.Sprintf("Task %d: port the module.", k)},
+			map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:image/png;base64," + pngData}}}}
+	}
+	msgs := []any{map[string]any{"role": "system", "content": "You are a coding agent."}, user(0)}
+	for k := 0; k < turns; k++ {
+		var calls, results []any
+		for c, n := 0, 1+rng.Intn(3); c < n; c++ {
+			id := fmt.Sprintf("call_%03d_%d", k, c)
+			calls = append(calls, map[string]any{"id": id, "type": "function", "function": map[string]any{"name": "read_file", "arguments": fmt.Sprintf(`{"path":"%s.py"}`, id)}})
+			results = append(results, map[string]any{"role": "tool", "tool_call_id": id, "content": genOutput(rng, id, sizes)})
+		}
+		msgs = append(msgs, map[string]any{"role": "assistant", "content": nil, "tool_calls": calls})
+		msgs = append(msgs, results...)
+		if k < turns-1 && rng.Intn(3) == 0 {
+			msgs = append(msgs, map[string]any{"role": "assistant", "content": fmt.Sprintf("Done with step %d.", k)}, user(k+1))
+		}
+	}
+	return msgs
+}
+
 // Sizes of the tool outputs: from a line to ~10K tokens; small for the vectors.
 var (
 	ruleSizes      = []int{80, 600, 3000, 12000, 40000}
 	ruleSizesSmall = []int{80, 400, 2400}
 )
 
-// genRuleSession is the session of format for seed: 8-27 turns, or 4-6 when small.
-func genRuleSession(format Format, seed int64, small bool) ruleSession {
+// ruleKind is one kind of generated session: a format and the provider it goes to.
+type ruleKind struct {
+	name     string
+	format   Format
+	provider string
+}
+
+// ruleKinds: every format, and AI SDK messages for each provider. A kind's name is
+// its vectors' prefix (the format's name where one provider takes it).
+var ruleKinds = []ruleKind{
+	{"anthropic", FormatAnthropic, ProviderAnthropic},
+	{"ai-sdk", FormatAISDK, ProviderAnthropic},
+	{"ai-sdk-openai", FormatAISDK, ProviderOpenAI},
+	{"ai-sdk-gemini", FormatAISDK, ProviderGemini},
+	{"responses", FormatResponses, ProviderOpenAI},
+	{"gemini", FormatGemini, ProviderGemini},
+	{"openai", FormatOpenAI, ProviderOpenAI},
+}
+
+// genRuleSession is the session of kind for seed: 8-27 turns, or 4-6 when small.
+func genRuleSession(kind ruleKind, seed int64, small bool) ruleSession {
 	rng := rand.New(rand.NewSource(seed))
 	turns, sizes := 8+rng.Intn(20), ruleSizes
 	if small {
 		turns, sizes = 4+rng.Intn(3), ruleSizesSmall
 	}
-	switch format {
-	case FormatAnthropic:
-		return ruleSession{format, ProviderAnthropic, genAnthropic(rng, turns, sizes, false)}
-	case FormatAISDK:
-		return ruleSession{format, ProviderAnthropic, genAnthropic(rng, turns, sizes, true)}
-	case FormatResponses:
-		return ruleSession{format, ProviderOpenAI, genResponses(rng, turns, sizes)}
+	var msgs []any
+	switch kind.name {
+	case "anthropic":
+		msgs = genAnthropic(rng, turns, sizes, false)
+	case "ai-sdk":
+		msgs = genAnthropic(rng, turns, sizes, true)
+	case "ai-sdk-openai":
+		msgs = genAISDKOpenAI(rng, turns, sizes)
+	case "ai-sdk-gemini":
+		msgs = genAISDKGemini(rng, turns, sizes)
+	case "responses":
+		msgs = genResponses(rng, turns, sizes)
+	case "gemini":
+		msgs = genGemini(rng, turns, sizes)
+	case "openai":
+		msgs = genOpenAIChat(rng, turns, sizes)
+	default:
+		panic("unknown rule kind " + kind.name)
 	}
-	return ruleSession{format, ProviderGemini, genGemini(rng, turns, sizes)}
+	return ruleSession{kind.format, kind.provider, msgs}
 }
 
 // validateRules runs validate on msgs as s's provider gets them.
@@ -263,10 +409,11 @@ var ruleWindows = []int{8_000, 16_000, 32_000, 64_000, 128_000, 200_000}
 var ruleSeeds = []int64{1, 2, 3, 4, 5, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114}
 
 func TestProviderRulesHoldThroughCompaction(t *testing.T) {
-	for _, format := range []Format{FormatAnthropic, FormatAISDK, FormatResponses, FormatGemini} {
+	for _, kind := range ruleKinds {
+		format := kind.name
 		runs, summarized := 0, 0
 		for _, seed := range ruleSeeds {
-			s := genRuleSession(format, seed, seed >= 100)
+			s := genRuleSession(kind, seed, seed >= 100)
 			require.Empty(t, validateRules(t, s, s.msgs).Problems, "%s seed %d: the generated session itself breaks a rule", format, seed)
 			for _, window := range ruleWindows {
 				t.Run(fmt.Sprintf("%s/seed%d/%dk", format, seed, window/1000), func(t *testing.T) {
@@ -278,7 +425,7 @@ func TestProviderRulesHoldThroughCompaction(t *testing.T) {
 					}
 					r := compactRules(t, s, s.msgs, window)
 					require.True(t, r.Done)
-					checkAccounted(t, format, raw, r)
+					checkAccountedUnder(t, kind.format, kind.provider, raw, r)
 					runs++
 					if r.Report.Summarized != nil {
 						summarized++
@@ -314,14 +461,14 @@ func TestProviderRulesHoldThroughCompaction(t *testing.T) {
 func ruleVectorSuites(t *testing.T) map[string]genSuite {
 	begin := genSuite{Op: "compact.begin", Comment: "Generated by core/rules_property_test.go (go test ./core -run TestRuleVectorsUpToDate -update): a fixed sample of the provider-rules property suite (docs/RULES.md): one small seeded session per format with signed and redacted thinking, encrypted reasoning items, thought signatures, images in user messages and tool results, parallel calls and a model switch, compacted at 8K and 32K windows. validate.rules-compacted.json holds that each result breaks no rule of its provider."}
 	valid := genSuite{Op: "validate", Comment: "Generated by core/rules_property_test.go (go test ./core -run TestRuleVectorsUpToDate -update): the compacted requests of compact.begin.rules.json validated under their provider's rules (docs/RULES.md): no problem."}
-	for _, format := range []Format{FormatAnthropic, FormatAISDK, FormatResponses, FormatGemini} {
+	for _, kind := range ruleKinds {
 		seed := int64(7)
-		if format == FormatAISDK {
+		if kind.name == "ai-sdk" {
 			seed = 104 // the cut falls inside a tool loop: the summary is merged (summaryEndsTurn)
 		}
-		s := genRuleSession(format, seed, true)
+		s := genRuleSession(kind, seed, true)
 		for _, window := range []int{8_000, 32_000} {
-			name := fmt.Sprintf("%s-%dk", format, window/1000)
+			name := fmt.Sprintf("%s-%dk", kind.name, window/1000)
 			req := map[string]any{"messages": s.msgs, "format": s.format, "force": true, "summarizer": "builtin",
 				"config": map[string]any{"model": map[string]any{"context_length": window}}}
 			begin.Cases = append(begin.Cases, genCaseOut{name, req, want(t, "compact.begin", req)})

@@ -81,8 +81,9 @@ func (v *validation) closeGroup() {
 // messages with neither content nor tool calls; then the rules of the provider the
 // request goes to (rules.go). formatV is the request's "format"; absent, the format
 // is detected from the messages that are well formed. providerV is its "provider",
-// which names the rule set of AI SDK messages.
-func validateMessages(msgsV, formatV, providerV gjson.Result) (ValidateResult, error) {
+// which names the rule set of AI SDK messages; configured is the one config.model.provider
+// names, used when providerV is absent.
+func validateMessages(msgsV, formatV, providerV gjson.Result, configured string) (ValidateResult, error) {
 	if !msgsV.IsArray() {
 		return ValidateResult{}, errorf(CodeInvalidMessages, "/messages", "messages must be an array of chat messages")
 	}
@@ -188,6 +189,9 @@ func validateMessages(msgsV, formatV, providerV gjson.Result) (ValidateResult, e
 	}
 	v.closeGroup()
 	provider := providerOf(name, named)
+	if named == "" && name == FormatAISDK {
+		provider = configured
+	}
 	if named != "" && provider != named {
 		return ValidateResult{}, errorf(CodeInvalidRequest, "/provider", "%s messages go to %s: provider %q names another", name, provider, named)
 	}
@@ -219,11 +223,23 @@ func callIDKey(f messageFormat, c *toolCall) string {
 type turnMarker interface{ markTurns(msgs []message) }
 
 func opValidate(req opRequest) ([]byte, error) {
-	res, err := validateMessages(req.Field("messages"), req.Field("format"), req.Field("provider"))
+	res, err := validateRequest(req)
 	if err != nil {
 		return nil, err
 	}
 	return marshal(res)
+}
+
+// validateRequest validates a validate request's messages under the rules of the
+// provider it names: "provider", else for AI SDK messages the provider of
+// config.model.provider (rulesProvider).
+func validateRequest(req opRequest) (ValidateResult, error) {
+	providerV := req.Field("provider")
+	cfg, err := parseConfig(req.Field("config"), "/config")
+	if err != nil {
+		return ValidateResult{}, err
+	}
+	return validateMessages(req.Field("messages"), req.Field("format"), providerV, rulesProvider(cfg.Model.Provider))
 }
 
 // maxUTF8Problems bounds the invalid_utf8 problems validate lists.
@@ -257,7 +273,7 @@ func validateInvalidUTF8(op string, request string) ([]byte, bool) {
 	if op != "validate" || !req.Whole().IsObject() {
 		return nil, false
 	}
-	res, err := validateMessages(req.Field("messages"), req.Field("format"), req.Field("provider"))
+	res, err := validateRequest(req)
 	if err != nil {
 		return errorEnvelope(err), true
 	}

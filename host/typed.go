@@ -95,7 +95,7 @@ func (e *Engine) TokensCount(ctx context.Context, messages json.RawMessage, opts
 // Validate lists the problems of messages without changing them.
 func (e *Engine) Validate(ctx context.Context, messages json.RawMessage, opts ValidateOptions) (core.ValidateResult, error) {
 	var r core.ValidateResult
-	err := e.run(ctx, newRequest("validate").raw("messages", messages).str("format", string(opts.Format)).str("provider", opts.Provider), &r)
+	err := e.run(ctx, newRequest("validate").raw("messages", messages).str("format", string(opts.Format)).str("provider", opts.Provider).raw("config", opts.Config), &r)
 	return r, err
 }
 
@@ -105,8 +105,11 @@ type ValidateOptions struct {
 	Format Format
 	// Provider names the provider whose rules AI SDK messages are checked against
 	// ("anthropic", "openai", "gemini"; docs/RULES.md); "" for none. Other formats
-	// go to their own provider, which Provider may only repeat.
+	// go to their own provider, which Provider may only repeat. "" for AI SDK
+	// messages: the provider Config's model.provider names, if any.
 	Provider string
+	// Config is the call's config (nil: none); only model.provider is read.
+	Config json.RawMessage
 }
 
 // CalibrateOptions are the optional parameters of TokensCalibrate.

@@ -121,6 +121,12 @@ func TestTypedMethods(t *testing.T) {
 	if va, err := e.Validate(ctx, unsigned, ValidateOptions{Format: FormatAISDK, Provider: "anthropic"}); err != nil || len(va.Problems) != 1 || va.Problems[0].Code != core.ProblemThinkingSignatureMissing {
 		t.Errorf("Validate of an unsigned reasoning part for Anthropic: %+v, %v", va, err)
 	}
+	if va, err := e.Validate(ctx, unsigned, ValidateOptions{Format: FormatAISDK, Config: json.RawMessage(`{"model":{"provider":"anthropic"}}`)}); err != nil || len(va.Problems) != 1 || va.Problems[0].Code != core.ProblemThinkingSignatureMissing {
+		t.Errorf("Validate with the provider from the config: %+v, %v", va, err)
+	}
+	if va, err := e.Validate(ctx, unsigned, ValidateOptions{Format: FormatAISDK, Provider: "openai", Config: json.RawMessage(`{"model":{"provider":"anthropic"}}`)}); err != nil || !va.OK {
+		t.Errorf("Validate: an explicit provider wins over the config's: %+v, %v", va, err)
+	}
 	if _, err := e.Validate(ctx, unsigned, ValidateOptions{Format: FormatAISDK, Provider: "mistral"}); !errors.Is(err, &core.Error{Code: core.CodeInvalidRequest}) {
 		t.Errorf("Validate with an unknown provider: %v, want invalid_request", err)
 	}

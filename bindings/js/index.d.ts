@@ -945,8 +945,10 @@ export interface SanitizeOptions {
 
 /** Options of validate(). */
 export interface ValidateOptions extends SanitizeOptions {
-  /** The provider whose rules AI SDK messages are checked against (docs/RULES.md); other formats go to their own. */
+  /** The provider whose rules AI SDK messages are checked against (docs/RULES.md); other formats go to their own. Absent: the one config.model.provider names. */
   provider?: "anthropic" | "openai" | "gemini";
+  /** Merged over the compactor's config; its model.provider names the AI SDK rule set when `provider` is absent. */
+  config?: Config;
 }
 
 /** The engine state: a JSON object to persist between runs (its keys are the core's). */

@@ -61,7 +61,7 @@ const HYGIENE_OPTIONS = { config: CONFIG, promptTokens: [T.count] };
 const COUNT_OPTIONS = { encoding: [T.string], config: CONFIG, format: [T.string], system: [T.system] };
 const PRUNE_OPTIONS = { config: CONFIG, format: [T.string], system: [T.system] };
 const SANITIZE_OPTIONS = { format: [T.string] };
-const VALIDATE_OPTIONS = { format: [T.string], provider: [T.string] };
+const VALIDATE_OPTIONS = { config: CONFIG, format: [T.string], provider: [T.string] };
 // The cache and calibration ops take their parameters under their wire names.
 const CACHE_APPLY_PARAMS = { system: [T.system], layout: [T.string], format: [T.string], ttl: [T.string], config: CONFIG };
 const CACHE_POLICY_PARAMS = { model: [T.string], provider: [T.string], ttl: [T.string], config: CONFIG };
@@ -376,10 +376,11 @@ export class Compactor {
     return materialize(res, messages);
   }
 
-  /** Structural problems of a message list, without changing it. */
+  /** Structural problems of a message list, and the rules of the provider it goes to, without changing it. */
   validate(messages, options) {
     const o = checkOptions("validate()", options, VALIDATE_OPTIONS);
-    return unwrap(this.callRaw(`{"op":"validate"${field("format", o.format)}${field("provider", o.provider)},"messages":${messagesJSON(messages)}}`));
+    return unwrap(this.callRaw(`{"op":"validate"${field("format", o.format)}${field("provider", o.provider)}` +
+      `${this.#configField(o.config)},"messages":${messagesJSON(messages)}}`));
   }
 
   /** Places Anthropic cache_control breakpoints (system_and_3); the input is not mutated. */

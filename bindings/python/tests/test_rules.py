@@ -28,3 +28,15 @@ def test_validate_refuses_a_provider_it_has_no_rules_for() -> None:
         assert (e.value.code, e.value.path) == ("invalid_request", "/provider")
         with pytest.raises(OptionError):
             c.validate(UNSIGNED, provider=1)  # type: ignore[arg-type]
+
+
+def test_validate_takes_the_ai_sdk_provider_from_the_config() -> None:
+    """The Compactor's config, or the call's merged over it; an explicit provider wins."""
+    with Compactor({"model": {"provider": "anthropic"}}) as c:
+        assert [p["code"] for p in c.validate(UNSIGNED, format="ai-sdk")["problems"]] == ["thinking_signature_missing"]
+        assert c.validate(UNSIGNED, format="ai-sdk", config={"model": {"provider": "openrouter"}}) == {"ok": True, "problems": []}
+        assert c.validate(UNSIGNED, format="ai-sdk", provider="openai") == {"ok": True, "problems": []}
+    with Compactor() as c:
+        with pytest.raises(CompactError) as e:
+            c.validate(UNSIGNED, config={"model": {"provider": 7}})  # type: ignore[dict-item]
+        assert (e.value.code, e.value.path) == ("invalid_config", "/config/model/provider")

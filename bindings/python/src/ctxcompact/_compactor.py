@@ -518,17 +518,20 @@ class Compactor:
         *,
         format: Optional[Format] = None,
         provider: Optional[str] = None,
+        config: Optional[Config] = None,
         **unknown: NoReturn,
     ) -> ValidateResult:
         """validate: problems with a message list (never raises for bad messages).
         ``provider`` ("anthropic", "openai", "gemini") names the provider whose rules
         AI SDK messages are checked against (docs/RULES.md); other formats go to their
-        own."""
-        reject_unknown("validate", unknown, ("messages", "format", "provider"))
+        own. Without it, the provider the config's ``model.provider`` names (the
+        Compactor's, or ``config`` merged over it)."""
+        reject_unknown("validate", unknown, ("messages", "format", "provider", "config"))
         parts = _format_parts(format, None)
         prov = check_opt_str("provider", provider)
         if prov is not None:
             parts.append((b"provider", dumps(prov)))
+        parts.append((b"config", self._cfg(config)))
         _, mj = _messages_json(messages)
         return cast(ValidateResult, self._run(b"validate", parts + [(b"messages", mj)]))
 
