@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
 
 	"github.com/ctxcompact/ctxcompact/core"
 	"github.com/ctxcompact/ctxcompact/internal/testtraces"
@@ -150,4 +153,27 @@ func TestCompactWithEndpoint(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
 	require.True(t, res.Report.FallbackUsed, "a failing endpoint falls back, never loses the middle")
 	require.Contains(t, res.Report.FallbackReason, "HTTP 503")
+}
+
+// TestCompactReadsTheLastOfRepeatedKeys: a file whose top-level keys repeat is read
+// as every op reads a request, the last of each key winning (JSON.parse, json.loads):
+// {"messages": [], "messages": [...]} compacts the second list, not an empty one, and
+// the last "format" and "config" hold.
+func TestCompactReadsTheLastOfRepeatedKeys(t *testing.T) {
+	b, err := os.ReadFile(testtraces.File(t, "mini-swe-agent-deepseek-astropy-12907.json"))
+	require.NoError(t, err)
+	msgs := gjson.GetBytes(b, "messages").Raw
+	file := filepath.Join(t.TempDir(), "dup.json")
+	doc := `{"messages":[],"format":"anthropic","config":{"model":{"context_length":200000}},` +
+		`"messages":` + msgs + `,"format":"openai","config":{"model":{"context_length":32000}}}`
+	require.NoError(t, os.WriteFile(file, []byte(doc), 0o644))
+	code, out, errOut := cliRun(t, "", "compact", file)
+	require.Equal(t, 0, code, errOut)
+	var res struct {
+		Report core.Report `json:"report"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.Equal(t, 130, res.Report.MessagesBefore, "the last messages key holds the conversation")
+	require.True(t, res.Report.Compacted, "the last config's 32K window: %s", errOut)
+	require.Equal(t, 24_000, res.Report.ThresholdTokens)
 }

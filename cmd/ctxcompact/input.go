@@ -104,13 +104,13 @@ func readConversation(file string, stdin io.Reader, format string) (conversation
 	}
 	if doc.IsObject() {
 		for _, k := range listKeys {
-			list := doc.Get(k.list)
+			list := lastField(doc, k.list)
 			if !list.IsArray() {
 				continue
 			}
 			c := conversation{messages: list.Raw, listKey: k.list, systemKey: k.system, format: format, formatFrom: from}
 			if c.format == "" {
-				c.format, c.formatFrom = doc.Get("format").Str, `the file's "format"`
+				c.format, c.formatFrom = lastField(doc, "format").Str, `the file's "format"`
 			}
 			if c.format == "" {
 				c.format, c.formatFrom = k.format, `the file's "`+k.list+`" key`
@@ -118,10 +118,10 @@ func readConversation(file string, stdin io.Reader, format string) (conversation
 			if c.format == "" {
 				c.formatFrom = ""
 			}
-			if s := doc.Get(k.system); s.Exists() && s.Type != gjson.Null {
+			if s := lastField(doc, k.system); s.Exists() && s.Type != gjson.Null {
 				c.system = s.Raw
 			}
-			if s := doc.Get("config"); s.Exists() && s.Type != gjson.Null {
+			if s := lastField(doc, "config"); s.Exists() && s.Type != gjson.Null {
 				c.config = s.Raw
 			}
 			return c, nil
@@ -129,6 +129,19 @@ func readConversation(file string, stdin io.Reader, format string) (conversation
 	}
 	return conversation{}, &core.Error{Code: core.CodeInvalidRequest,
 		Message: fmt.Sprintf("ctxcompact: %s must hold {\"messages\": [...]}, {\"input\": [...]}, {\"contents\": [...]} or an array of messages", displayName(file))}
+}
+
+// lastField is obj's member key, the last one when the key is repeated: the rule of
+// every op (docs/OPS.md, duplicate keys), where gjson's Get would take the first.
+func lastField(obj gjson.Result, key string) gjson.Result {
+	var v gjson.Result
+	obj.ForEach(func(k, val gjson.Result) bool {
+		if k.Str == key {
+			v = val
+		}
+		return true
+	})
+	return v
 }
 
 // formatFlag adds the --format flag to a command's flags.
