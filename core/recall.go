@@ -202,7 +202,7 @@ func opRecallArchive(req opRequest) ([]byte, error) {
 		if !sm.IsObject() {
 			return nil, errorf(CodeInvalidRequest, "/summary_message", "summary_message must be the summary message object, or null")
 		}
-		out.Range.Summary = contentText(fieldOf(sm, "content"))
+		out.Range.Summary = messageText(sm)
 		out.Rows = append(out.Rows, RecallRow{ID: rid.Str + ".summary", RangeID: rid.Str, Position: out.Range.FromIndex,
 			Role: "summary", Reason: "summary", JSON: sm.Raw, Text: capText("summary\n" + out.Range.Summary)})
 	}
@@ -216,7 +216,7 @@ func opRecallArchive(req opRequest) ([]byte, error) {
 func summaryMessageOf(msgs gjson.Result, headEnd int) gjson.Result {
 	all := msgs.Array()
 	isSummary := func(m gjson.Result) bool {
-		return m.IsObject() && strings.Contains(contentText(fieldOf(m, "content")), SummaryPrefix)
+		return m.IsObject() && strings.Contains(messageText(m), SummaryPrefix)
 	}
 	if headEnd >= 0 && headEnd < len(all) && isSummary(all[headEnd]) {
 		return all[headEnd]
@@ -271,7 +271,54 @@ func RecallText(m gjson.Result) string {
 	if o := fieldOf(m, "output"); o.Exists() {
 		addContent(o, add)
 	}
+	addGeminiParts(fieldOf(m, "parts"), add)
 	return capText(b.String())
+}
+
+// addGeminiParts adds the text of a Gemini content's parts: text, a function call's
+// name and arguments, a function response's name and what it holds, "[image]" or
+// "[file]" for inline and file data.
+func addGeminiParts(parts gjson.Result, add func(string)) {
+	parts.ForEach(func(_, part gjson.Result) bool {
+		if t := fieldOf(part, "text"); t.Type == gjson.String {
+			add(t.Str)
+		}
+		if c := fieldOf(part, "functionCall"); c.IsObject() {
+			add(fieldOf(c, "name").Str)
+			add(argumentsText(fieldOf(c, "args")))
+		}
+		if r := fieldOf(part, "functionResponse"); r.IsObject() {
+			add(fieldOf(r, "name").Str)
+			add(responseText(fieldOf(r, "response").Raw))
+		}
+		if d := fieldOf(part, "inlineData"); d.IsObject() {
+			if strings.HasPrefix(fieldOf(d, "mimeType").Str, "image/") {
+				add("[image]")
+			} else {
+				add("[file]")
+			}
+		}
+		if fieldOf(part, "fileData").IsObject() {
+			add("[file]")
+		}
+		return true
+	})
+}
+
+// messageText is the text of a message's content, or of its parts (Gemini): what a
+// summary message says.
+func messageText(m gjson.Result) string {
+	if t := contentText(fieldOf(m, "content")); t != "" {
+		return t
+	}
+	var texts []string
+	fieldOf(m, "parts").ForEach(func(_, part gjson.Result) bool {
+		if t := fieldOf(part, "text"); t.Type == gjson.String {
+			texts = append(texts, t.Str)
+		}
+		return true
+	})
+	return strings.Join(texts, "\n")
 }
 
 // addContent adds the text of a content value: a string, or the parts of an
@@ -296,8 +343,16 @@ func addContent(c gjson.Result, add func(string)) {
 			case "tool_result", "function_call_output":
 				addContent(fieldOf(part, "content"), add)
 				addContent(fieldOf(part, "output"), add)
+			case "tool-call": // AI SDK
+				add(fieldOf(part, "toolName").Str)
+				add(argumentsText(fieldOf(part, "input")))
+			case "tool-result": // AI SDK
+				add(fieldOf(part, "toolName").Str)
+				add(aisdkOutputText(part.Raw))
 			case "image", "image_url", "input_image":
 				add("[image]")
+			case "file", "input_file":
+				add("[file]")
 			default:
 				if t := fieldOf(part, "text"); t.Type == gjson.String {
 					add(t.Str)

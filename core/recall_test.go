@@ -3,6 +3,8 @@ package core
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -308,5 +310,44 @@ func TestIsRangeID(t *testing.T) {
 	}
 	for _, bad := range []string{"", "r", "r0", "r01", "R1", "r1.2", "r1a", "1", "r1234567890", " r1"} {
 		require.False(t, IsRangeID(bad), bad)
+	}
+}
+
+// TestRecallFindsArchivedContentInEveryFormat: a compaction's archive, in every
+// format, is searchable by what its messages say (texts, tool calls' names and
+// arguments, tool outputs), not by their roles only, and its range carries the
+// summary: the rows recall.archive makes of each generated session (the provider
+// rules' sessions: every format, AI SDK for each provider), compacted at 8K, hold
+// every call id the original message mentions and every text, as a store's
+// case-insensitive substring search reads them.
+func TestRecallFindsArchivedContentInEveryFormat(t *testing.T) {
+	ids := regexp.MustCompile(`(?:call|toolu|read)_\d{3}_\d`)
+	texts := regexp.MustCompile(`Task \d+: port the module\.|Done with step \d+\.`)
+	for _, kind := range ruleKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			s := genRuleSession(kind, 101, true)
+			r := compactRules(t, s, s.msgs, 8_000)
+			require.NotNil(t, r.Report.Summarized)
+			req, err := json.Marshal(map[string]any{"session": "s", "range_id": "r1", "report": r.Report, "archived": r.Archived, "messages": r.Messages})
+			require.NoError(t, err)
+			var res RecallArchive
+			require.NoError(t, json.Unmarshal([]byte(recallCall(t, "recall.archive", string(req)).Raw), &res))
+			require.Contains(t, res.Range.Summary, SummaryPrefix, "the range's summary text")
+			byID := map[string]RecallRow{}
+			for _, row := range res.Rows {
+				byID[row.ID] = row
+			}
+			require.Contains(t, strings.ToLower(byID["r1.summary"].Text), "summary")
+			checked := 0
+			for _, a := range r.Archived {
+				row := byID["r1."+strconv.Itoa(a.Index)]
+				text := strings.ToLower(row.Text)
+				for _, w := range append(ids.FindAllString(string(a.Message), -1), texts.FindAllString(string(a.Message), -1)...) {
+					require.Contains(t, text, strings.ToLower(w), "archived message %d (%s) is not found by %q: %s", a.Index, row.Role, w, a.Message)
+					checked++
+				}
+			}
+			require.Greater(t, checked, len(r.Archived), "words checked")
+		})
 	}
 }
