@@ -32,7 +32,7 @@ require_pinned_go() {
 
 build_wasm() { # $1 = output path
 	require_pinned_go
-	GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 go build -buildmode=c-shared -trimpath -buildvcs=false \
+	GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 go build -buildmode=c-shared -trimpath -buildvcs=false -tags ctxcompact_hostvocab \
 		-ldflags='-s -w -buildid=' -o "$1" ./wasm/guest
 }
 

@@ -487,10 +487,15 @@ func newModelCounter(encoding, model string, calibration float64, path string) (
 	}
 	switch encoding {
 	case "", EncodingRough:
-	case EncodingO200k:
-		c = o200k.counter()
-	case EncodingCl100k:
-		c = cl100k.counter()
+	case EncodingO200k, EncodingCl100k:
+		e := o200k
+		if encoding == EncodingCl100k {
+			e = cl100k
+		}
+		if err := e.bpe.Load(); err != nil { // the module's host gave no or a wrong vocabulary
+			return c, errorf(CodeInvalidConfig, path, "encoding %s cannot be used: %s", encoding, strings.TrimPrefix(err.Error(), "ctxcompact: "))
+		}
+		c = e.counter()
 	default:
 		return c, errorf(CodeInvalidConfig, path, "unknown encoding %q; allowed: %v and %q", encoding, Encodings(), EncodingAuto)
 	}

@@ -155,3 +155,10 @@ func EncodingForModel(model string) string {
 	}
 	return EncodingRough
 }
+
+// Vocabulary returns the rank table of an exact encoding (o200k_base, cl100k_base)
+// compiled into this build, for a host of the WebAssembly module: the module has
+// none of its own and asks its host through the ctxcompact.vocab_size and
+// ctxcompact.vocab_read imports (wasm/abi.json) when it first counts with one.
+// False for any other name.
+func Vocabulary(encoding string) (string, bool) { return bpe.Embedded(encoding) }

@@ -46,9 +46,10 @@ func loadABI() (*abiDescription, error) {
 // checkModule compares the compiled module's imports and exports with abi.json.
 func checkModule(d *abiDescription, m wazero.CompiledModule) error {
 	for _, f := range m.ImportedFunctions() {
-		if mod, name, _ := f.Import(); mod != wasi_snapshot_preview1.ModuleName {
-			return fmt.Errorf("%w: the module imports %s.%s; only %s is allowed",
-				ErrABIMismatch, mod, name, wasi_snapshot_preview1.ModuleName)
+		mod, name, _ := f.Import()
+		if mod != wasi_snapshot_preview1.ModuleName && !(mod == hostImportModule && hostImports[name]) {
+			return fmt.Errorf("%w: the module imports %s.%s; only %s and %s.vocab_size/vocab_read are provided",
+				ErrABIMismatch, mod, name, wasi_snapshot_preview1.ModuleName, hostImportModule)
 		}
 	}
 	if n := len(m.ImportedMemories()); n != 0 {

@@ -96,6 +96,9 @@ func (e *Engine) compile(ctx context.Context) error {
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, e.runtime); err != nil {
 		return fmt.Errorf("ctxcompact: instantiating WASI preview1: %w", err)
 	}
+	if err := instantiateHostImports(ctx, e.runtime); err != nil {
+		return fmt.Errorf("ctxcompact: defining the host imports: %w", err)
+	}
 	compiled, err := e.runtime.CompileModule(ctx, e.cfg.binary)
 	if err != nil {
 		if e.cfg.memoryPages > 0 && compilesWithoutLimit(ctx, e.cfg.binary) {

@@ -33,7 +33,7 @@ import (
 )
 
 // abiVersion changes only when the boundary changes incompatibly.
-const abiVersion = 1
+const abiVersion = 2
 
 // maxAlloc bounds ctxc_alloc: a request may be up to core.MaxRequestBytes, plus some
 // slack so that the core itself reports a request just over the limit.

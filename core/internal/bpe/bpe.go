@@ -8,13 +8,17 @@
 // The package knows text only. What of a chat message is counted, and the tokens a
 // chat format adds per message, are the core's rule (core/tokens_exact.go).
 //
-// An Encoding is safe for concurrent use. Its rank map is built from the embedded
-// table on the first Count or Encode with it (about 16 ms natively for o200k_base),
-// so a program that never counts exactly pays nothing at start-up.
+// An Encoding is safe for concurrent use. Its rank map is built from its table on
+// the first Load, Count or Encode with it (about 16 ms natively for o200k_base), so
+// a program that never counts exactly pays nothing at start-up. The tables are
+// compiled in (vocab_embed.go), except in the WebAssembly module, which asks its
+// host for the one it needs when it first needs it (vocab_host.go): 2.3 MB less
+// module to download and compile, and only the encoding in use is ever loaded.
 package bpe
 
 import (
-	_ "embed"
+	"errors"
+	"fmt"
 	"sync"
 )
 
@@ -26,11 +30,37 @@ const (
 	Cl100kBase = "cl100k_base"
 )
 
-//go:embed vocab/o200k_base.bin
-var o200kTable string
+// tableSums are the length and FNV-1a 64 of each encoding's table, which a table a
+// host hands in must have: a wrong or damaged file is refused, never counted with.
+// TestTableSums holds them to vocab/*.bin.
+var tableSums = map[string]struct {
+	size int
+	fnv  uint64
+}{
+	O200kBase:  {1597683, 0x9e25845044d264f4},
+	Cl100kBase: {744101, 0xf0c7333546cbf302},
+}
 
-//go:embed vocab/cl100k_base.bin
-var cl100kTable string
+// checkTable returns an error unless table is the named encoding's.
+func checkTable(name, table string) error {
+	want := tableSums[name]
+	if len(table) != want.size {
+		return fmt.Errorf("ctxcompact: the %s vocabulary is %d bytes, want %d: not the file this build was made with", name, len(table), want.size)
+	}
+	if h := fnv1a64(table); h != want.fnv {
+		return fmt.Errorf("ctxcompact: the %s vocabulary has FNV-1a %#x, want %#x: a damaged or different file", name, h, want.fnv)
+	}
+	return nil
+}
+
+func fnv1a64(s string) uint64 {
+	h := uint64(0xcbf29ce484222325)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 0x100000001b3
+	}
+	return h
+}
 
 // The pre-tokenizer patterns of tiktoken's encodings, as tiktoken (openai_public.py)
 // and github.com/tiktoken-go/tokenizer write them. The text is split into pieces
@@ -45,15 +75,15 @@ const (
 // not usable.
 type Encoding struct {
 	name    string
-	table   string // the embedded rank table, see vocabgen for its format
 	pattern string
 	once    sync.Once
 	tok     *tokenizer
+	err     error
 }
 
 var (
-	o200k  = &Encoding{name: O200kBase, table: o200kTable, pattern: o200kPattern}
-	cl100k = &Encoding{name: Cl100kBase, table: cl100kTable, pattern: cl100kPattern}
+	o200k  = &Encoding{name: O200kBase, pattern: o200kPattern}
+	cl100k = &Encoding{name: Cl100kBase, pattern: cl100kPattern}
 )
 
 // Lookup returns the encoding of a tiktoken name (O200kBase or Cl100kBase), and
@@ -72,9 +102,33 @@ func Lookup(name string) (*Encoding, bool) {
 // Name returns the tiktoken name of the encoding.
 func (e *Encoding) Name() string { return e.name }
 
+// Load builds the rank map and splitter, once: from the table compiled in, or in
+// the module from the table its host gives (see the package doc). It returns why it
+// cannot, every time it is called after a failure (a module's host that gave no or
+// a wrong table); Count and Encode panic with that error.
+func (e *Encoding) Load() error {
+	e.once.Do(func() {
+		table, err := tableOf(e.name)
+		if err == nil {
+			err = checkTable(e.name, table)
+		}
+		if err != nil {
+			e.err = err
+			return
+		}
+		e.tok = newTokenizer(table, e.pattern)
+	})
+	return e.err
+}
+
+// errNotLoaded is Count's panic when Load failed and the caller did not check.
+var errNotLoaded = errors.New("ctxcompact: the encoding's vocabulary is not loaded")
+
 // tokenizer returns the rank map and splitter, building them on the first call.
 func (e *Encoding) tokenizer() *tokenizer {
-	e.once.Do(func() { e.tok = newTokenizer(e.table, e.pattern) })
+	if err := e.Load(); err != nil {
+		panic(fmt.Errorf("%w: %w", errNotLoaded, err))
+	}
 	return e.tok
 }
 

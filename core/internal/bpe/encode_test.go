@@ -389,12 +389,13 @@ func TestRankTableFindsEveryToken(t *testing.T) {
 	for _, enc := range []*Encoding{o200k, cl100k} {
 		b := enc.tokenizer()
 		w := b.borrow()
+		table, _ := Embedded(enc.name)
 		tokens := map[string]bool{}
 		pos := len(vocabMagic)
 		next := func() int {
 			x, shift := 0, 0
 			for {
-				c := enc.table[pos]
+				c := table[pos]
 				pos++
 				x |= int(c&0x7f) << shift
 				if c < 0x80 {
@@ -406,7 +407,7 @@ func TestRankTableFindsEveryToken(t *testing.T) {
 		n := next()
 		for r := 0; r < n; r++ {
 			l := next()
-			tok := enc.table[pos : pos+l]
+			tok := table[pos : pos+l]
 			pos += l
 			tokens[tok] = true
 			padded := garbageAfter(tok, 9)
@@ -559,6 +560,28 @@ func TestConcurrentCounts(t *testing.T) {
 		close(errs)
 		for err := range errs {
 			t.Error(err)
+		}
+	}
+}
+
+// TestTableSums: the sizes and sums a host-given table is checked against are the
+// committed tables', and a table that differs by one byte is refused.
+func TestTableSums(t *testing.T) {
+	for _, name := range []string{O200kBase, Cl100kBase} {
+		table, ok := Embedded(name)
+		if !ok {
+			t.Fatalf("%s: not embedded", name)
+		}
+		if err := checkTable(name, table); err != nil {
+			t.Fatal(err)
+		}
+		bad := []byte(table)
+		bad[len(bad)/2] ^= 1
+		if err := checkTable(name, string(bad)); err == nil {
+			t.Errorf("%s: a table with one byte changed passed the check", name)
+		}
+		if err := checkTable(name, table[:len(table)-1]); err == nil {
+			t.Errorf("%s: a truncated table passed the check", name)
 		}
 	}
 }
