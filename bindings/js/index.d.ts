@@ -800,6 +800,11 @@ export interface CompactorOptions {
   debug?: (fd: 1 | 2, text: string) => void;
   /** Replace the instance after a call that grew its linear memory past this many bytes (default 64 MiB, as in Python and Go; 0 = never). */
   maxInstanceMemory?: number;
+  /**
+   * The exact encodings' rank tables (the files core/internal/bpe/vocab/<name>.bin of the package), which the module asks for on its first exact count.
+   * Default: read from the package where node:fs exists (Node, Deno, Bun). In a browser, give the ones you count with (bytes, or a URL to fetch); without them an exact count is invalid_config.
+   */
+  vocabularies?: Partial<Record<"o200k_base" | "cl100k_base", BufferSource | URL | string | Response>>;
 }
 
 /** What a summarizer gets beside the request. */

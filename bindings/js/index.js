@@ -3,7 +3,7 @@
 // may be. Works in Node 18+, Deno, Bun and browsers (no `node:` imports here).
 
 import { CompactError, ErrABIMismatch, ErrBadBinary, ErrClosed } from "./errors.js";
-import { ABI_VERSION, Instance, checkModule, loadModule, unwrap, utf8 } from "./runtime.js";
+import { ABI_VERSION, Instance, checkModule, loadModule, prepareVocabularies, unwrap, utf8 } from "./runtime.js";
 import { CountCache } from "./counts.js";
 import { T, checkOptions, checkValue, describe, serialize } from "./options.js";
 
@@ -51,7 +51,7 @@ export const DEFAULT_TIMEOUT_MS = 120000;
 const MAX_TIMER_MS = 2147483647;
 
 const CONFIG = [T.object];
-const CREATE_OPTIONS = { wasm: [T.any], config: CONFIG, debug: [T.function], maxInstanceMemory: [T.count] };
+const CREATE_OPTIONS = { wasm: [T.any], config: CONFIG, debug: [T.function], maxInstanceMemory: [T.count], vocabularies: [T.object] };
 const COMPACT_OPTIONS = {
   summarize: [T.function], force: [T.boolean], config: CONFIG, promptTokens: [T.count],
   format: [T.string], system: [T.system], timeoutMs: [T.positiveMs, "timeout"], signal: [T.signal],
@@ -164,6 +164,7 @@ export class Compactor {
     const o = checkOptions("Compactor.create()", options, CREATE_OPTIONS);
     const module = await loadModule(o.wasm ?? undefined);
     checkModule(module);
+    await prepareVocabularies(o.vocabularies ?? undefined);
     let instance;
     try {
       instance = await Instance.create(module, o.debug ?? undefined);

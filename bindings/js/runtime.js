@@ -6,7 +6,7 @@ import { createWasi } from "./wasi.js";
 import { CompactError, ErrABIMismatch, ErrBadBinary } from "./errors.js";
 
 /** The boundary version this binding speaks (wasm/abi.json "abi_version"). */
-export const ABI_VERSION = 1;
+export const ABI_VERSION = 2;
 
 /** The exports this binding needs: name -> [kind, parameter count] (wasm/abi.json "exports"). */
 export const EXPORTS = {
@@ -24,6 +24,20 @@ export const EXPORTS = {
 export const MAX_REQUEST_BYTES = 268435456;
 
 const DEFAULT_WASM = new URL("../../wasm/ctxcompact.wasm", import.meta.url);
+
+// The module has no BPE rank tables of its own (2.3 MB less to download and
+// compile): when it first counts with o200k_base or cl100k_base it asks its host
+// through the ctxcompact.vocab_size and vocab_read imports (wasm/abi.json
+// "host_imports"). They are served from `vocabularies` given to create(), else, where
+// node:fs exists (Node, Deno, Bun), read on first use from the package's
+// core/internal/bpe/vocab/<name>.bin; the guest checks each table's length and sum.
+const VOCAB_NAMES = ["o200k_base", "cl100k_base"];
+const VOCAB_DIR = new URL("../../core/internal/bpe/vocab/", import.meta.url);
+
+/** name -> the table's bytes, once loaded (process-wide: the tables never change). */
+const vocab = new Map();
+/** (url) => bytes, where node:fs exists; set by prepareVocabularies. */
+let readVocabSync;
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -72,12 +86,84 @@ async function compileFrom(wasm) {
   return compileResponse(res);
 }
 
+/**
+ * Makes the tables available to the instances: the ones given (name -> bytes, URL,
+ * path or Response), loaded now; else a reader of the packaged files where node:fs
+ * exists. Without either (a browser), an exact count fails with the core's
+ * invalid_config naming the missing table.
+ * @param {Record<string, unknown> | undefined} given
+ */
+export async function prepareVocabularies(given) {
+  if (given !== undefined && given !== null) {
+    if (typeof given !== "object") throw new TypeError("ctxcompact: options.vocabularies must be an object: encoding name -> bytes, URL, path or Response");
+    for (const [name, src] of Object.entries(given)) {
+      if (!VOCAB_NAMES.includes(name)) throw new TypeError(`ctxcompact: options.vocabularies.${name}: no such encoding; allowed: ${VOCAB_NAMES.join(", ")}`);
+      vocab.set(name, new Uint8Array(await readBytes(src, `options.vocabularies.${name}`)));
+    }
+    return;
+  }
+  if (readVocabSync !== undefined || !hasNodeFiles()) return;
+  const files = await nodeFiles();
+  readVocabSync = files.readURLSync;
+}
+
+/** The bytes of src: bytes, a URL (fetched, or read for file:), a path, or a Response. */
+async function readBytes(src, what) {
+  if (src instanceof ArrayBuffer || ArrayBuffer.isView(src)) return ArrayBuffer.isView(src) ? src.buffer.slice(src.byteOffset, src.byteOffset + src.byteLength) : src;
+  if (src && typeof src === "object" && !(src instanceof URL) && typeof src.arrayBuffer === "function") return src.arrayBuffer();
+  let url;
+  if (src instanceof URL) url = src;
+  else if (typeof src === "string") {
+    if (/^[a-z][a-z0-9+.-]+:/i.test(src)) url = new URL(src);
+    else return (await nodeFiles()).readPath(src);
+  } else throw new TypeError(`ctxcompact: ${what} must be bytes, a URL, a path or a Response`);
+  if (url.protocol === "file:") return (await nodeFiles()).readURL(url);
+  const res = await fetch(url);
+  if (!res.ok) throw new Error(`ctxcompact: fetching ${url.href} failed: HTTP ${res.status}`);
+  return res.arrayBuffer();
+}
+
+/** The table of an encoding, or undefined when this host has none. */
+function vocabulary(name) {
+  let t = vocab.get(name);
+  if (t === undefined && readVocabSync !== undefined && VOCAB_NAMES.includes(name)) {
+    try {
+      t = new Uint8Array(readVocabSync(new URL(`${name}.bin`, VOCAB_DIR)));
+      vocab.set(name, t);
+    } catch {
+      return undefined; // the guest reports the table missing (invalid_config)
+    }
+  }
+  return t;
+}
+
+/** The ctxcompact.vocab_* imports of one instance, reading its memory once bound. */
+function hostImports(bound) {
+  const nameAt = (p, n) => decoder.decode(new Uint8Array(bound.memory.buffer, p >>> 0, n >>> 0));
+  return {
+    vocab_size(p, n) {
+      const t = vocabulary(nameAt(p, n));
+      return t === undefined ? -1 : t.length;
+    },
+    vocab_read(p, n, dst) {
+      const t = vocabulary(nameAt(p, n));
+      if (t === undefined) return -1;
+      new Uint8Array(bound.memory.buffer, dst >>> 0, t.length).set(t);
+      return 0;
+    },
+  };
+}
+
+function hasNodeFiles() {
+  return typeof globalThis.process?.versions?.node === "string" || typeof globalThis.Deno !== "undefined";
+}
+
 /** ./node.js (node:fs), or a clear error where there is no file system. */
 async function nodeFiles() {
   const msg = "ctxcompact: reading the module from a file needs node:fs (Node, Deno, Bun); elsewhere pass options.wasm as bytes, an http(s) URL or a WebAssembly.Module";
   // Node and Bun set process.versions.node; Deno has node:fs too. Browsers would
   // only log a failed module load, so do not try there.
-  if (typeof globalThis.process?.versions?.node !== "string" && typeof globalThis.Deno === "undefined") throw new Error(msg);
+  if (!hasNodeFiles()) throw new Error(msg);
   try {
     return await import("./node.js");
   } catch (err) {
@@ -116,8 +202,9 @@ export function checkModule(module) {
     if (have.get(name) !== kind) throw new ErrBadBinary(`ctxcompact: export ${name} is a ${have.get(name)}, want a ${kind}`);
   }
   for (const imp of WebAssembly.Module.imports(module)) {
-    if (imp.module !== "wasi_snapshot_preview1" || imp.kind !== "function") {
-      throw new ErrBadBinary(`ctxcompact: the module imports ${imp.module}.${imp.name} (${imp.kind}); only wasi_snapshot_preview1 functions are provided`);
+    const ours = imp.module === "ctxcompact" && (imp.name === "vocab_size" || imp.name === "vocab_read");
+    if ((imp.module !== "wasi_snapshot_preview1" && !ours) || imp.kind !== "function") {
+      throw new ErrBadBinary(`ctxcompact: the module imports ${imp.module}.${imp.name} (${imp.kind}); only wasi_snapshot_preview1 functions and ctxcompact.vocab_size/vocab_read are provided`);
     }
   }
 }
@@ -138,18 +225,21 @@ export class Instance {
   /** Instantiates asynchronously (allowed everywhere, for any module size). */
   static async create(module, debug) {
     const wasi = createWasi(module, debug);
-    const instance = await WebAssembly.instantiate(module, wasi.imports);
-    return Instance.#start(instance, wasi);
+    const bound = { memory: null };
+    const instance = await WebAssembly.instantiate(module, { ...wasi.imports, ctxcompact: hostImports(bound) });
+    return Instance.#start(instance, wasi, bound);
   }
 
   /** Instantiates synchronously; used to replace a trapped instance inside a sync call. */
   static createSync(module, debug) {
     const wasi = createWasi(module, debug);
-    return Instance.#start(new WebAssembly.Instance(module, wasi.imports), wasi);
+    const bound = { memory: null };
+    return Instance.#start(new WebAssembly.Instance(module, { ...wasi.imports, ctxcompact: hostImports(bound) }), wasi, bound);
   }
 
-  static #start(instance, wasi) {
+  static #start(instance, wasi, bound) {
     const ex = instance.exports;
+    bound.memory = ex.memory;
     for (const [name, [kind, params]] of Object.entries(EXPORTS)) {
       if (kind === "function" && ex[name].length !== params) {
         throw new ErrBadBinary(`ctxcompact: export ${name} takes ${ex[name].length} parameters, want ${params}`);

@@ -65,11 +65,16 @@ async function run() {
   // (decides whether a trapped instance is replaced inside the failing call).
   try {
     const { createWasi } = await import("/bindings/js/wasi.js");
-    new WebAssembly.Instance(c.module, createWasi(c.module).imports);
+    new WebAssembly.Instance(c.module, { ...createWasi(c.module).imports, ctxcompact: { vocab_size: () => -1, vocab_read: () => -1 } });
     out.syncInstantiate = "allowed";
   } catch (e) {
     out.syncInstantiate = String(e.message);
   }
+  // 8. The exact encodings' tables: a browser has no files to read them from, so an
+  // exact count without them names what is missing; given as a URL, they are fetched.
+  try { c.countTokens(msgs.slice(0, 3), { encoding: "o200k_base" }); } catch (e) { out.noVocab = { code: e.code, path: e.path, message: e.message }; }
+  const v = await Compactor.create({ vocabularies: { o200k_base: new URL("/core/internal/bpe/vocab/o200k_base.bin", location.href) } });
+  out.withVocab = v.countTokens([{ role: "user", content: "hello world" }], { encoding: "o200k_base" });
   return out;
 }
 

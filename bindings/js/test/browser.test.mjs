@@ -21,9 +21,10 @@ function serve() {
       res.writeHead(200, { "content-type": "text/html" }).end(PAGE);
       return;
     }
-    // Only the binding and the module are served.
+    // Only the binding, the module and the exact encodings' tables are served.
     const rel = path.normalize(decodeURIComponent(url.pathname)).replace(/^\/+/, "");
-    const ok = (rel.startsWith("bindings/js/") && !rel.includes("..")) || rel === "wasm/ctxcompact.wasm";
+    const ok = (rel.startsWith("bindings/js/") && !rel.includes("..")) || rel === "wasm/ctxcompact.wasm" ||
+      rel === "core/internal/bpe/vocab/o200k_base.bin";
     const file = path.join(ROOT, rel);
     if (!ok || !existsSync(file)) {
       res.writeHead(404).end();
@@ -85,6 +86,10 @@ test("headless Chromium: default and URL loading, an op, compactions, errors, tr
   assert.equal(r.grownStillServes, "ctxcompact");
   assert.equal(r.grownReplaced, true);
   assert.equal(r.afterGrow, "ctxcompact");
+  assert.equal(r.noVocab.code, "invalid_request");
+  assert.equal(r.noVocab.path, "/encoding");
+  assert.match(r.noVocab.message, /no o200k_base vocabulary/);
+  assert.equal(r.withVocab.total, 9, "o200k_base: the message 3 + role 1 + text 2, the reply priming 3, as in Node");
   assert.deepEqual(logs, [], "nothing on the browser console");
   t.diagnostic(`synchronous instantiation on the main thread: ${r.syncInstantiate}; create() took ${r.createMs.toFixed(0)} ms`);
 });

@@ -78,7 +78,7 @@ const vec = (items) => [...leb(items.length), ...items.flat()];
  * A tiny hand-assembled module shaped like ctxcompact's boundary, for loader tests.
  * @param {{abi?: number, omit?: string[], allocParams?: number, extraImport?: boolean | [string, string]}} o
  */
-export function tinyModule({ abi = 1, omit = [], allocParams = 1, extraImport = false } = {}) {
+export function tinyModule({ abi = 2, omit = [], allocParams = 1, extraImport = false } = {}) {
   const I32 = 0x7f;
   const types = [
     [0x60, 0, 0], // 0: () -> ()
