@@ -28,6 +28,9 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 NAME = "ctxcompact.wasm"
 WASM_MAGIC = b"\x00asm"
+#: The exact encodings' rank tables, which the module asks its host for (wasm/abi.json
+#: "host_imports"): core/internal/bpe/vocab/<name>.bin in a checkout, vocab/ in an sdist.
+VOCABULARIES = ("o200k_base.bin", "cl100k_base.bin")
 
 
 def _sha256(path: str) -> str:
@@ -82,6 +85,12 @@ class CustomBuildHook(BuildHookInterface):
         dest = "ctxcompact" if self.target_name == "wheel" else "src/ctxcompact"
         build_data["force_include"][wasm] = f"{dest}/{NAME}"
         build_data["force_include"][sha_file] = f"{dest}/{NAME}.sha256"
+        repo_vocab = os.path.normpath(os.path.join(self.root, "..", "..", "core", "internal", "bpe", "vocab"))
+        for v in VOCABULARIES:
+            src = os.path.join(repo_vocab, v) if wasm == repo_wasm else os.path.join(pkg, "vocab", v)
+            if not os.path.isfile(src):
+                raise RuntimeError(f"ctxcompact: the rank table {src} is missing: build from a full checkout or the published sdist")
+            build_data["force_include"][src] = f"{dest}/vocab/{v}"
 
     def finalize(self, version: str, build_data: Dict[str, Any], artifact_path: str) -> None:
         tmp = getattr(self, "_tmp", None)

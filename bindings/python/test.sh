@@ -37,6 +37,12 @@ copy_wasm() {
 	# The copy must be the committed module, byte for byte.
 	[[ "$(sha256sum "$pkg/ctxcompact.wasm" | cut -d' ' -f1)" == "$sha" ]] || {
 		echo "test.sh: copied .wasm does not match $src" >&2; exit 1; }
+	# The exact encodings' rank tables, which the module asks its host for.
+	mkdir -p "$pkg/vocab"
+	local v
+	for v in o200k_base cl100k_base; do
+		cmp -s "$root/core/internal/bpe/vocab/$v.bin" "$pkg/vocab/$v.bin" || cp "$root/core/internal/bpe/vocab/$v.bin" "$pkg/vocab/$v.bin"
+	done
 }
 
 if [[ "${1:-}" == "--copy-only" ]]; then

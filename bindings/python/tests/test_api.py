@@ -530,7 +530,7 @@ def test_a_closed_compactor_leaves_its_idle_instances_to_the_next_one(monkeypatc
     assert _runtime.drop_spares() == 1 and e._loaded.spares == []
 
 
-def _wat(abi=1, drop=None, extra_import=""):
+def _wat(abi=2, drop=None, extra_import=""):
     funcs = {
         "_initialize": "(func (export \"_initialize\"))",
         "ctxc_abi_version": f"(func (export \"ctxc_abi_version\") (result i32) i32.const {abi})",
@@ -567,10 +567,10 @@ def test_bad_binaries_are_refused():
 
 def test_abi_mismatch():
     with pytest.raises(ErrABIMismatch) as ei:
-        Compactor(wasm=_wat(abi=2), cache_dir=False)
-    assert (ei.value.got, ei.value.want) == (2, 1)
+        Compactor(wasm=_wat(abi=1), cache_dir=False)
+    assert (ei.value.got, ei.value.want) == (1, 2)
     # The fake module with the right ABI loads and answers whatever it has.
-    c = Compactor(wasm=_wat(abi=1), cache_dir=False)
+    c = Compactor(wasm=_wat(abi=2), cache_dir=False)
     # (it "answers" with the first 2 bytes of the request it was given at 16)
     assert c.call_bytes(b'{"op":"info"}') == b'{"'
 

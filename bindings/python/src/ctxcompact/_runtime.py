@@ -21,7 +21,7 @@ import wasmtime
 from ._errors import CompactError, ErrABIMismatch, ErrBadBinary, ErrClosed
 
 #: The boundary version this package speaks (wasm/abi.json "abi_version").
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 #: wasm/abi.json "max_request_bytes": larger requests are refused before the copy.
 MAX_REQUEST_BYTES = 256 << 20
@@ -213,9 +213,67 @@ def _shared_engine() -> Tuple[wasmtime.Engine, wasmtime.Linker]:
         engine = wasmtime.Engine()
         linker = wasmtime.Linker(engine)
         linker.define_wasi()
+        i32 = wasmtime.ValType.i32()
+        linker.define_func(_HOST, "vocab_size", wasmtime.FuncType([i32, i32], [i32]), _vocab_size, access_caller=True)
+        linker.define_func(_HOST, "vocab_read", wasmtime.FuncType([i32, i32, i32], [i32]), _vocab_read, access_caller=True)
         _engine, _linker = engine, linker
     assert _linker is not None
     return _engine, _linker
+
+
+# --- the exact encodings' rank tables ------------------------------------------------
+#
+# The module has no BPE rank tables of its own (2.3 MB less to compile): when it first
+# counts with o200k_base or cl100k_base it asks its host through the
+# ctxcompact.vocab_size and vocab_read imports (wasm/abi.json "host_imports"). They are
+# packaged beside the module (ctxcompact/vocab/<name>.bin, from the repository's
+# core/internal/bpe/vocab) and read on first use; the guest checks each one's length
+# and sum, so a damaged file is refused (invalid_config), never counted with.
+
+_HOST = "ctxcompact"
+_VOCAB_NAMES = ("o200k_base", "cl100k_base")
+_vocab: Dict[str, bytes] = {}
+_vocab_lock = threading.Lock()
+
+
+def _vocabulary(name: str) -> Optional[bytes]:
+    t = _vocab.get(name)
+    if t is None and name in _VOCAB_NAMES:
+        with _vocab_lock:
+            t = _vocab.get(name)
+            if t is None:
+                try:
+                    t = (Path(__file__).parent / "vocab" / f"{name}.bin").read_bytes()
+                except OSError:
+                    return None  # the guest reports the table missing
+                _vocab[name] = t
+    return t
+
+
+def _caller_name(caller: Any, p: int, n: int) -> Tuple[Any, Optional[str]]:
+    mem = caller.get("memory")
+    if not isinstance(mem, wasmtime.Memory) or n < 0 or n > 64:
+        return mem, None
+    base = _addressof(mem.data_ptr(caller).contents)
+    return mem, _string_at(base + (p & 0xFFFFFFFF), n).decode("utf-8", "replace")
+
+
+def _vocab_size(caller: Any, p: int, n: int) -> int:
+    _, name = _caller_name(caller, p, n)
+    t = _vocabulary(name) if name is not None else None
+    return -1 if t is None else len(t)
+
+
+def _vocab_read(caller: Any, p: int, n: int, dst: int) -> int:
+    mem, name = _caller_name(caller, p, n)
+    t = _vocabulary(name) if name is not None else None
+    if t is None:
+        return -1
+    dst &= 0xFFFFFFFF
+    if dst + len(t) > mem.data_len(caller):
+        return -1
+    _memmove(_addressof(mem.data_ptr(caller).contents) + dst, t, len(t))
+    return 0
 
 
 class LoadedModule:
@@ -315,8 +373,8 @@ def check_module(module: wasmtime.Module) -> None:
     """Imports: WASI preview1 only. Exports: every one of EXPECTED_EXPORTS, with its
     signature. Raises ErrBadBinary naming the first problem."""
     for imp in module.imports:
-        if imp.module != _WASI:
-            raise ErrBadBinary(f"the module imports {imp.module}.{imp.name}; only {_WASI} is allowed")
+        if imp.module != _WASI and not (imp.module == _HOST and imp.name in ("vocab_size", "vocab_read")):
+            raise ErrBadBinary(f"the module imports {imp.module}.{imp.name}; only {_WASI} and {_HOST}.vocab_size/vocab_read are provided")
     have = {e.name: e.type for e in module.exports}
     for name, want in EXPECTED_EXPORTS.items():
         ty = have.get(name)
