@@ -139,6 +139,15 @@ func (b *tokenizer) pieceTokens(piece []byte) int {
 	if _, ok := b.get(piece, 0, len(piece)); ok {
 		return 1
 	}
+	if b.hot != nil && len(piece) <= maxMergeCached {
+		slot := mergeSlot(piece)
+		if b.hot.pieces[slot] == string(piece) { // no allocation: a comparison
+			return int(b.hot.counts[slot])
+		}
+		n := b.mergeScan(piece, nil)
+		b.hot.pieces[slot], b.hot.counts[slot] = string(piece), int32(n)
+		return n
+	}
 	if len(piece) < bpeHeapThreshold {
 		return b.mergeScan(piece, nil)
 	}

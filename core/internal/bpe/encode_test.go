@@ -585,3 +585,50 @@ func TestTableSums(t *testing.T) {
 		}
 	}
 }
+
+// uncachedCount is Count without the hot and merge caches: every piece looked up in
+// the rank table and merged, the reference the caches are held to.
+func uncachedCount(e *Encoding, s string) int {
+	b := e.tokenizer() // the shared tokenizer: no hot cache
+	n := 0
+	var buf []byte
+	b.split(s, func(piece string) {
+		buf = pieceBuf(buf, piece)
+		n += b.pieceTokens(buf)
+	})
+	return n
+}
+
+// TestMergeCacheCountsAsWithout: the merge cache (a piece's count kept by its hash,
+// the piece compared on a hit) never changes a count: every text of the shared
+// traces and the tricky ones counted cold, then again warm, equals the count with
+// no cache at all; a slot that holds another piece (a hash collision) is only a
+// miss.
+func TestMergeCacheCountsAsWithout(t *testing.T) {
+	files, _, _ := sharedTraceTexts(t, "TestMergeCacheCountsAsWithout")
+	texts := append([]string{}, trickyTexts...)
+	for _, f := range files {
+		texts = append(texts, f.texts...)
+	}
+	for _, name := range []string{O200kBase, Cl100kBase} {
+		e, _ := Lookup(name)
+		for pass := 0; pass < 2; pass++ { // cold, then warm
+			for _, s := range texts {
+				if got, want := e.Count(s), uncachedCount(e, s); got != want {
+					t.Fatalf("%s pass %d: Count %d, without caches %d, for %.80q", name, pass, got, want, s)
+				}
+			}
+		}
+		// Every slot holds another piece, with a count no text has: only misses.
+		w := e.tokenizer().borrow()
+		for i := range w.hot.pieces {
+			w.hot.pieces[i], w.hot.counts[i] = "\x00not a piece", 999
+		}
+		w.giveBack()
+		for _, s := range trickyTexts {
+			if got, want := e.Count(s), uncachedCount(e, s); got != want {
+				t.Fatalf("%s: a slot holding another piece answered: %d, want %d for %q", name, got, want, s)
+			}
+		}
+	}
+}

@@ -164,12 +164,34 @@ type hotCache struct {
 	keys  [hotSize]uint64
 	ranks [hotSize]uint32
 	buf   []byte // the piece buffer of the count (see pieceBuf)
+	// pieces and counts are the merge cache: the token count of pieces that are not
+	// one token (each needs a merge), direct-mapped by the piece's hash, the piece
+	// kept to compare. Code and prose repeat their words, so most merges are ones
+	// a text did before (what gives gpt-tokenizer its warm speed).
+	pieces [mergeSize]string
+	counts [mergeSize]int32
 }
 
 const (
 	hotBits = 12
 	hotSize = 1 << hotBits
+
+	mergeBits = 13
+	mergeSize = 1 << mergeBits
+	// maxMergeCached is the longest piece the merge cache keeps: longer ones are
+	// rare and would make its strings megabytes.
+	maxMergeCached = 48
 )
+
+// mergeSlot is the merge cache slot of a piece: FNV-1a of its bytes, folded.
+func mergeSlot(piece []byte) uint32 {
+	h := uint32(2166136261)
+	for _, c := range piece {
+		h ^= uint32(c)
+		h *= 16777619
+	}
+	return (h ^ h>>mergeBits) & (mergeSize - 1)
+}
 
 // getHot is get through hc for a short key (the caller checks 0 < j-i < 8 and
 // that b has 8 bytes of capacity from i).
