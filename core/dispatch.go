@@ -75,10 +75,6 @@ func (q opRequest) Field(key string) gjson.Result { return q.params.Get(key) }
 // Fields returns the request's top-level fields, for code that reads several.
 func (q opRequest) Fields() params { return q.params }
 
-// Array returns what the validating pass recorded of the top-level field key, an
-// array (nil when it is not one, or was not recorded).
-func (q opRequest) Array(key string) *jsonraw.ArrayParts { return q.arrays[key] }
-
 // Whole returns the request object itself, for an op that reads it whole.
 func (q opRequest) Whole() gjson.Result { return q.whole }
 

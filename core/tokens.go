@@ -467,8 +467,6 @@ func isCJKDense(r rune) bool {
 	return false
 }
 
-// EstimateMessage returns the rough token estimate of one message given as raw JSON.
-func EstimateMessage(raw []byte) int { return roughCounter.message(gjson.ParseBytes(raw)) }
 
 // newCounter returns the counter for an encoding name ("" means rough; "auto" without
 // a model means rough) scaled by a calibration factor (0 means 1). path locates the
