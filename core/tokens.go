@@ -467,7 +467,6 @@ func isCJKDense(r rune) bool {
 	return false
 }
 
-
 // newCounter returns the counter for an encoding name ("" means rough; "auto" without
 // a model means rough) scaled by a calibration factor (0 means 1). path locates the
 // encoding in the request for errors. See newModelCounter for "auto" and priors.
