@@ -18,8 +18,8 @@ import wasmtime
 from ctxcompact import Compactor, _runtime
 
 
-def _load(cache_dir):
-    return _runtime.load_module(_runtime.packaged_source(), _runtime.resolve_cache_dir(cache_dir), memo=False)
+def _load(cache_dir, baseline=False):
+    return _runtime.load_module(_runtime.packaged_source(), _runtime.resolve_cache_dir(cache_dir), memo=False, baseline=baseline)
 
 
 @pytest.fixture(scope="module")
@@ -149,3 +149,56 @@ def test_warm_start_in_a_fresh_process(tmp_path, good_cache):
         out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
         assert out.stdout.split() == ["cache", "ctxcompact"]
     assert sorted(p.name for p in tmp_path.iterdir()) == [good_cache["name"], good_cache["name"] + ".sha256"]
+
+
+def test_a_cache_miss_starts_on_the_baseline_compiler_and_fills_the_cache(tmp_path):
+    """Winch compiles the module for this process; Cranelift's compile goes into the
+    cache in the background, and the next load takes it from there."""
+    if _runtime._baseline_engine() is None:
+        pytest.skip("this wasmtime has no baseline compiler (Winch)")
+    first = _load(tmp_path, baseline=True)
+    assert first.source == "baseline"
+    assert b'"name":"ctxcompact"' in _runtime.Instance(first.module, (first.engine, first.linker)).call(b'{"op":"info"}')
+    assert first.caching is not None
+    first.caching.join(120)
+    assert not first.caching.is_alive()
+    assert _runtime._check_cache(first.cache_path)
+    again = _load(tmp_path, baseline=True)
+    assert again.source == "cache" and again.caching is None
+
+
+def test_the_baseline_compiler_counts_as_cranelift_does(tmp_path, good_cache):
+    """The same request, the same bytes, whichever compiler made the code."""
+    if _runtime._baseline_engine() is None:
+        pytest.skip("this wasmtime has no baseline compiler (Winch)")
+    quick = _load(tmp_path / "b", baseline=True)
+    opt = _load(_install(tmp_path / "c", good_cache).parent)
+    assert (quick.source, opt.source) == ("baseline", "cache")
+    req = (b'{"op":"compact.begin","force":true,"summarizer":"builtin","config":{"model":{"context_length":8000},'
+           b'"tokens":{"encoding":"o200k_base"}},"messages":' +
+           __import__("json").dumps([{"role": "user", "content": "port the parser"}] +
+                                    [{"role": "assistant" if k % 2 else "user", "content": f"step {k}: " + "lexer.py tokens " * 200}
+                                     for k in range(30)]).encode() + b'}')
+    a = _runtime.Instance(quick.module, (quick.engine, quick.linker)).call(req)
+    b = _runtime.Instance(opt.module).call(req)
+    assert a == b and b'"compacted":true' in a
+    quick.caching.join(120)
+
+
+def test_a_first_run_in_a_fresh_process_leaves_the_cache_filled(tmp_path):
+    """The interpreter waits for the cache to be written before it exits, so the
+    next process loads the optimized code."""
+    if _runtime._baseline_engine() is None:
+        pytest.skip("this wasmtime has no baseline compiler (Winch)")
+    env = dict(os.environ, CTXCOMPACT_CACHE_DIR=str(tmp_path))
+    script = "import ctxcompact; c=ctxcompact.Compactor(); print(c.module_source, c.info()['name'])"
+    sources = []
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+        sources.append(out.stdout.split())
+    assert sources == [["baseline", "ctxcompact"], ["cache", "ctxcompact"]]
+    env["CTXCOMPACT_BASELINE_COMPILER"] = "off"
+    for f in tmp_path.iterdir():
+        f.unlink()
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["compiled", "ctxcompact"], "off: Cranelift compiles it in the call, as before"
