@@ -183,14 +183,10 @@ const (
 	maxMergeCached = 48
 )
 
-// mergeSlot is the merge cache slot of a piece: FNV-1a of its bytes, folded.
+// mergeSlot is the merge cache slot of a piece: the top bits of its rank-table hash
+// (hashKey; the piece has pieceBuf's 8 bytes of capacity past its end).
 func mergeSlot(piece []byte) uint32 {
-	h := uint32(2166136261)
-	for _, c := range piece {
-		h ^= uint32(c)
-		h *= 16777619
-	}
-	return (h ^ h>>mergeBits) & (mergeSize - 1)
+	return uint32(hashKey(piece, 0, len(piece)) >> (64 - mergeBits))
 }
 
 // getHot is get through hc for a short key (the caller checks 0 < j-i < 8 and
