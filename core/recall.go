@@ -275,32 +275,26 @@ func RecallText(m gjson.Result) string {
 	return capText(b.String())
 }
 
-// addGeminiParts adds the text of a Gemini content's parts: text, a function call's
-// name and arguments, a function response's name and what it holds, "[image]" or
-// "[file]" for inline and file data.
+// addGeminiParts adds the text of a Gemini content's parts, read as the Gemini
+// format reads them (format_gemini.go): a function call's or response's name and
+// the call's arguments, then what untypedPartText gives (text, a response's text,
+// "[image]" or "[file]"); a thought's text too, which that leaves out.
 func addGeminiParts(parts gjson.Result, add func(string)) {
 	parts.ForEach(func(_, part gjson.Result) bool {
-		if t := fieldOf(part, "text"); t.Type == gjson.String {
-			add(t.Str)
+		p := readGeminiPart(part.Raw)
+		if p.thought == "true" && p.text != "" && p.text[0] == '"' {
+			add(jsonraw.DecodeString(p.text))
 		}
-		if c := fieldOf(part, "functionCall"); c.IsObject() {
-			add(fieldOf(c, "name").Str)
-			add(argumentsText(fieldOf(c, "args")))
+		if p.call != "" && p.call[0] == '{' {
+			_, name, _, args := readFunction(p.call)
+			add(name)
+			add(argumentsText(gjson.Parse(args)))
 		}
-		if r := fieldOf(part, "functionResponse"); r.IsObject() {
-			add(fieldOf(r, "name").Str)
-			add(responseText(fieldOf(r, "response").Raw))
+		if p.response != "" && p.response[0] == '{' {
+			_, name, _, _ := readFunction(p.response)
+			add(name)
 		}
-		if d := fieldOf(part, "inlineData"); d.IsObject() {
-			if strings.HasPrefix(fieldOf(d, "mimeType").Str, "image/") {
-				add("[image]")
-			} else {
-				add("[file]")
-			}
-		}
-		if fieldOf(part, "fileData").IsObject() {
-			add("[file]")
-		}
+		add(untypedPartText(part.Raw))
 		return true
 	})
 }
@@ -311,14 +305,7 @@ func messageText(m gjson.Result) string {
 	if t := contentText(fieldOf(m, "content")); t != "" {
 		return t
 	}
-	var texts []string
-	fieldOf(m, "parts").ForEach(func(_, part gjson.Result) bool {
-		if t := fieldOf(part, "text"); t.Type == gjson.String {
-			texts = append(texts, t.Str)
-		}
-		return true
-	})
-	return strings.Join(texts, "\n")
+	return rawContentText(fieldOf(m, "parts").Raw)
 }
 
 // addContent adds the text of a content value: a string, or the parts of an

@@ -319,14 +319,11 @@ func checkTurnStartsWithThinking(r *ruleRun) {
 }
 
 func forEachAssistantBlock(r *ruleRun, fn func(path string, b gjson.Result)) {
-	for k, m := range r.items {
-		if m.Get("role").Str != "assistant" || !m.Get("content").IsArray() {
-			continue
+	forEachAssistantParts(r, 0, func(_ int, path string, parts []gjson.Result) {
+		for j, b := range parts {
+			fn(pointer(path, j), b)
 		}
-		for j, b := range m.Get("content").Array() {
-			fn(pointer(r.paths[k]+"/content", j), b)
-		}
-	}
+	})
 }
 
 func checkThinkingSigned(r *ruleRun) {
@@ -513,7 +510,7 @@ func aisdkOpenAIItem(p gjson.Result) (id string, reasoning bool) {
 }
 
 func checkAISDKReasoningFollowed(r *ruleRun) {
-	forEachAssistantParts(r, func(path string, parts []gjson.Result) {
+	forEachAssistantParts(r, 0, func(_ int, path string, parts []gjson.Result) {
 		for j, p := range parts {
 			id, reasoning := aisdkOpenAIItem(p)
 			if !reasoning {
@@ -545,7 +542,7 @@ func checkAISDKReasoningFollowed(r *ruleRun) {
 
 func checkAISDKItemIDs(r *ruleRun) {
 	seen := map[string]bool{}
-	forEachAssistantParts(r, func(path string, parts []gjson.Result) {
+	forEachAssistantParts(r, 0, func(_ int, path string, parts []gjson.Result) {
 		prev := ""
 		for j, p := range parts {
 			id, reasoning := aisdkOpenAIItem(p)
@@ -569,11 +566,11 @@ func checkAISDKItemIDs(r *ruleRun) {
 }
 
 // forEachAssistantParts calls fn with the content parts of each assistant message
-// whose content is a list, and the path of that list.
-func forEachAssistantParts(r *ruleRun, fn func(path string, parts []gjson.Result)) {
-	for k, m := range r.items {
-		if m.Get("role").Str == "assistant" && m.Get("content").IsArray() {
-			fn(r.paths[k]+"/content", m.Get("content").Array())
+// from item from on whose content is a list, its index and the path of that list.
+func forEachAssistantParts(r *ruleRun, from int, fn func(k int, path string, parts []gjson.Result)) {
+	for k := from; k < len(r.items); k++ {
+		if m := r.items[k]; m.Get("role").Str == "assistant" && m.Get("content").IsArray() {
+			fn(k, r.paths[k]+"/content", m.Get("content").Array())
 		}
 	}
 }
@@ -592,7 +589,7 @@ func aisdkThoughtSignature(p gjson.Result) (gjson.Result, string) {
 }
 
 func checkAISDKSignatureValues(r *ruleRun) {
-	forEachAssistantParts(r, func(path string, parts []gjson.Result) {
+	forEachAssistantParts(r, 0, func(_ int, path string, parts []gjson.Result) {
 		for j, p := range parts {
 			if s, at := aisdkThoughtSignature(p); s.Exists() && !nonEmptyString(s) {
 				r.add(pointer(path, j)+at, "a thoughtSignature must be the non-empty string the model returned")
@@ -603,7 +600,7 @@ func checkAISDKSignatureValues(r *ruleRun) {
 
 func checkAISDKCallSignatures(r *ruleRun) {
 	signed := false
-	forEachAssistantParts(r, func(_ string, parts []gjson.Result) {
+	forEachAssistantParts(r, 0, func(_ int, _ string, parts []gjson.Result) {
 		for _, p := range parts {
 			if s, _ := aisdkThoughtSignature(p); s.Exists() {
 				signed = true
@@ -613,20 +610,15 @@ func checkAISDKCallSignatures(r *ruleRun) {
 	if !signed {
 		return
 	}
-	start := currentTurn(r.items)
-	for k := start; k < len(r.items); k++ {
-		m := r.items[k]
-		if m.Get("role").Str != "assistant" || !m.Get("content").IsArray() {
-			continue
-		}
-		for j, p := range m.Get("content").Array() {
+	forEachAssistantParts(r, currentTurn(r.items), func(_ int, path string, parts []gjson.Result) {
+		for j, p := range parts {
 			if p.Get("type").Str != "tool-call" {
 				continue
 			}
 			if s, _ := aisdkThoughtSignature(p); !s.Exists() {
-				r.add(pointer(r.paths[k]+"/content", j), "the first tool call of a model step in the current turn must carry its thought signature")
+				r.add(pointer(path, j), "the first tool call of a model step in the current turn must carry its thought signature")
 			}
-			break // only the first call of a step carries one
+			return // only the first call of a step carries one
 		}
-	}
+	})
 }
