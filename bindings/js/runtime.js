@@ -63,27 +63,36 @@ export function loadModule(wasm) {
 
 async function compileFrom(wasm) {
   if (wasm instanceof WebAssembly.Module) return wasm;
-  if (wasm instanceof ArrayBuffer || ArrayBuffer.isView(wasm)) return compileBytes(wasm);
+  const src = await open(wasm, "ctxcompact: options.wasm must be bytes, a URL, a string or a WebAssembly.Module");
+  return src.response !== undefined ? compileResponse(src.response) : compileBytes(src.bytes);
+}
+
+/**
+ * What src names, as bytes or a fetch Response (streamed by the caller): bytes as
+ * they are, a Response, a URL (fetched, or read for file:), or a string (a URL, or a
+ * path read through node:fs). Throws a TypeError with wrongType for anything else.
+ * @returns {Promise<{bytes?: BufferSource, response?: Response}>}
+ */
+async function open(src, wrongType) {
+  if (src instanceof ArrayBuffer || ArrayBuffer.isView(src)) return { bytes: src };
   // A fetch Response, recognized by shape: touching the global Response would load
   // Node's fetch implementation (~10-20 ms) for nothing.
-  if (wasm && typeof wasm === "object" && !(wasm instanceof URL) && typeof wasm.arrayBuffer === "function" && wasm.headers) {
-    return compileResponse(wasm);
+  if (src && typeof src === "object" && !(src instanceof URL) && typeof src.arrayBuffer === "function" && src.headers) {
+    return { response: src };
   }
   let url;
-  if (wasm instanceof URL) url = wasm;
-  else if (typeof wasm === "string") {
+  if (src instanceof URL) url = src;
+  else if (typeof src === "string") {
     // "C:\x.wasm" is a path, "https://…" and "file:///…" are URLs.
-    if (/^[a-z][a-z0-9+.-]+:/i.test(wasm)) url = new URL(wasm);
-    else return compileBytes(await (await nodeFiles()).readPath(wasm));
+    if (/^[a-z][a-z0-9+.-]+:/i.test(src)) url = new URL(src);
+    else return { bytes: await (await nodeFiles()).readPath(src) };
   } else {
-    throw new TypeError("ctxcompact: options.wasm must be bytes, a URL, a string or a WebAssembly.Module");
+    throw new TypeError(wrongType);
   }
-  if (url.protocol === "file:") {
-    return compileBytes(await (await nodeFiles()).readURL(url));
-  }
+  if (url.protocol === "file:") return { bytes: await (await nodeFiles()).readURL(url) };
   const res = await fetch(url);
   if (!res.ok) throw new Error(`ctxcompact: fetching ${url.href} failed: HTTP ${res.status}`);
-  return compileResponse(res);
+  return { response: res };
 }
 
 /**
@@ -98,7 +107,8 @@ export async function prepareVocabularies(given) {
     if (typeof given !== "object") throw new TypeError("ctxcompact: options.vocabularies must be an object: encoding name -> bytes, URL, path or Response");
     for (const [name, src] of Object.entries(given)) {
       if (!VOCAB_NAMES.includes(name)) throw new TypeError(`ctxcompact: options.vocabularies.${name}: no such encoding; allowed: ${VOCAB_NAMES.join(", ")}`);
-      vocab.set(name, new Uint8Array(await readBytes(src, `options.vocabularies.${name}`)));
+      const got = await open(src, `ctxcompact: options.vocabularies.${name} must be bytes, a URL, a path or a Response`);
+      vocab.set(name, got.response !== undefined ? new Uint8Array(await got.response.arrayBuffer()) : copyBytes(got.bytes));
     }
     return;
   }
@@ -107,20 +117,9 @@ export async function prepareVocabularies(given) {
   readVocabSync = files.readURLSync;
 }
 
-/** The bytes of src: bytes, a URL (fetched, or read for file:), a path, or a Response. */
-async function readBytes(src, what) {
-  if (src instanceof ArrayBuffer || ArrayBuffer.isView(src)) return ArrayBuffer.isView(src) ? src.buffer.slice(src.byteOffset, src.byteOffset + src.byteLength) : src;
-  if (src && typeof src === "object" && !(src instanceof URL) && typeof src.arrayBuffer === "function") return src.arrayBuffer();
-  let url;
-  if (src instanceof URL) url = src;
-  else if (typeof src === "string") {
-    if (/^[a-z][a-z0-9+.-]+:/i.test(src)) url = new URL(src);
-    else return (await nodeFiles()).readPath(src);
-  } else throw new TypeError(`ctxcompact: ${what} must be bytes, a URL, a path or a Response`);
-  if (url.protocol === "file:") return (await nodeFiles()).readURL(url);
-  const res = await fetch(url);
-  if (!res.ok) throw new Error(`ctxcompact: fetching ${url.href} failed: HTTP ${res.status}`);
-  return res.arrayBuffer();
+/** A copy of bytes (an ArrayBuffer or any view of one), which the caller may reuse. */
+function copyBytes(b) {
+  return ArrayBuffer.isView(b) ? new Uint8Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength)) : new Uint8Array(b.slice(0));
 }
 
 /** The table of an encoding, or undefined when this host has none. */
