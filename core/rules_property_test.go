@@ -40,9 +40,7 @@ func genAnthropic(rng *rand.Rand, turns int, sizes []int, aisdk bool) []any {
 	msgs := []any{}
 	user := func(k int) any {
 		if aisdk {
-			return map[string]any{"role": "user", "content": []any{
-				map[string]any{"type": "text", "text": fmt.Sprintf("Task %d: port the module.", k)},
-				map[string]any{"type": "image", "image": pngData, "mediaType": "image/png"}}}
+			return aisdkUser(k)
 		}
 		return map[string]any{"role": "user", "content": []any{
 			map[string]any{"type": "text", "text": fmt.Sprintf("Task %d: port the module.", k)},
@@ -213,17 +211,20 @@ func genGemini(rng *rand.Rand, turns int, sizes []int) []any {
 	return msgs
 }
 
+// aisdkUser is an AI SDK user message: task k, and an image.
+func aisdkUser(k int) any {
+	return map[string]any{"role": "user", "content": []any{
+		map[string]any{"type": "text", "text": fmt.Sprintf("Task %d: port the module.", k)},
+		map[string]any{"type": "image", "image": pngData, "mediaType": "image/png"}}}
+}
+
 // genAISDKOpenAI: AI SDK messages as the OpenAI Responses provider returns them:
 // steps of [reasoning (item id and encrypted content in providerOptions.openai; a
 // second summary part of the same item half the time), tool-call x1-3 (item ids)],
 // their tool results (text, or text and an image), and at a turn's end [reasoning,
 // text] and a new user message with an image; new ids after the model switch.
 func genAISDKOpenAI(rng *rand.Rand, turns int, sizes []int) []any {
-	user := func(k int) any {
-		return map[string]any{"role": "user", "content": []any{
-			map[string]any{"type": "text", "text": fmt.Sprintf("Task %d: port the module.", k)},
-			map[string]any{"type": "image", "image": pngData, "mediaType": "image/png"}}}
-	}
+	user := aisdkUser
 	reasoning := func(id string) []any {
 		part := func(text string) any {
 			return map[string]any{"type": "reasoning", "text": text, "providerOptions": map[string]any{"openai": map[string]any{
@@ -269,11 +270,7 @@ func genAISDKOpenAI(rng *rand.Rand, turns int, sizes []int) []any {
 // unsigned)], their results, answers with a signed text part, user messages with
 // images.
 func genAISDKGemini(rng *rand.Rand, turns int, sizes []int) []any {
-	user := func(k int) any {
-		return map[string]any{"role": "user", "content": []any{
-			map[string]any{"type": "text", "text": fmt.Sprintf("Task %d: port the module.", k)},
-			map[string]any{"type": "image", "image": pngData, "mediaType": "image/png"}}}
-	}
+	user := aisdkUser
 	signed := func(sig string) map[string]any {
 		return map[string]any{"google": map[string]any{"thoughtSignature": sig}}
 	}
