@@ -26,11 +26,10 @@ const (
 // say which provider receives them: the provider config.model.provider names, else
 // Anthropic's (the stated default: docs/TOKENS.md).
 func imageRuleForProvider(provider string) imageRule {
-	p := strings.ToLower(provider)
-	switch {
-	case strings.HasPrefix(p, "openai"), strings.HasPrefix(p, "azure"):
+	switch rulesProvider(provider) {
+	case ProviderOpenAI:
 		return imageRuleOpenAI
-	case strings.HasPrefix(p, "google"), strings.HasPrefix(p, "gemini"), strings.HasPrefix(p, "vertex"):
+	case ProviderGemini:
 		return imageRuleGemini
 	}
 	return imageRuleAnthropic

@@ -173,10 +173,11 @@ func readProviderParam(v gjson.Result) (string, error) {
 	return "", errorf(CodeInvalidRequest, "/provider", `provider must be "anthropic", "openai" or "gemini"`)
 }
 
-// rulesProvider is the rule set a config.model.provider names for AI SDK messages:
-// the AI SDK's provider ids and the other names of each provider (anthropic,
-// openai, azure, google, google-vertex, gemini, vertex); "" for one whose rules
-// validate does not know (a gateway such as openrouter, or bedrock).
+// rulesProvider is the provider a config.model.provider names, for what depends on
+// it when the format does not say (AI SDK messages' rule set here, their images'
+// token rule in image_tokens.go): the AI SDK's provider ids and the other names of
+// each provider (anthropic, openai, azure, google, google-vertex, gemini, vertex);
+// "" for one it does not know (a gateway such as openrouter, or bedrock).
 func rulesProvider(configured string) string {
 	p := strings.ToLower(configured)
 	switch {
