@@ -130,7 +130,7 @@ func sameParams(kept map[string]string, req params) bool {
 // not compact.finish, ok is false and the caller reads the whole request.
 func finishRequest(op string, request []byte) (q opRequest, ok bool) {
 	const key = `"messages":`
-	if op != "" && op != "compact.finish" {
+	if op != "" && op != "compact.finish" && op != "session.run" {
 		return q, false
 	}
 	var msgs string
@@ -150,7 +150,7 @@ func finishRequest(op string, request []byte) (q opRequest, ok bool) {
 	rest := make([]byte, 0, len(request)-len(msgs)+1)
 	rest = append(append(rest, request[:len(request)-1-len(msgs)]...), '0', '}')
 	req, members, name, err := readEnvelope(op, rest)
-	if err != nil || name != "compact.finish" {
+	if err != nil || (name != "compact.finish" && name != "session.run") {
 		return q, false
 	}
 	for k := len(members) - 1; k >= 0; k-- {

@@ -115,6 +115,7 @@ func init() {
 		"recall.search_result":   returning(opRecallSearchResult),
 		"recall.expand_result":   returning(opRecallExpandResult),
 		"recall.check_call":      returning(opRecallCheckCall),
+		"session.run":            opSessionRun,
 	}
 }
 

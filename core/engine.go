@@ -369,63 +369,78 @@ func opEngineStart(req opRequest) ([]byte, error) {
 }
 
 var (
-	opEngineUsage = engineOp(func(s *EngineState, req opRequest) (map[string]any, error) {
-		u, err := NormalizeUsage(req.params.Get("usage"), "/usage")
+	opEngineUsage          = engineOp(stepUsage)
+	opEngineShouldCompress = engineOp(stepShouldCompress)
+	opEngineRecord         = engineOp(stepRecord)
+	opEngineUpdateModel    = engineOp(stepUpdateModel)
+	opEngineReset          = engineOp(stepReset)
+	opEngineStatus         = engineOp(func(*EngineState, opRequest) (map[string]any, error) { return nil, nil })
+)
+
+// stepUsage records a response's usage.
+func stepUsage(s *EngineState, req opRequest) (map[string]any, error) {
+	u, err := NormalizeUsage(req.params.Get("usage"), "/usage")
+	if err != nil {
+		return nil, err
+	}
+	s.RecordUsage(u)
+	return map[string]any{"usage": u}, nil
+}
+
+// stepShouldCompress is the trigger on the session.
+func stepShouldCompress(s *EngineState, req opRequest) (map[string]any, error) {
+	prompt := -1
+	if v := req.params.Get("prompt_tokens"); v.Exists() && v.Type != gjson.Null {
+		n, err := intParam(req.params, "prompt_tokens")
 		if err != nil {
 			return nil, err
 		}
-		s.RecordUsage(u)
-		return map[string]any{"usage": u}, nil
-	})
-	opEngineShouldCompress = engineOp(func(s *EngineState, req opRequest) (map[string]any, error) {
-		prompt := -1
-		if v := req.params.Get("prompt_tokens"); v.Exists() && v.Type != gjson.Null {
-			n, err := intParam(req.params, "prompt_tokens")
-			if err != nil {
-				return nil, err
+		prompt = n
+	}
+	r := s.ShouldCompress(prompt)
+	return map[string]any{"should_compress": r.ShouldCompress, "reason": r.Reason,
+		"prompt_tokens": r.PromptTokens, "threshold_tokens": r.ThresholdTokens}, nil
+}
+
+// stepRecord records a compaction's report.
+func stepRecord(s *EngineState, req opRequest) (map[string]any, error) {
+	v := req.params.Get("report")
+	if !v.IsObject() {
+		return nil, errorf(CodeInvalidRequest, "/report", "report must be the report object the compaction returned")
+	}
+	var r Report
+	if err := json.Unmarshal([]byte(v.Raw), &r); err != nil {
+		return nil, errorf(CodeInvalidRequest, "/report", "report is not a compaction report: %v", err)
+	}
+	if !fieldOf(v, "fits").Exists() || !fieldOf(v, "tokens_after").Exists() {
+		return nil, errorf(CodeInvalidRequest, "/report", "report needs fits and tokens_after: pass the report the compaction returned")
+	}
+	s.RecordCompaction(r)
+	return nil, nil
+}
+
+// stepUpdateModel switches the session's model.
+func stepUpdateModel(s *EngineState, req opRequest) (map[string]any, error) {
+	q := req.params
+	var m ModelUpdate
+	for key, dst := range map[string]*string{"model": &m.Model, "provider": &m.Provider, "base_url": &m.BaseURL, "api_mode": &m.APIMode} {
+		if v := q.Get(key); v.Exists() && v.Type != gjson.Null {
+			if v.Type != gjson.String {
+				return nil, errorf(CodeInvalidRequest, "/"+key, "%s must be a string", key)
 			}
-			prompt = n
+			*dst = v.Str
 		}
-		r := s.ShouldCompress(prompt)
-		return map[string]any{"should_compress": r.ShouldCompress, "reason": r.Reason,
-			"prompt_tokens": r.PromptTokens, "threshold_tokens": r.ThresholdTokens}, nil
-	})
-	opEngineRecord = engineOp(func(s *EngineState, req opRequest) (map[string]any, error) {
-		v := req.params.Get("report")
-		if !v.IsObject() {
-			return nil, errorf(CodeInvalidRequest, "/report", "report must be the report object the compaction returned")
-		}
-		var r Report
-		if err := json.Unmarshal([]byte(v.Raw), &r); err != nil {
-			return nil, errorf(CodeInvalidRequest, "/report", "report is not a compaction report: %v", err)
-		}
-		if !fieldOf(v, "fits").Exists() || !fieldOf(v, "tokens_after").Exists() {
-			return nil, errorf(CodeInvalidRequest, "/report", "report needs fits and tokens_after: pass the report the compaction returned")
-		}
-		s.RecordCompaction(r)
-		return nil, nil
-	})
-	opEngineUpdateModel = engineOp(func(s *EngineState, req opRequest) (map[string]any, error) {
-		q := req.params
-		var m ModelUpdate
-		for key, dst := range map[string]*string{"model": &m.Model, "provider": &m.Provider, "base_url": &m.BaseURL, "api_mode": &m.APIMode} {
-			if v := q.Get(key); v.Exists() && v.Type != gjson.Null {
-				if v.Type != gjson.String {
-					return nil, errorf(CodeInvalidRequest, "/"+key, "%s must be a string", key)
-				}
-				*dst = v.Str
-			}
-		}
-		if v := q.Get("context_length"); !v.Exists() || v.Type != gjson.Number || v.Num < 1 || v.Num != math.Trunc(v.Num) || v.Num > maxContextLength {
-			return nil, errorf(CodeInvalidRequest, "/context_length", "context_length must be an integer from 1 to %d: the new model's window", maxContextLength)
-		} else {
-			m.ContextLength = int(v.Num)
-		}
-		return nil, s.UpdateModel(m)
-	})
-	opEngineReset = engineOp(func(s *EngineState, _ opRequest) (map[string]any, error) {
-		s.Reset()
-		return nil, nil
-	})
-	opEngineStatus = engineOp(func(*EngineState, opRequest) (map[string]any, error) { return nil, nil })
-)
+	}
+	if v := q.Get("context_length"); !v.Exists() || v.Type != gjson.Number || v.Num < 1 || v.Num != math.Trunc(v.Num) || v.Num > maxContextLength {
+		return nil, errorf(CodeInvalidRequest, "/context_length", "context_length must be an integer from 1 to %d: the new model's window", maxContextLength)
+	} else {
+		m.ContextLength = int(v.Num)
+	}
+	return nil, s.UpdateModel(m)
+}
+
+// stepReset starts the session over.
+func stepReset(s *EngineState, _ opRequest) (map[string]any, error) {
+	s.Reset()
+	return nil, nil
+}

@@ -148,15 +148,24 @@ func opRecallArchive(req opRequest) ([]byte, error) {
 	if rid.Type != gjson.String || !IsRangeID(rid.Str) {
 		return nil, errorf(CodeInvalidRequest, "/range_id", "range_id must be a range id r<k> (r1, r2, ...)")
 	}
-	report := p.Get("report")
+	out, err := buildRecallArchive(rid.Str, p.Get("report"), p.Get("archived"), p.Get("messages"), p.Get("summary_message"))
+	if err != nil {
+		return nil, err
+	}
+	return marshal(out)
+}
+
+// buildRecallArchive makes the range rid and its rows from a compaction's report,
+// its archived entries (with their messages) and its output messages (refs
+// allowed), where the summary message is found unless summaryMessage names it.
+func buildRecallArchive(rid string, report, archived, messages, summaryMessage gjson.Result) (RecallArchive, error) {
 	if !report.IsObject() {
-		return nil, errorf(CodeInvalidRequest, "/report", "report must be the compaction's report object")
+		return RecallArchive{}, errorf(CodeInvalidRequest, "/report", "report must be the compaction's report object")
 	}
-	archived := p.Get("archived")
 	if !archived.IsArray() {
-		return nil, errorf(CodeInvalidRequest, "/archived", "archived must be the compaction's archived array, with messages")
+		return RecallArchive{}, errorf(CodeInvalidRequest, "/archived", "archived must be the compaction's archived array, with messages")
 	}
-	out := RecallArchive{Range: RecallRange{ID: rid.Str}, Rows: []RecallRow{}}
+	out := RecallArchive{Range: RecallRange{ID: rid}, Rows: []RecallRow{}}
 	lo, hi := -1, -1
 	var err error
 	archived.ForEach(func(k, a gjson.Result) bool {
@@ -182,31 +191,31 @@ func opRecallArchive(req opRequest) ([]byte, error) {
 		if i+1 > hi {
 			hi = i + 1
 		}
-		out.Rows = append(out.Rows, RecallRow{ID: rid.Str + "." + strconv.Itoa(i), RangeID: rid.Str, Position: i,
+		out.Rows = append(out.Rows, RecallRow{ID: rid + "." + strconv.Itoa(i), RangeID: rid, Position: i,
 			Role: messageRole(msg), Reason: reason.Str, JSON: msg.Raw, Text: RecallText(msg)})
 		return true
 	})
 	if err != nil {
-		return nil, err
+		return RecallArchive{}, err
 	}
 	if s := fieldOf(report, "summarized"); s.IsObject() {
 		out.Range.FromIndex, out.Range.ToIndex = int(fieldOf(s, "from").Int()), int(fieldOf(s, "to").Int())
 	} else if lo >= 0 {
 		out.Range.FromIndex, out.Range.ToIndex = lo, hi
 	}
-	sm := p.Get("summary_message")
-	if (!sm.Exists() || sm.Type == gjson.Null) && p.Get("messages").IsArray() && fieldOf(report, "summarized").IsObject() {
-		sm = summaryMessageOf(p.Get("messages"), int(fieldOf(report, "head_end").Int()))
+	sm := summaryMessage
+	if (!sm.Exists() || sm.Type == gjson.Null) && messages.IsArray() && fieldOf(report, "summarized").IsObject() {
+		sm = summaryMessageOf(messages, int(fieldOf(report, "head_end").Int()))
 	}
 	if sm.Exists() && sm.Type != gjson.Null {
 		if !sm.IsObject() {
-			return nil, errorf(CodeInvalidRequest, "/summary_message", "summary_message must be the summary message object, or null")
+			return RecallArchive{}, errorf(CodeInvalidRequest, "/summary_message", "summary_message must be the summary message object, or null")
 		}
 		out.Range.Summary = messageText(sm)
-		out.Rows = append(out.Rows, RecallRow{ID: rid.Str + ".summary", RangeID: rid.Str, Position: out.Range.FromIndex,
+		out.Rows = append(out.Rows, RecallRow{ID: rid + ".summary", RangeID: rid, Position: out.Range.FromIndex,
 			Role: "summary", Reason: "summary", JSON: sm.Raw, Text: capText("summary\n" + out.Range.Summary)})
 	}
-	return marshal(out)
+	return out, nil
 }
 
 // summaryMessageOf finds the summary message in a compaction's output messages

@@ -99,6 +99,9 @@ type summaryAsk struct {
 	// buffered nor copied.
 	writePrompt func(dst []byte) []byte
 	prompt      []byte
+	// extra is text added after the prompt: a session's focus topic and memory
+	// context (session.run's compress).
+	extra string
 }
 
 // escapedText is text being written in jsonraw.AppendStringBody's form.
@@ -350,7 +353,13 @@ func appendPending(dst []byte, state string, ask *summaryAsk) []byte {
 		dst = append(dst, `,"state":`...)
 		dst = jsonraw.AppendString(dst, state)
 	}
-	dst = append(dst, `,"summary_request":{"messages":[{"role":"system","content":`...)
+	dst = append(dst, `,"summary_request":`...)
+	return append(appendSummaryRequest(dst, ask), '}')
+}
+
+// appendSummaryRequest appends the SummaryRequest object of ask.
+func appendSummaryRequest(dst []byte, ask *summaryAsk) []byte {
+	dst = append(dst, `{"messages":[{"role":"system","content":`...)
 	dst = jsonraw.AppendString(dst, summarizerSystemPrompt)
 	dst = append(dst, `},{"role":"user","content":"`...)
 	if ask.writePrompt != nil {
@@ -358,6 +367,7 @@ func appendPending(dst []byte, state string, ask *summaryAsk) []byte {
 	} else {
 		dst = append(dst, ask.prompt...)
 	}
+	dst = jsonraw.AppendStringBody(dst, ask.extra)
 	dst = append(dst, `"}],"target_tokens":`...)
 	dst = strconv.AppendInt(dst, int64(ask.targetTokens), 10)
 	dst = append(dst, `,"max_tokens":`...)
@@ -368,5 +378,5 @@ func appendPending(dst []byte, state string, ask *summaryAsk) []byte {
 	dst = strconv.AppendInt(dst, int64(ask.middle.From), 10)
 	dst = append(dst, `,"to":`...)
 	dst = strconv.AppendInt(dst, int64(ask.middle.To), 10)
-	return append(dst, "}}}"...)
+	return append(dst, "}}"...)
 }

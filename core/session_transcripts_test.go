@@ -1,0 +1,311 @@
+package core
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The transcript vectors of session.run (docs/SESSION.md): each transcript is a
+// session's steps, each step an event with the effects the core asks for, the
+// scripted answers and the end. They are generated here, natively, and replayed
+// by the Go engine through wazero (host), Node and Python through their engines'
+// loops. Every call of every step is also a plain case of testdata/session.run.json.
+//
+//	go test ./core -run TestSessionTranscriptsUpToDate -update
+
+// scriptStep is a step to generate: an event, its fields and the answers, in
+// order, to the effects it will ask for (cancel: the host stops there).
+type scriptStep struct {
+	event   string
+	fields  map[string]any
+	answers []any
+}
+
+type scriptTranscript struct {
+	name, covers string
+	config       map[string]any
+	steps        []scriptStep
+}
+
+// cancelAnswer scripts a cancellation in place of an answer.
+const cancelAnswer = "cancel"
+
+func ok(v any) any { return map[string]any{"ok": v} }
+func failAnswer(code, msg string) any {
+	return map[string]any{"error": map[string]any{"code": code, "message": msg}}
+}
+
+type transcriptEffect struct {
+	Effect json.RawMessage `json:"effect"`
+	Answer any             `json:"answer,omitempty"`
+	Cancel bool            `json:"cancel,omitempty"`
+}
+
+type transcriptStep struct {
+	Event   string             `json:"event"`
+	Fields  map[string]any     `json:"fields"`
+	Effects []transcriptEffect `json:"effects"`
+	End     map[string]any     `json:"end"`
+}
+
+type transcriptOut struct {
+	Name   string           `json:"name"`
+	Covers string           `json:"covers"`
+	State  json.RawMessage  `json:"state"`
+	Steps  []transcriptStep `json:"steps"`
+}
+
+type transcriptFile struct {
+	Comment     string          `json:"_comment"`
+	Transcripts []transcriptOut `json:"transcripts"`
+}
+
+// bazelSession is a short Anthropic conversation for native compaction.
+func bazelSession() []any {
+	return []any{
+		map[string]any{"role": "user", "content": "Port the build to Bazel."},
+		map[string]any{"role": "assistant", "content": []any{text("I'll read the Makefile first."), toolUse("tu1", "read_file", "Makefile")}},
+		map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "tu1", "content": "all: build\nbuild:\n\tgo build ./...\n"}}},
+		map[string]any{"role": "assistant", "content": []any{text("The Makefile only runs go build; a BUILD.bazel per package will do.")}},
+		map[string]any{"role": "user", "content": "Go on with the cmd/ package."},
+	}
+}
+
+func sessionScripts() []scriptTranscript {
+	small := smallSession(6)
+	lossless := map[string]any{"model": map[string]any{"context_length": 2000}, "compression": map[string]any{"protect_last_n": 4},
+		"context": map[string]any{"engine": "lossless"}}
+	anthropic := map[string]any{"model": map[string]any{"name": "claude-sonnet-4-5", "provider": "anthropic", "context_length": 200000}}
+	compaction := map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "compaction", "content": "The user asked to port the build to Bazel; the Makefile only runs go build."}}}
+	summary := "## Goal\nRefactor the parser module into a lexer and a grammar.\n## Progress\n- Read src/parser_0.py .. src/parser_5.py"
+	search := map[string]any{"hits": []any{map[string]any{"id": "r1.7", "range_id": "r1", "position": 7, "role": "tool", "text": "def parser3():\n    return 3"}}, "total": 1}
+	return []scriptTranscript{
+		{"compress-host-summary", "a compressor compaction: one summarize effect, the report recorded (count, estimate, breaker)", tinyWindow,
+			[]scriptStep{{EventCompress, map[string]any{"messages": small, "force": true}, []any{ok(summary)}}}},
+		{"compress-summarizer-timeout", "a summarizer timeout is an answer: the extractive fallback, fallback_code timeout, recorded", tinyWindow,
+			[]scriptStep{{EventCompress, map[string]any{"messages": small, "force": true}, []any{failAnswer("timeout", "the summarizer did not answer within 120000 ms")}}}},
+		{"compress-summary-contract", "divergence 5: the summarizer gets the SummaryRequest and answers a string; a blank one is fallback_code empty", tinyWindow,
+			[]scriptStep{{EventCompress, map[string]any{"messages": small, "force": true}, []any{ok("   ")}}}},
+		{"compress-focus-and-memory", "divergence 4: the focus topic and the memory context are added to the summary request by the core", tinyWindow,
+			[]scriptStep{{EventCompress, map[string]any{"messages": small, "force": true, "focus": "the lexer's tokens", "memory_context": "The user prefers pytest."}, []any{ok(summary)}}}},
+		{"compress-builtin-below-threshold", "the builtin summarizer asks for nothing; a compaction below the threshold records its report without compacting", tinyWindow,
+			[]scriptStep{
+				{EventCompress, map[string]any{"messages": small, "force": true, "summarizer": "builtin", "output": "refs"}, nil},
+				{EventCompress, map[string]any{"messages": smallSession(1), "summarizer": "builtin", "prompt_tokens": 100}, nil},
+			}},
+		{"lossless-compress-then-recompress", "a lossless session: range id, summary, archive, then a re-compaction of the compacted conversation as r2", lossless,
+			[]scriptStep{
+				{EventCompress, map[string]any{"messages": small, "force": true}, []any{ok("r1"), ok(summary), ok(nil)}},
+				{EventCompress, map[string]any{"messages": append(smallSession(6)[:0:0], compactedForTranscript(small, summary)...), "force": true}, []any{ok("r2"), ok(summary + "\n- Split the lexer out"), ok(nil)}},
+			}},
+		{"lossless-archive-failure-records-nothing", "divergence 2: archived before recorded; a failed archive ends the sequence, nothing recorded", lossless,
+			[]scriptStep{{EventCompress, map[string]any{"messages": small, "force": true}, []any{ok("r1"), ok(summary), failAnswer("store", "database is locked")}}}},
+		{"lossless-no-range-id", "store failure before the compaction: the store gave no range id", lossless,
+			[]scriptStep{{EventCompress, map[string]any{"messages": small, "force": true}, []any{failAnswer("store", "unable to open database file")}}}},
+		{"compress-cancelled", "cancellation while the summarizer runs: nothing recorded", tinyWindow,
+			[]scriptStep{{EventCompress, map[string]any{"messages": small, "force": true}, []any{cancelAnswer}}}},
+		{"tool-call-search-and-expand", "divergence 6: the search effect carries recall.query's terms; expand gives the originals back", lossless,
+			[]scriptStep{
+				{EventToolCall, map[string]any{"name": "context_search", "arguments": `{"query":"parser3 \"return 3\"","limit":5}`}, []any{ok(search)}},
+				{EventToolCall, map[string]any{"name": "context_expand", "arguments": map[string]any{"id": "r1.7"}}, []any{ok([]any{`{"role":"tool","tool_call_id":"t3","content":"def parser3():\n    return 3"}`})}},
+				{EventToolCall, map[string]any{"name": "context_expand", "arguments": map[string]any{}}, nil},
+				{EventToolCall, map[string]any{"name": "context_search", "arguments": map[string]any{"query": "lexer"}}, []any{failAnswer("store", "disk I/O error")}},
+			}},
+		{"tool-call-compressor-has-no-tools", "a compressor engine answers every tool call with an error answer, asking nothing", tinyWindow,
+			[]scriptStep{{EventToolCall, map[string]any{"name": "context_search", "arguments": map[string]any{"query": "x"}}, nil}}},
+		{"usage-trigger-model-reset", "the engine's own events: usage, the trigger, a model switch, a reset", tinyWindow,
+			[]scriptStep{
+				{EventUsage, map[string]any{"usage": map[string]any{"input_tokens": 1200, "cache_read_input_tokens": 400, "output_tokens": 50}}, nil},
+				{EventShouldCompress, map[string]any{}, nil},
+				{EventUpdateModel, map[string]any{"model": "gpt-4o-mini", "context_length": 128000, "provider": "openai", "base_url": "https://api.openai.com/v1"}, nil},
+				{EventShouldCompress, map[string]any{"prompt_tokens": 1600}, nil},
+				{EventReset, map[string]any{}, nil},
+				{EventStatus, map[string]any{}, nil},
+			}},
+		{"apply-compaction-re-estimates", "divergence 1: after an Anthropic on-demand compaction the prompt size is the swapped conversation's estimate", anthropic,
+			[]scriptStep{
+				{EventUsage, map[string]any{"usage": map[string]any{"input_tokens": 150000, "output_tokens": 900}}, nil},
+				{EventApply, map[string]any{"messages": bazelSession(), "response": compaction, "count": 4}, nil},
+			}},
+		{"lossless-apply-compaction-archives", "a lossless session archives what the on-demand compaction summarized before the swap is kept", withLossless(anthropic),
+			[]scriptStep{{EventApply, map[string]any{"messages": bazelSession(), "response": compaction}, []any{ok("r1"), ok(nil)}}}},
+		{"prepare-trims-another-issuers-item", "divergence 3: the core reads the whole body for compaction items; a lossless session archives what it trimmed", withLossless(map[string]any{"model": map[string]any{"name": "gpt-5", "provider": "openai", "context_length": 400000}}),
+			[]scriptStep{
+				{EventObserveResp, map[string]any{"response": map[string]any{"object": "response", "output": []any{map[string]any{"type": "compaction", "id": "cmp_1", "encrypted_content": "enc-1"}}}}, nil},
+				{EventUpdateModel, map[string]any{"model": "claude-sonnet-4-5", "context_length": 200000, "provider": "anthropic"}, nil},
+				{EventPrepare, map[string]any{"body": map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": []any{
+					map[string]any{"role": "user", "content": "Start."},
+					map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "compaction", "content": "summary by another route"}}},
+					map[string]any{"role": "user", "content": "Go on."},
+				}}}, []any{ok("r1"), ok(nil)}},
+				{EventObserveError, map[string]any{"status": 400, "body": map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "message": "context_management: unknown field"}}}, nil},
+			}},
+	}
+}
+
+func withLossless(cfg map[string]any) map[string]any {
+	out := map[string]any{"context": map[string]any{"engine": "lossless"}}
+	for k, v := range cfg {
+		out[k] = v
+	}
+	return out
+}
+
+// compactedForTranscript is the conversation after a builtin-free compaction of
+// msgs with summary, as a host would send it next: the compaction's messages.
+func compactedForTranscript(msgs []any, summary string) []any {
+	req := map[string]any{"messages": msgs, "config": tinyWindow, "force": true}
+	env, _ := marshal(map[string]any{"op": "compact.begin", "messages": req["messages"], "config": req["config"], "force": true})
+	var begin struct {
+		Result struct {
+			State string `json:"state"`
+		} `json:"result"`
+	}
+	_ = json.Unmarshal(Call(env), &begin)
+	env, _ = marshal(map[string]any{"op": "compact.finish", "messages": msgs, "config": tinyWindow, "force": true, "state": begin.Result.State, "summary": summary})
+	var fin struct {
+		Result struct {
+			Messages []any `json:"messages"`
+		} `json:"result"`
+	}
+	_ = json.Unmarshal(Call(env), &fin)
+	return fin.Result.Messages
+}
+
+// sessionCall sends one session.run request natively.
+func sessionCall(t *testing.T, req map[string]any) map[string]any {
+	t.Helper()
+	body := map[string]any{"op": "session.run"}
+	for k, v := range req {
+		body[k] = v
+	}
+	env, err := marshal(body)
+	require.NoError(t, err)
+	var resp map[string]any
+	require.NoError(t, json.Unmarshal(Call(env), &resp))
+	return resp
+}
+
+func generateTranscripts(t *testing.T) (transcriptFile, genSuite) {
+	tf := transcriptFile{Comment: "Generated by core/session_transcripts_test.go (go test ./core -run TestSessionTranscriptsUpToDate -update): session.run transcripts (docs/SESSION.md). Each step sends its event and fields with the current state; each effect the core asks for must equal `effect`, and gets `answer` (or the host cancels); `end` is the sequence's result and state, its failure, or its cancellation. Replayed by the Go, Node and Python engines' loops."}
+	steps := genSuite{Op: "session.run", Comment: "Generated with testdata/session/transcripts.json: every session.run call of every transcript step, as a plain request and response."}
+	for _, sc := range sessionScripts() {
+		start, e := callOp(t, "engine.start", map[string]any{"config": sc.config})
+		require.Nil(t, e, sc.name)
+		state := json.RawMessage(jsonField(t, start, "state"))
+		out := transcriptOut{Name: sc.name, Covers: sc.covers, State: state}
+		for si, s := range sc.steps {
+			ts := transcriptStep{Event: s.event, Fields: s.fields, Effects: []transcriptEffect{}}
+			var resume, answer any
+			var held any
+			for call := 0; ; call++ {
+				req := map[string]any{"event": s.event, "state": state}
+				for k, v := range s.fields {
+					req[k] = v
+				}
+				if resume != nil {
+					req["resume"], req["answer"] = resume, answer
+				}
+				resp := sessionCall(t, req)
+				require.Nil(t, resp["error"], "%s step %d: %v", sc.name, si, resp["error"])
+				r := resp["result"].(map[string]any)
+				steps.Cases = append(steps.Cases, genCaseOut{fmt.Sprintf("%s-%d-%d", sc.name, si, call), req, map[string]any{"result": r}})
+				if v, has := r["result"]; has {
+					held = v
+				}
+				if r["done"] == true {
+					if f, failed := r["failed"]; failed {
+						ts.End = map[string]any{"failed": f}
+					} else {
+						ts.End = map[string]any{"state": r["state"], "status": r["status"]}
+						if held != nil {
+							ts.End["result"] = held
+						}
+						b, err := json.Marshal(r["state"])
+						require.NoError(t, err)
+						state = b
+					}
+					break
+				}
+				effect, err := marshal(r["effect"])
+				require.NoError(t, err)
+				require.Less(t, call, len(s.answers), "%s step %d: the core asked for %s, and the script has no answer", sc.name, si, effect)
+				if s.answers[call] == cancelAnswer {
+					ts.Effects = append(ts.Effects, transcriptEffect{Effect: effect, Cancel: true})
+					ts.End = map[string]any{"cancelled": true}
+					break
+				}
+				ts.Effects = append(ts.Effects, transcriptEffect{Effect: effect, Answer: s.answers[call]})
+				resume, answer = r["resume"], s.answers[call]
+			}
+			require.Len(t, ts.Effects, len(s.answers), "%s step %d: effects asked vs answers scripted", sc.name, si)
+			out.Steps = append(out.Steps, ts)
+		}
+		tf.Transcripts = append(tf.Transcripts, out)
+	}
+	return tf, steps
+}
+
+func jsonField(t *testing.T, raw json.RawMessage, key string) []byte {
+	var m map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(raw, &m))
+	return m[key]
+}
+
+func TestSessionTranscriptsUpToDate(t *testing.T) {
+	tf, steps := generateTranscripts(t)
+	checkGeneratedFile(t, "session/transcripts", tf, "TestSessionTranscriptsUpToDate")
+	checkGeneratedFile(t, "session.run", steps, "TestSessionTranscriptsUpToDate")
+}
+
+// TestSessionTranscriptsSayWhatTheyCover asserts the behaviour each divergence
+// vector stands for, so a regenerated file cannot quietly change it.
+func TestSessionTranscriptsSayWhatTheyCover(t *testing.T) {
+	tf, _ := generateTranscripts(t)
+	by := map[string]transcriptOut{}
+	for _, tr := range tf.Transcripts {
+		by[tr.Name] = tr
+	}
+	endState := func(s transcriptStep) EngineState {
+		var st EngineState
+		b, _ := json.Marshal(s.End["state"])
+		require.NoError(t, json.Unmarshal(b, &st))
+		return st
+	}
+	// 2: a failed archive records nothing.
+	f := by["lossless-archive-failure-records-nothing"].Steps[0]
+	require.Contains(t, f.End, "failed")
+	require.Contains(t, f.End["failed"].(map[string]any)["message"], "the compaction is not recorded: archiving it as r1 failed: database is locked")
+	// Lossless: archived, then recorded, then r2 the next time.
+	l := by["lossless-compress-then-recompress"]
+	require.Equal(t, 1, endState(l.Steps[0]).CompressionCount)
+	require.Equal(t, 2, endState(l.Steps[1]).CompressionCount)
+	require.Contains(t, string(l.Steps[1].Effects[2].Effect), `"range_id":"r2"`)
+	// 4: focus and memory in the summary request.
+	fm := string(by["compress-focus-and-memory"].Steps[0].Effects[0].Effect)
+	require.Contains(t, fm, `Focus topic: give priority to everything about the lexer's tokens.`)
+	require.Contains(t, fm, `Context from the memory provider (use it, do not repeat it verbatim):\nThe user prefers pytest.`)
+	// 5 and the timeout: fallbacks with their codes.
+	for name, code := range map[string]string{"compress-summary-contract": "empty", "compress-summarizer-timeout": "timeout"} {
+		res := by[name].Steps[0].End["result"].(map[string]any)["report"].(map[string]any)
+		require.Equal(t, true, res["fallback_used"], name)
+		require.Equal(t, code, res["fallback_code"], name)
+	}
+	// 6: the search carries the plan's terms.
+	require.Contains(t, string(by["tool-call-search-and-expand"].Steps[0].Effects[0].Effect), `"terms":["parser3","return 3"]`)
+	// 1: the swapped conversation's estimate, not the reported 150,000.
+	a := by["apply-compaction-re-estimates"].Steps[1]
+	st := endState(a)
+	require.Greater(t, st.LastPromptTokens, 0)
+	require.Less(t, st.LastPromptTokens, 1000)
+	// 3: another route's compaction item trimmed from the body, archived as r1.
+	p := by["prepare-trims-another-issuers-item"].Steps[2]
+	require.Equal(t, "r1", p.End["result"].(map[string]any)["trimmed"].(map[string]any)["archived_as"])
+	// Cancellation ends with nothing recorded.
+	require.Equal(t, map[string]any{"cancelled": true}, by["compress-cancelled"].Steps[0].End)
+	require.True(t, strings.HasPrefix(by["tool-call-search-and-expand"].Steps[3].End["failed"].(map[string]any)["message"].(string), "ctxcompact: context_search: the store failed"))
+}
