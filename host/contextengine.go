@@ -86,6 +86,10 @@ type CompressOptions struct {
 	// System is the Anthropic top-level system prompt (see CompactRequest.System);
 	// the result's System is the one to send next.
 	System json.RawMessage
+	// Focus is a topic the summary gives priority to, and MemoryContext what a
+	// memory provider knows: both are added to the summary request.
+	Focus         string
+	MemoryContext string
 }
 
 // engineResult is what every engine.* op returns, with the fields some add.
@@ -167,9 +171,10 @@ func (ce *ContextEngine) applyLocked(ctx context.Context, req *request, res *eng
 // (when > 0) or else the last reported prompt tokens reach the threshold, unless
 // the breaker holds the trigger back after a compaction that could not fit.
 func (ce *ContextEngine) ShouldCompress(ctx context.Context, promptTokens int) (bool, error) {
-	var res engineResult
-	err := ce.apply(ctx, newRequest("engine.should_compress").raw("prompt_tokens", promptTokensParam(promptTokens)), &res)
-	return res.ShouldCompress, err
+	res, err := ce.runSession(ctx, core.EventShouldCompress, func(r *request) {
+		r.raw("prompt_tokens", promptTokensParam(promptTokens))
+	}, nil)
+	return gjson.GetBytes(res, "should_compress").Bool(), err
 }
 
 // promptTokensParam is the prompt_tokens of an engine op: none for 0, the number
@@ -186,49 +191,61 @@ func promptTokensParam(n int) json.RawMessage {
 // report in the session: the compaction count, the prompt estimate after it, and
 // the breaker. It returns the compaction's result. When the compaction fails
 // (a bad input, ctx done, a trap), nothing is recorded.
+//
+// Lossless: the originals go to the store before the report is recorded, and a
+// compaction whose archive fails returns no result and records nothing (the
+// caller keeps its messages; a summary naming a range the store does not hold
+// never reaches the conversation). Another compaction of the session that
+// archived the same range id first is invalid_state at /range/id.
 func (ce *ContextEngine) Compress(ctx context.Context, messages json.RawMessage, opts CompressOptions) (core.CompactResult, error) {
-	ce.mu.Lock()
-	cfg := json.RawMessage(gjson.GetBytes(ce.state, "config").Raw)
-	prompt := opts.PromptTokens
-	if prompt == 0 {
-		prompt = ce.status.LastPromptTokens
+	// Output "messages": the core answers with refs, put back here from the input.
+	output := opts.Output
+	refs := output == "" || output == "messages"
+	if refs {
+		output = "refs"
 	}
-	ce.mu.Unlock()
-	archiveID := ""
-	if ce.store != nil {
-		id, err := ce.store.NextRangeID(ctx, ce.session)
-		if err != nil {
-			return core.CompactResult{}, err
+	summarizer := core.SummarizerHost
+	if ce.summarize == nil {
+		summarizer = core.SummarizerBuiltin
+	}
+	fields := func(r *request) {
+		r.str("format", string(opts.Format)).raw("system", opts.System).raw("config", opts.Config).
+			flag("force", opts.Force).num("prompt_tokens", opts.PromptTokens).str("output", output).
+			str("summarizer", string(summarizer)).str("focus", opts.Focus).str("memory_context", opts.MemoryContext).
+			raw("messages", messages)
+	}
+	perform := func(ctx context.Context, effect gjson.Result) (json.RawMessage, error) {
+		if effect.Get("type").Str != core.EffectSummarize {
+			return ce.storeEffects(ctx, effect)
 		}
-		archiveID = id
+		var req core.SummaryRequest
+		if err := json.Unmarshal([]byte(effect.Get("request").Raw), &req); err != nil {
+			return nil, fmt.Errorf("%w: decoding a summary request: %w", ErrABIMismatch, err)
+		}
+		summary, failure, err := runSummarize(ctx, ce.summarize, req, ce.timeout)
+		switch {
+		case err != nil:
+			return nil, err
+		case failure != nil:
+			return nil, summarizerFailure(failure)
+		}
+		return appendString(nil, summary), nil
 	}
-	res, err := ce.e.Compact(ctx, messages, cfg, ce.summarize, CompactOptions{Force: opts.Force, PromptTokens: prompt,
-		Output: opts.Output, Timeout: ce.timeout, Config: opts.Config, ArchiveID: archiveID,
-		Format: opts.Format, System: opts.System})
+	raw, err := ce.runSession(ctx, core.EventCompress, fields, perform)
 	if err != nil {
-		return res, err
+		return core.CompactResult{}, err
+	}
+	var res core.CompactResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return res, fmt.Errorf("%w: decoding the compaction: %w", ErrABIMismatch, err)
 	}
 	if res.Report == nil {
 		return res, fmt.Errorf("%w: the compaction returned no report", ErrABIMismatch)
 	}
-	report, err := json.Marshal(res.Report)
-	if err != nil {
-		return res, fmt.Errorf("ctxcompact: encoding the report: %w", err)
+	if refs {
+		err = putBack(&res, messages)
 	}
-	// Lossless: the originals go to the store before the report is recorded, and a
-	// compaction whose archive fails returns no result and records nothing (the
-	// caller keeps its messages; a summary naming a range the store does not hold
-	// never reaches the conversation). Another compaction of the session that
-	// archived the same range id first is invalid_state at /range/id.
-	if ce.store != nil && len(res.Archived) > 0 {
-		if err := ce.archive(ctx, messages, res, report, archiveID); err != nil {
-			return core.CompactResult{}, fmt.Errorf("ctxcompact: the compaction is not recorded: archiving it as %s failed: %w", archiveID, err)
-		}
-	}
-	if err := ce.apply(ctx, newRequest("engine.record").raw("report", report), nil); err != nil {
-		return res, err
-	}
-	return res, nil
+	return res, err
 }
 
 // UpdateFromResponse records the usage of the last LLM response, the usage object
@@ -236,7 +253,8 @@ func (ce *ContextEngine) Compress(ctx context.Context, messages json.RawMessage,
 // Gemini's usageMetadata). A null or empty usage records nothing; a count that is
 // not a non-negative integer is invalid_request at /usage/<key>.
 func (ce *ContextEngine) UpdateFromResponse(ctx context.Context, usage json.RawMessage) error {
-	return ce.apply(ctx, newRequest("engine.usage").raw("usage", orNull(usage)), nil)
+	_, err := ce.runSession(ctx, core.EventUsage, func(r *request) { r.raw("usage", orNull(usage)) }, nil)
+	return err
 }
 
 // UpdateModel switches the session to another model (or a fallback): the config's
@@ -244,17 +262,19 @@ func (ce *ContextEngine) UpdateFromResponse(ctx context.Context, usage json.RawM
 // cleared; m.BaseURL and m.APIMode are kept in the state. A context length
 // outside 1..10M is invalid_request at /context_length.
 func (ce *ContextEngine) UpdateModel(ctx context.Context, m core.ModelUpdate) error {
-	req := newRequest("engine.update_model").str("model", m.Model).
-		raw("context_length", json.RawMessage(fmt.Sprint(m.ContextLength))).
-		str("provider", m.Provider).str("base_url", m.BaseURL).str("api_mode", m.APIMode)
-	return ce.apply(ctx, req, nil)
+	_, err := ce.runSession(ctx, core.EventUpdateModel, func(r *request) {
+		r.str("model", m.Model).raw("context_length", json.RawMessage(fmt.Sprint(m.ContextLength))).
+			str("provider", m.Provider).str("base_url", m.BaseURL).str("api_mode", m.APIMode)
+	}, nil)
+	return err
 }
 
 // OnSessionReset starts the session over (/new, /reset): counters, usage, the
 // breaker and the last compaction are cleared; the config and the model's route
 // stay.
 func (ce *ContextEngine) OnSessionReset(ctx context.Context) error {
-	return ce.apply(ctx, newRequest("engine.reset"), nil)
+	_, err := ce.runSession(ctx, core.EventReset, nil, nil)
+	return err
 }
 
 // Status is the session as the last engine op described it (get_status in JS and

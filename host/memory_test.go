@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"strconv"
 	"testing"
 	"unsafe"
 
@@ -242,49 +241,3 @@ func TestMemoryFreedInUse(t *testing.T) {
 	}
 }
 
-// recordingStore is a RecallStore that keeps what Archive got.
-type recordingStore struct{ got []core.RecallArchive }
-
-func (s *recordingStore) NextRangeID(context.Context, string) (string, error) {
-	return "r" + strconv.Itoa(len(s.got)+1), nil
-}
-func (s *recordingStore) Archive(_ context.Context, _ string, a core.RecallArchive) error {
-	s.got = append(s.got, a)
-	return nil
-}
-func (s *recordingStore) Find(context.Context, string, string, int) ([]core.RecallHit, int, error) {
-	return nil, 0, nil
-}
-func (s *recordingStore) Messages(context.Context, string, string) ([]string, error) { return nil, nil }
-
-// TestArchiveInBatches: the lossless engine's recall.archive in batches (of 3 here)
-// gives the store the range and rows one call over every archived message gives.
-func TestArchiveInBatches(t *testing.T) {
-	requireOps(t, "recall.archive")
-	ctx := context.Background()
-	e := sharedEngine(t)
-	msgs := traceNamed(t, smallTrace)
-	cfg := json.RawMessage(`{"model":{"context_length":8000},"context":{"engine":"lossless"}}`)
-	var got []core.RecallArchive
-	for _, batch := range []int{1 << 30, 3} {
-		old := archiveBatch
-		archiveBatch = batch
-		st := &recordingStore{}
-		ce, err := NewContextEngine(ctx, e, cfg, ContextEngineOptions{Store: st, SessionID: "s"})
-		if err == nil {
-			_, err = ce.Compress(ctx, msgs, CompressOptions{Force: true})
-		}
-		archiveBatch = old
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(st.got) != 1 || len(st.got[0].Rows) < 7 {
-			t.Fatalf("batch %d: the store got %d archives", batch, len(st.got))
-		}
-		got = append(got, st.got[0])
-	}
-	a, b := mustJSON(t, got[0]), mustJSON(t, got[1])
-	if !bytes.Equal(a, b) {
-		t.Fatalf("in batches of 3:\n%s\nin one call:\n%s", clip(b), clip(a))
-	}
-}

@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -40,120 +37,6 @@ func (ce *ContextEngine) Lossless() bool {
 	return gjson.GetBytes(ce.state, "config.context.engine").Str == core.ContextEngineLossless
 }
 
-// archiveBatch is how many archived entries one recall.archive call takes. The
-// rows of an entry depend on that entry alone, so a compaction's rows are made in
-// batches and joined: one call over 1.4M archived messages grew the instance's
-// memory to 2.5 GB; a batch stays within a few MiB.
-var archiveBatch = 8192
-
-// archive stores a compaction's originals as range id: the core's recall.archive
-// makes the rows, in batches of archiveBatch entries (the last batch with the
-// output messages, where the core finds the summary message and its row), and
-// the store writes them in one transaction. With refs output the originals are
-// put back from messages.
-func (ce *ContextEngine) archive(ctx context.Context, messages json.RawMessage, res core.CompactResult, report []byte, id string) error {
-	var offs []uint32
-	archived := make([]json.RawMessage, len(res.Archived))
-	for i, a := range res.Archived {
-		archived[i] = a.Message
-		if len(a.Message) > 0 {
-			continue
-		}
-		if offs == nil {
-			offs = arrayElements(messages)
-		}
-		if a.Index < 0 || 2*a.Index+1 >= len(offs) {
-			return fmt.Errorf("%w: archived index %d is outside the input", ErrABIMismatch, a.Index)
-		}
-		archived[i] = messages[offs[2*a.Index]:offs[2*a.Index+1]]
-	}
-	out := []byte{'['} // by hand: json.Marshal would escape <, > and & in the messages
-	for i, m := range res.Messages {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, m...)
-	}
-	out = append(out, ']')
-	var all core.RecallArchive
-	for start := 0; start < len(res.Archived); start += archiveBatch {
-		end := min(start+archiveBatch, len(res.Archived))
-		batch, msgs := res.Archived[start:end], archived[start:end]
-		req := newRequest("recall.archive").str("session", ce.session).str("range_id", id).raw("report", report).
-			stream("archived", func(write func([]byte)) {
-				b := make([]byte, 0, 64)
-				write([]byte{'['})
-				for i, a := range batch {
-					b = b[:0]
-					if i > 0 {
-						b = append(b, ',')
-					}
-					write(appendArchivedHead(b, a.Index, string(a.Reason)))
-					write(msgs[i])
-					write([]byte{'}'})
-				}
-				write([]byte{']'})
-			})
-		if end == len(res.Archived) {
-			req.raw("messages", out)
-		}
-		var rows core.RecallArchive
-		if err := ce.e.run(ctx, req, &rows); err != nil {
-			return batchError(err, start)
-		}
-		if start == 0 {
-			all = rows
-			continue
-		}
-		all.Range.FromIndex = min(all.Range.FromIndex, rows.Range.FromIndex)
-		all.Range.ToIndex = max(all.Range.ToIndex, rows.Range.ToIndex)
-		if rows.Range.Summary != "" {
-			all.Range.Summary = rows.Range.Summary
-		}
-		all.Rows = append(all.Rows, rows.Rows...)
-	}
-	return ce.store.Archive(ctx, ce.session, all)
-}
-
-// appendArchived appends one archived entry of recall.archive, {"index", "reason",
-// "message"}, by hand: json.Marshal would escape <, > and & in the message.
-func appendArchived(b []byte, index int, reason string, msg []byte) []byte {
-	b = append(appendArchivedHead(b, index, reason), msg...)
-	return append(b, '}')
-}
-
-// appendArchivedHead appends an archived entry up to its message.
-func appendArchivedHead(b []byte, index int, reason string) []byte {
-	b = append(b, `{"index":`...)
-	b = strconv.AppendInt(b, int64(index), 10)
-	b = append(b, `,"reason":`...)
-	b = appendString(b, reason)
-	return append(b, `,"message":`...)
-}
-
-// batchError is the error of the recall.archive batch that starts at entry start,
-// its path counted in the whole archived list.
-func batchError(err error, start int) error {
-	var ce *core.Error
-	if start == 0 || !errors.As(err, &ce) {
-		return err
-	}
-	rest, ok := strings.CutPrefix(ce.Path, "/archived/")
-	if !ok {
-		return err
-	}
-	k, tail, _ := strings.Cut(rest, "/")
-	n, convErr := strconv.Atoi(k)
-	if convErr != nil {
-		return err
-	}
-	path := "/archived/" + strconv.Itoa(n+start)
-	if tail != "" {
-		path += "/" + tail
-	}
-	return &core.Error{Code: ce.Code, Path: path, Message: strings.ReplaceAll(ce.Message, "(at "+ce.Path+")", "(at "+path+")")}
-}
-
 // ToolSchemas returns the schemas of the tools the engine gives the agent, a JSON
 // array in the shape of format ("openai" or "", "responses" or "anthropic"):
 // context_search and context_expand in lossless mode, none in compressor mode.
@@ -176,68 +59,22 @@ func (ce *ContextEngine) ToolSchemas(ctx context.Context, format string) (json.R
 // bad call (an unknown tool, a missing argument, an unknown id) is an answer
 // {"error": "..."}, not an error; an error is the store failing or ctx done.
 func (ce *ContextEngine) HandleToolCall(ctx context.Context, name string, args json.RawMessage) (string, error) {
-	if ce.store == nil {
-		b, _ := json.Marshal(map[string]string{"error": "unknown tool " + strconv.Quote(name) + ": this context engine has no tools (context.engine is compressor)"})
-		return string(b), nil
-	}
-	var check struct {
-		OK     bool   `json:"ok"`
-		Result string `json:"result"`
-		Args   struct {
-			Query     string `json:"query"`
-			Limit     int    `json:"limit"`
-			ID        string `json:"id"`
-			MaxTokens int    `json:"max_tokens"`
-		} `json:"args"`
-	}
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = nil
 	}
-	if err := ce.e.run(ctx, newRequest("recall.check_call").str("name", name).raw("arguments", args), &check); err != nil {
-		var cerr *core.Error
-		if errors.As(err, &cerr) && cerr.Code == core.CodeInvalidJSON {
-			b, _ := json.Marshal(map[string]string{"error": name + ": arguments are not valid JSON"})
-			return string(b), nil
-		}
-		return "", err
+	if args != nil && !gjson.ValidBytes(args) {
+		b, _ := json.Marshal(map[string]string{"error": name + ": arguments are not valid JSON"})
+		return string(b), nil
 	}
-	if !check.OK {
-		return check.Result, nil
-	}
-	var out struct {
-		Result string `json:"result"`
-	}
-	if name == core.ToolContextSearch {
-		hits, total, err := ce.store.Find(ctx, ce.session, check.Args.Query, check.Args.Limit)
-		if err != nil {
-			return "", err
-		}
-		h, err := json.Marshal(hits)
-		if err != nil {
-			return "", err
-		}
-		req := newRequest("recall.search_result").str("query", check.Args.Query).raw("hits", h).
-			num("limit", check.Args.Limit).raw("total", json.RawMessage(strconv.Itoa(total)))
-		if err := ce.e.run(ctx, req, &out); err != nil {
-			return "", err
-		}
-		return out.Result, nil
-	}
-	ms, err := ce.store.Messages(ctx, ce.session, check.Args.ID)
+	res, err := ce.runSession(ctx, core.EventToolCall, func(r *request) {
+		r.raw("name", appendString(nil, name)).raw("arguments", args)
+	}, ce.storeEffects)
 	if err != nil {
 		return "", err
 	}
-	b := []byte{'['}
-	for i, m := range ms {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendString(b, m) // the JSON text: the core writes it byte for byte
+	var answer string
+	if err := json.Unmarshal(res, &answer); err != nil {
+		return "", fmt.Errorf("%w: decoding a tool's answer: %w", ErrABIMismatch, err)
 	}
-	b = append(b, ']')
-	req := newRequest("recall.expand_result").str("id", check.Args.ID).raw("messages", b).num("max_tokens", check.Args.MaxTokens)
-	if err := ce.e.run(ctx, req, &out); err != nil {
-		return "", err
-	}
-	return out.Result, nil
+	return answer, nil
 }

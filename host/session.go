@@ -1,0 +1,161 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/ctxcompact/ctxcompact/core"
+)
+
+// A ContextEngine's sequences are the core's (session.run, docs/SESSION.md): it
+// sends an event with the engine state, performs the effect the core answers with
+// (the summarizer, the recall store), sends its answer back, and keeps the state
+// the sequence ends with. The instance is held for each step, never while an
+// effect runs; the engine's lock is held for each step, so a step reads the
+// current state and the state the sequence ends with replaces it whole.
+
+// sessionReply is one step's answer: an effect to perform, or the end.
+type sessionReply struct {
+	Done   bool              `json:"done"`
+	State  json.RawMessage   `json:"state"`
+	Status core.EngineStatus `json:"status"`
+	Result json.RawMessage   `json:"result"`
+	Effect json.RawMessage   `json:"effect"`
+	Resume json.RawMessage   `json:"resume"`
+	Failed *struct {
+		Effect  string `json:"effect"`
+		Message string `json:"message"`
+	} `json:"failed"`
+}
+
+// effectError is a sequence that ended because an effect failed: the core's
+// message, wrapping the host's error.
+type effectError struct {
+	msg   string
+	cause error
+}
+
+func (e *effectError) Error() string { return e.msg }
+func (e *effectError) Unwrap() error { return e.cause }
+
+// performFunc performs one effect and returns its answer's value (JSON), or the
+// error to answer with. A ctx done ends the sequence.
+type performFunc func(ctx context.Context, effect gjson.Result) (json.RawMessage, error)
+
+// runSession runs event to its end: fields adds the event's fields to each step's
+// request (the messages, when it has them, last). It returns the sequence's result.
+func (ce *ContextEngine) runSession(ctx context.Context, event string, fields func(*request), perform performFunc) (json.RawMessage, error) {
+	var resume, answer, result json.RawMessage
+	var cause error
+	for {
+		var r sessionReply
+		ce.mu.Lock()
+		req := newRequest("session.run").str("event", event).raw("state", orNull(ce.state)).raw("resume", resume).raw("answer", answer)
+		if fields != nil {
+			fields(req)
+		}
+		err := ce.e.run(ctx, req, &r)
+		if err == nil && r.Done && r.Failed == nil {
+			if len(r.State) == 0 {
+				err = fmt.Errorf("%w: session.run ended with no state", ErrABIMismatch)
+			} else {
+				ce.state, ce.status = r.State, r.Status
+			}
+		}
+		ce.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		if len(r.Result) > 0 {
+			result = r.Result
+		}
+		switch {
+		case r.Failed != nil:
+			return nil, &effectError{msg: r.Failed.Message, cause: cause}
+		case r.Done:
+			return result, nil
+		case len(r.Effect) == 0 || len(r.Resume) == 0:
+			return nil, fmt.Errorf("%w: session.run neither ended nor asked for an effect", ErrABIMismatch)
+		}
+		effect := gjson.ParseBytes(r.Effect)
+		if perform == nil {
+			return nil, fmt.Errorf("%w: session.run asked for %s, which a %s event does not have", ErrABIMismatch, effect.Get("type").Str, event)
+		}
+		ok, err := perform(ctx, effect)
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, fmt.Errorf("ctxcompact: %s: %w", event, ctxErr)
+		}
+		cause = err
+		if err != nil {
+			answer = effectFailure(err)
+		} else {
+			answer = append(append([]byte(`{"ok":`), orNull(ok)...), '}')
+		}
+		resume = r.Resume
+	}
+}
+
+// effectFailure is the answer of a failed effect. A summarizer's failure is
+// already compact.finish's {code, message} (runSummarize); a store's is "store".
+func effectFailure(err error) json.RawMessage {
+	if f, ok := err.(summarizerFailure); ok {
+		return append(append([]byte(`{"error":`), f...), '}')
+	}
+	return append(append([]byte(`{"error":`), summaryFailure("store", err.Error())...), '}')
+}
+
+// summarizerFailure is a summarizer's failure as its answer's error object.
+type summarizerFailure json.RawMessage
+
+func (f summarizerFailure) Error() string { return gjson.GetBytes(f, "message").Str }
+
+// storeEffects performs the recall store's effects for a lossless session.
+func (ce *ContextEngine) storeEffects(ctx context.Context, effect gjson.Result) (json.RawMessage, error) {
+	if ce.store == nil {
+		return nil, fmt.Errorf("%w: session.run asked a compressor engine for %s", ErrABIMismatch, effect.Get("type").Str)
+	}
+	switch t := effect.Get("type").Str; t {
+	case core.EffectNextRangeID:
+		id, err := ce.store.NextRangeID(ctx, ce.session)
+		if err != nil {
+			return nil, err
+		}
+		return appendString(nil, id), nil
+	case core.EffectArchive:
+		var a core.RecallArchive
+		if err := json.Unmarshal([]byte(effect.Get("archive").Raw), &a); err != nil {
+			return nil, fmt.Errorf("%w: decoding an archive effect: %w", ErrABIMismatch, err)
+		}
+		return nil, ce.store.Archive(ctx, ce.session, a)
+	case core.EffectSearch:
+		hits, total, err := ce.store.Find(ctx, ce.session, effect.Get("query").Str, int(effect.Get("limit").Int()))
+		if err != nil {
+			return nil, err
+		}
+		if hits == nil {
+			hits = []core.RecallHit{}
+		}
+		return json.Marshal(struct {
+			Hits  []core.RecallHit `json:"hits"`
+			Total int              `json:"total"`
+		}{hits, total})
+	case core.EffectExpand:
+		ms, err := ce.store.Messages(ctx, ce.session, effect.Get("id").Str)
+		if err != nil {
+			return nil, err
+		}
+		b := []byte{'['}
+		for i, m := range ms {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, m) // the JSON text: the core writes it byte for byte
+		}
+		return append(b, ']'), nil
+	default:
+		return nil, fmt.Errorf("%w: session.run asked for an unknown effect %q", ErrABIMismatch, t)
+	}
+}
