@@ -30,10 +30,18 @@ require_pinned_go() {
 	fi
 }
 
+# build_wasm builds the guest and shrinks it with binaryen's wasm-opt -Oz (the
+# pinned npm devDependency, deterministic for one input and version): Go's wasm
+# code is about 12% smaller for it, which keeps the module under 6 MB with
+# session.run in it, at a wasm/native compaction ratio within noise (wasm/README.md).
 build_wasm() { # $1 = output path
 	require_pinned_go
+	ensure_node_modules
 	GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 go build -buildmode=c-shared -trimpath -buildvcs=false -tags ctxcompact_hostvocab \
-		-ldflags='-s -w -buildid=' -o "$1" ./wasm/guest
+		-ldflags='-s -w -buildid=' -o "$1.go.wasm" ./wasm/guest
+	node_modules/.bin/wasm-opt -Oz --enable-bulk-memory --enable-sign-ext --enable-nontrapping-float-to-int \
+		--enable-mutable-globals "$1.go.wasm" -o "$1"
+	rm -f "$1.go.wasm"
 }
 
 cmd_wasm() {
@@ -69,7 +77,7 @@ ensure_chromium() {
 # are missing, and ensure_python_venv the Python test venv: recall's Go tests write
 # stores from Node (node-sqlite3-wasm) and from Python (the source tree) beside Go's.
 ensure_node_modules() {
-	[[ -d node_modules/node-sqlite3-wasm ]] || npm ci --no-audit --no-fund --loglevel=error
+	[[ -d node_modules/node-sqlite3-wasm && -x node_modules/.bin/wasm-opt ]] || npm ci --no-audit --no-fund --loglevel=error
 }
 ensure_python_venv() {
 	bash bindings/python/test.sh --venv-only
