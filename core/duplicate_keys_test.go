@@ -124,3 +124,33 @@ func TestDuplicateKeysReadLastWins(t *testing.T) {
 	}
 	require.Contains(t, string(prompt), "[#3 user]", "the fourth message is the user's")
 }
+
+// TestDuplicateKeysLastWinsInEveryFormat: a Responses item or an AI SDK part with
+// duplicate keys is read, counted and validated by its last one, as a parser that
+// keeps the last (json.Unmarshal, JSON.parse, json.loads) would hold it.
+func TestDuplicateKeysLastWinsInEveryFormat(t *testing.T) {
+	cases := map[string]string{
+		"responses": `[{"type":"message","role":"user","content":"Port the build."},` +
+			`{"type":"function_call_output","type":"message","role":"user","content":"Split the lexer out first.","call_id":"x"},` +
+			`{"type":"message","role":"assistant","role":"user","content":"Go on."}]`,
+		"ai-sdk": `[{"role":"user","content":"Port the build."},` +
+			`{"role":"assistant","content":[{"type":"reasoning","type":"text","text":"I will start with the lexer."}]},` +
+			`{"role":"user","content":[{"type":"image","type":"text","text":"Go on."}]}]`,
+	}
+	for format, msgs := range cases {
+		var v any
+		require.NoError(t, json.Unmarshal([]byte(msgs), &v))
+		last, err := json.Marshal(v)
+		require.NoError(t, err)
+		for _, op := range []string{"tokens.count", "validate", "cache.apply", "compact.begin"} {
+			extra := ""
+			if op == "compact.begin" {
+				extra = `"force":true,"summarizer":"builtin","config":{"model":{"context_length":2000},"compression":{"protect_first_n":1,"protect_last_n":1}},`
+			}
+			dup := Call([]byte(`{"op":"` + op + `",` + extra + `"format":"` + format + `","messages":` + msgs + `}`))
+			parsed := Call([]byte(`{"op":"` + op + `",` + extra + `"format":"` + format + `","messages":` + string(last) + `}`))
+			require.NotContains(t, string(dup), `"error"`, "%s %s", format, op)
+			require.JSONEq(t, string(parsed), string(dup), "%s %s", format, op)
+		}
+	}
+}

@@ -551,7 +551,7 @@ func (aisdkFormat) summaryEndsTurn(msgs []message, last, first int) bool {
 			continue
 		}
 		for _, part := range gjson.Parse(msgs[k].contentRaw).Array() {
-			if part.Get("type").Str == "reasoning" && part.Get("providerOptions.anthropic").Exists() {
+			if fieldOf(part, "type").Str == "reasoning" && fieldOf(fieldOf(part, "providerOptions"), "anthropic").Exists() {
 				return true
 			}
 		}
@@ -561,7 +561,7 @@ func (aisdkFormat) summaryEndsTurn(msgs []message, last, first int) bool {
 
 // startsWithReasoning: a content list whose first part is a reasoning part.
 func startsWithReasoning(c gjson.Result) bool {
-	return c.IsArray() && c.Get("0.type").Str == "reasoning"
+	return c.IsArray() && fieldOf(firstElement(c), "type").Str == "reasoning"
 }
 
 // withSystemNote: the note goes at the end of the system message's string content.
@@ -580,7 +580,7 @@ func (f aisdkFormat) validateResults(v *validation, m *message, mv gjson.Result,
 	if st.byResult == nil {
 		st.byResult, st.byApproval = map[string]bool{}, map[string]bool{}
 	}
-	if !mv.Get("content").IsArray() {
+	if !fieldOf(mv, "content").IsArray() {
 		v.add(ProblemInvalidMessage, path+"/content", "a tool message's content must be an array of tool-result parts")
 		return true
 	}
@@ -672,9 +672,9 @@ func (aisdkMarks) carrier(_ string, content gjson.Result, _ string) carrier {
 }
 
 func aisdkPartCanCarry(p gjson.Result) bool {
-	switch p.Get("type").Str {
+	switch fieldOf(p, "type").Str {
 	case "text":
-		t := p.Get("text")
+		t := fieldOf(p, "text")
 		return t.Type == gjson.String && t.Str != ""
 	case "image", "file", "tool-call", "tool-result":
 		return true
@@ -705,7 +705,7 @@ func (aisdkMarks) strip(m gjson.Result) string {
 // under the providerOptions object at path in raw, then the objects left empty.
 func stripProviderMarker(raw, path string) string {
 	a := gjson.Get(raw, path+".anthropic")
-	if !a.IsObject() || (!a.Get("cacheControl").Exists() && !a.Get("cache_control").Exists()) {
+	if !a.IsObject() || (!fieldOf(a, "cacheControl").Exists() && !fieldOf(a, "cache_control").Exists()) {
 		return raw
 	}
 	for _, k := range []string{"cacheControl", "cache_control"} {
@@ -752,8 +752,8 @@ func (aisdkMarks) markContent(content gjson.Result, _ carrier, _ string) string 
 func hasAISDKParts(v gjson.Result) bool {
 	found := false
 	v.ForEach(func(_, m gjson.Result) bool {
-		m.Get("content").ForEach(func(_, p gjson.Result) bool {
-			found = isAISDKPartType(p.Get("type").Str)
+		fieldOf(m, "content").ForEach(func(_, p gjson.Result) bool {
+			found = isAISDKPartType(fieldOf(p, "type").Str)
 			return !found
 		})
 		return !found

@@ -534,7 +534,7 @@ func (*responsesFormat) validateResults(v *validation, m *message, mv gjson.Resu
 	if m.role != "tool" {
 		return false
 	}
-	typ := mv.Get("type").Str
+	typ := fieldOf(mv, "type").Str
 	key := "/call_id"
 	switch typ {
 	case "compaction_trigger":
@@ -546,7 +546,7 @@ func (*responsesFormat) validateResults(v *validation, m *message, mv gjson.Resu
 	case "function_call_result", "computer_call_result":
 		key = "/callId"
 	default:
-		if mv.Get("callId").Exists() {
+		if fieldOf(mv, "callId").Exists() {
 			key = "/callId"
 		}
 	}
@@ -617,9 +617,9 @@ const responsesBreakpoint = `{"mode":"explicit"}`
 
 // responsesMarkKey is the item key whose value carries markers ("" for none).
 func responsesMarkKey(mv gjson.Result) string {
-	switch t := mv.Get("type").Str; {
-	case t == "message" || t == "" && mv.Get("role").Exists():
-		if mv.Get("role").Str == "assistant" {
+	switch t := fieldOf(mv, "type").Str; {
+	case t == "message" || t == "" && fieldOf(mv, "role").Exists():
+		if fieldOf(mv, "role").Str == "assistant" {
 			return ""
 		}
 		return "content"
@@ -632,7 +632,7 @@ func responsesMarkKey(mv gjson.Result) string {
 func (r responsesMarks) item(mv gjson.Result, path string) (message, gjson.Result, error) {
 	m, err := r.f.readOne(mv.Raw, path)
 	if key := responsesMarkKey(mv); key != "" {
-		return m, mv.Get(key), err
+		return m, fieldOf(mv, key), err
 	}
 	return m, gjson.Result{}, err
 }
@@ -645,9 +645,9 @@ func (responsesMarks) contentCarrier(gjson.Result, string) carrier { return carr
 
 func responsesCarrier(content gjson.Result) carrier {
 	return lastPartCarrier(content, carryString, func(p gjson.Result) bool {
-		switch p.Get("type").Str {
+		switch fieldOf(p, "type").Str {
 		case "input_text":
-			return p.Get("text").Str != ""
+			return fieldOf(p, "text").Str != ""
 		case "input_image", "input_file":
 			return true
 		}

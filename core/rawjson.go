@@ -82,3 +82,13 @@ type objectFields gjson.Result
 
 // Get returns fieldOf(o, key).
 func (o objectFields) Get(key string) gjson.Result { return fieldOf(gjson.Result(o), key) }
+
+// firstElement is the first element of the array arr (none when it is empty).
+func firstElement(arr gjson.Result) gjson.Result {
+	var first gjson.Result
+	arr.ForEach(func(_, v gjson.Result) bool {
+		first = v
+		return false
+	})
+	return first
+}
