@@ -114,7 +114,7 @@ func (s EngineState) Status() EngineStatus {
 	return st
 }
 
-// RecordUsage records the usage of the last LLM call (see NormalizeUsage).
+// RecordUsage records the usage of the last LLM call (see normalizeUsage).
 func (s *EngineState) RecordUsage(u Usage) {
 	if u.Source == "none" {
 		return
@@ -216,7 +216,7 @@ type usageField struct {
 	dst *int
 }
 
-// NormalizeUsage reads the usage object of an LLM response as one of the shapes
+// normalizeUsage reads the usage object of an LLM response as one of the shapes
 // providers and SDKs return (see Usage.Source): OpenAI chat (prompt_tokens, cached
 // tokens included), OpenAI Responses (input_tokens with input_tokens_details, cached
 // included), Anthropic (input_tokens, which leaves out cache reads and writes: they
@@ -224,7 +224,7 @@ type usageField struct {
 // an object with total), and Gemini's usageMetadata (promptTokenCount). The total
 // defaults to prompt + completion. Null, absent or an empty object records nothing.
 // path is where usage sits, for errors.
-func NormalizeUsage(usage gjson.Result, path string) (Usage, error) {
+func normalizeUsage(usage gjson.Result, path string) (Usage, error) {
 	if !usage.Exists() || usage.Type == gjson.Null {
 		return Usage{Source: "none"}, nil
 	}
@@ -379,7 +379,7 @@ var (
 
 // stepUsage records a response's usage.
 func stepUsage(s *EngineState, req opRequest) (map[string]any, error) {
-	u, err := NormalizeUsage(req.params.Get("usage"), "/usage")
+	u, err := normalizeUsage(req.params.Get("usage"), "/usage")
 	if err != nil {
 		return nil, err
 	}

@@ -166,7 +166,7 @@ type NativeSession struct {
 	// Disabled lists the mechanisms a provider rejected in this session
 	// (openai_compaction, anthropic_compaction): they are not sent again.
 	Disabled []string `json:"disabled"`
-	// Issuers maps each compaction item seen (NativeItemKey) to the route key it
+	// Issuers maps each compaction item seen (nativeItemKey) to the route key it
 	// was first seen on: an item is only ever sent back to its issuer.
 	Issuers map[string]string `json:"issuers"`
 	// AppServer is the bookkeeping of a Codex app-server thread.
@@ -280,11 +280,11 @@ func readRoute(v gjson.Result) (NativeRoute, error) {
 	return r, err
 }
 
-// NativeItemKey returns the key a compaction item is recorded under: a Responses
+// nativeItemKey returns the key a compaction item is recorded under: a Responses
 // item's id, else the FNV-1a hash of what the provider signed or encrypted (an
 // Anthropic block has no id). The key names an item in one session; it is not a
 // security boundary (the provider verifies its own signature).
-func NativeItemKey(item gjson.Result) string {
+func nativeItemKey(item gjson.Result) string {
 	if id := fieldOf(item, "id"); id.Type == gjson.String && id.Str != "" {
 		return id.Str
 	}

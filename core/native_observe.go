@@ -57,7 +57,7 @@ func observeResponse(o *NativeObservation, resp gjson.Result, route string) erro
 			return false
 		}
 		if t := fieldOf(item, "type"); t.Type == gjson.String && t.Str == "compaction" {
-			o.Seen = append(o.Seen, o.Session.record(kind, NativeItemKey(item), route))
+			o.Seen = append(o.Seen, o.Session.record(kind, nativeItemKey(item), route))
 			o.Reason = "recorded"
 		}
 		i++

@@ -55,13 +55,13 @@ type NativeArchived struct {
 // compaction; the host's other edits (clear_tool_uses, clear_thinking) are its own.
 const compactEditType = "compact_20260112"
 
-// NativePrepare applies NativePolicy's decision to a request body: the OpenAI
+// nativePrepare applies NativePolicy's decision to a request body: the OpenAI
 // field set or removed (an array context_management, OpenAI's shape, is removed
 // from every other route too), Anthropic's compaction edit merged into the host's edits
 // (replacing one already there, or removed when not to be sent), and the body's
 // input or messages trimmed of other issuers' compaction items and of what
 // precedes the newest one.
-func NativePrepare(cfg Config, route NativeRoute, s NativeSession, body gjson.Result, tokens int, manual bool) (NativePrepared, error) {
+func nativePrepare(cfg Config, route NativeRoute, s NativeSession, body gjson.Result, tokens int, manual bool) (NativePrepared, error) {
 	d := NativePolicy(cfg, route, s, tokens, manual)
 	p := NativePrepared{Betas: d.Betas, Decision: d,
 		Trimmed: NativeTrimmed{Dropped: []NativeDropped{}, DroppedMessages: []json.RawMessage{}, Rewritten: []NativeDropped{},
@@ -107,7 +107,7 @@ func NativePrepare(cfg Config, route NativeRoute, s NativeSession, body gjson.Re
 		if _, err := checkItems(msgs, "/body/"+list); err != nil {
 			return p, err
 		}
-		t := NativeTrim(msgs, format, d.Session, d.Route, true, 0, "")
+		t := trimNative(msgs, format, d.Session, d.Route, true, 0, "")
 		if t.Changed {
 			parts := make([]string, len(t.Messages))
 			for i, m := range t.Messages {
@@ -135,9 +135,9 @@ func NativePrepare(cfg Config, route NativeRoute, s NativeSession, body gjson.Re
 func toArchive(s *NativeSession, input gjson.Result, t NativeTrimResult) []NativeArchived {
 	compactionKey := func(v gjson.Result) string {
 		if isCompaction(v) {
-			return NativeItemKey(v)
+			return nativeItemKey(v)
 		} else if at := anthropicCompactionAt(v); at >= 0 {
-			return NativeItemKey(fieldOf(v, "content").Array()[at])
+			return nativeItemKey(fieldOf(v, "content").Array()[at])
 		}
 		return ""
 	}
@@ -162,7 +162,7 @@ func toArchive(s *NativeSession, input gjson.Result, t NativeTrimResult) []Nativ
 	take := func(index int, reason string, msg json.RawMessage) {
 		key := newest
 		if reason != "before_compaction" || key == "" {
-			key = NativeItemKey(gjson.ParseBytes(msg))
+			key = nativeItemKey(gjson.ParseBytes(msg))
 		}
 		if handed[key] || index < covered {
 			return
@@ -235,7 +235,7 @@ func opNativePrepare(req opRequest) ([]byte, error) {
 	if !body.IsObject() {
 		return nil, errorf(CodeInvalidRequest, "/body", "body must be the request body object the host is about to send")
 	}
-	p, err := NativePrepare(cfg, route, s, body, tokens, manual)
+	p, err := nativePrepare(cfg, route, s, body, tokens, manual)
 	if err != nil {
 		return nil, err
 	}

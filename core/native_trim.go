@@ -95,13 +95,13 @@ func hasCompactionBlock(msg gjson.Result) bool {
 	return found
 }
 
-// NativeTrim removes from a conversation what must not be sent: with replace, the
+// trimNative removes from a conversation what must not be sent: with replace, the
 // first replaceCount items become replacement (an on-demand compaction's block);
 // compaction items recorded from another issuer than route (or of a mechanism the
 // session turned off) go; with dropBefore, what precedes the newest compaction
 // item goes too, as the provider documents (Responses keeps system and developer
 // messages; Anthropic keeps the newest block first).
-func NativeTrim(msgs gjson.Result, format Format, s NativeSession, route string, dropBefore bool, replaceCount int, replacement string) NativeTrimResult {
+func trimNative(msgs gjson.Result, format Format, s NativeSession, route string, dropBefore bool, replaceCount int, replacement string) NativeTrimResult {
 	t := &nativeTrim{res: NativeTrimResult{Dropped: []NativeDropped{}, DroppedMessages: []json.RawMessage{}, Rewritten: []NativeDropped{}}}
 	i := 0
 	msgs.ForEach(func(_, m gjson.Result) bool {
@@ -117,7 +117,7 @@ func NativeTrim(msgs gjson.Result, format Format, s NativeSession, route string,
 		t.index = append([]int{-1}, t.index...)
 	}
 	foreign := func(item gjson.Result) bool {
-		issuer, ok := s.Issuers[NativeItemKey(item)]
+		issuer, ok := s.Issuers[nativeItemKey(item)]
 		return ok && route != "" && issuer != route
 	}
 	switch format {
@@ -282,7 +282,7 @@ func opNativeTrim(req opRequest) ([]byte, error) {
 	if v := req.Field("route"); v.Exists() && v.Type != gjson.Null {
 		key = route.Key()
 	}
-	return marshal(NativeTrim(msgs, format, s, key, dropBefore, count, replacement))
+	return marshal(trimNative(msgs, format, s, key, dropBefore, count, replacement))
 }
 
 // checkItems checks that every item of the list at path is an object, and

@@ -248,8 +248,8 @@ func TestNativeVectorsUpToDate(t *testing.T) {
 	checkGenerated(t, generateNativeSuites(t), "TestNativeVectorsUpToDate")
 }
 
-// nativeItemKeyOf is NativeItemKey of an item written as a map.
+// nativeItemKeyOf is nativeItemKey of an item written as a map.
 func nativeItemKeyOf(item obj) string {
 	raw, _ := marshal(item)
-	return NativeItemKey(gjson.ParseBytes(raw))
+	return nativeItemKey(gjson.ParseBytes(raw))
 }

@@ -113,7 +113,7 @@ type RecallRow struct {
 	Reason   string `json:"reason"`
 	// JSON is the original message, byte for byte as the compaction's input had it.
 	JSON string `json:"json"`
-	// Text is what search reads (RecallText).
+	// Text is what search reads (recallText).
 	Text string `json:"text"`
 }
 
@@ -192,7 +192,7 @@ func buildRecallArchive(rid string, report, archived, messages, summaryMessage g
 			hi = i + 1
 		}
 		out.Rows = append(out.Rows, RecallRow{ID: rid + "." + strconv.Itoa(i), RangeID: rid, Position: i,
-			Role: messageRole(msg), Reason: reason.Str, JSON: msg.Raw, Text: RecallText(msg)})
+			Role: messageRole(msg), Reason: reason.Str, JSON: msg.Raw, Text: recallText(msg)})
 		return true
 	})
 	if err != nil {
@@ -248,10 +248,10 @@ func messageRole(m gjson.Result) string {
 	return "unknown"
 }
 
-// RecallText is the searchable text of one message: its role, its content's text,
+// recallText is the searchable text of one message: its role, its content's text,
 // its tool calls' names and arguments (decoded), its tool results' text, one piece
 // a line; at most 64 KiB (longer: the head and the tail, cut at a character).
-func RecallText(m gjson.Result) string {
+func recallText(m gjson.Result) string {
 	var b strings.Builder
 	add := func(s string) {
 		if s == "" {
@@ -820,10 +820,10 @@ func opRecallExpandResult(req opRequest) ([]byte, error) {
 	return marshal(map[string]string{"result": ExpandResult(id.Str, msgs, maxTokens)})
 }
 
-// CheckToolCall is recall.check_call: the tool call's arguments (an object or
+// checkToolCall is recall.check_call: the tool call's arguments (an object or
 // its JSON text; absent or null is {}) checked and normalized, or the error
 // answer for the agent.
-func CheckToolCall(name string, arguments gjson.Result) (args map[string]any, errResult string) {
+func checkToolCall(name string, arguments gjson.Result) (args map[string]any, errResult string) {
 	fail := func(msg string) (map[string]any, string) {
 		b, _ := marshal(map[string]string{"error": msg})
 		return nil, string(b)
@@ -897,7 +897,7 @@ func opRecallCheckCall(req opRequest) ([]byte, error) {
 	if name.Type != gjson.String {
 		return nil, errorf(CodeInvalidRequest, "/name", "name must be the tool's name, a string")
 	}
-	args, errResult := CheckToolCall(name.Str, p.Get("arguments"))
+	args, errResult := checkToolCall(name.Str, p.Get("arguments"))
 	if errResult != "" {
 		return marshal(map[string]any{"ok": false, "result": errResult})
 	}

@@ -103,16 +103,16 @@ func TestRecallArchiveRows(t *testing.T) {
 
 func TestRecallTextAnthropicAndCap(t *testing.T) {
 	m := gjson.Parse(`{"role":"assistant","content":[{"type":"text","text":"Let me look."},{"type":"tool_use","id":"t","name":"bash","input":{"command":"ls tests/"}}]}`)
-	text := RecallText(m)
+	text := recallText(m)
 	require.Contains(t, text, "Let me look.")
 	require.Contains(t, text, "bash")
 	require.Contains(t, text, `"ls tests/"`)
-	r := RecallText(gjson.Parse(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"tests/test_app.py"}]}]}`))
+	r := recallText(gjson.Parse(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"tests/test_app.py"}]}]}`))
 	require.Contains(t, r, "tests/test_app.py")
 
 	long := strings.Repeat("é", 50_000) + "MIDDLE" + strings.Repeat("ü", 50_000) + "THE-END"
 	raw, _ := json.Marshal(map[string]string{"role": "tool", "content": long})
-	capped := RecallText(gjson.ParseBytes(raw))
+	capped := recallText(gjson.ParseBytes(raw))
 	require.LessOrEqual(t, len(capped), recallMaxText)
 	require.True(t, utf8.ValidString(capped))
 	require.True(t, strings.HasPrefix(capped, "tool\néé"))

@@ -484,7 +484,7 @@ func (st *sessionStep) toolCall() ([]byte, error) {
 		if !st.lossless() {
 			return answer(noToolsAnswer(name.Str))
 		}
-		args, bad := CheckToolCall(name.Str, st.q.Field("arguments"))
+		args, bad := checkToolCall(name.Str, st.q.Field("arguments"))
 		if bad != "" {
 			return answer(bad)
 		}
@@ -633,7 +633,7 @@ func (st *sessionStep) prepare() ([]byte, error) {
 		if !body.IsObject() {
 			return nil, errorf(CodeInvalidRequest, "/body", "body must be the request body object the host is about to send")
 		}
-		if out, err = NativePrepare(cfg, route, ns, body, tokens, manual); err != nil {
+		if out, err = nativePrepare(cfg, route, ns, body, tokens, manual); err != nil {
 			return nil, err
 		}
 	}
@@ -779,7 +779,7 @@ func (st *sessionStep) apply() ([]byte, error) {
 		}
 	}
 	message := `{"role":"assistant","content":` + content.Raw + `}`
-	t := NativeTrim(msgs, FormatAnthropic, o.Session, route.Key(), true, count, message)
+	t := trimNative(msgs, FormatAnthropic, o.Session, route.Key(), true, count, message)
 	tokens, err := st.countAnthropic(t.Messages)
 	if err != nil {
 		return nil, err
