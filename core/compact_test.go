@@ -476,3 +476,12 @@ func TestFinishVectorMeanings(t *testing.T) {
 		require.False(t, r.Report.SummaryTruncated, name)
 	}
 }
+
+// skipShort skips a format trace test under -short (go test -short ./core, the
+// quick loop); the whole suite, ./build.sh test, runs it.
+func skipShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("a format trace test: it runs without -short")
+	}
+}

@@ -193,6 +193,7 @@ func checkAISDKGroups(t *testing.T, out []json.RawMessage) {
 // The exact counter (o200k_base) is run at 64K: its counts of the two lists must
 // agree as well.
 func TestAISDKTraces(t *testing.T) {
+	skipShort(t)
 	type run struct {
 		window   int
 		encoding string
@@ -670,6 +671,7 @@ func mergeToolMessages(t testing.TB, msgs []json.RawMessage) []json.RawMessage {
 // results joined into one tool message each, at 16K-128K: the invariants hold and
 // validate is clean (the item counts differ from chat's, so the boundaries may).
 func TestAISDKTracesMergedToolMessages(t *testing.T) {
+	skipShort(t)
 	merged := 0
 	for name, chat := range chatTraces(t) {
 		ai := chatToAISDK(t, chat)

@@ -219,6 +219,7 @@ func (g geminiTrace) mapIndex(i int) int {
 // systemInstruction, not a content (protect_first_n counts it, as for Anthropic's
 // top-level system).
 func TestGeminiTraces(t *testing.T) {
+	skipShort(t)
 	traces := chatTraces(t)
 	names := make([]string, 0, len(traces))
 	for n := range traces {

@@ -98,6 +98,7 @@ func checkResponsesCompaction(t *testing.T, input []json.RawMessage, r CompactRe
 // the same chat messages summarized (head_end and tail_start mapped to items
 // agree) and the tokens before and after within 5%.
 func TestResponsesTraces(t *testing.T) {
+	skipShort(t)
 	paths := testtraces.Glob(t, "*.json")
 	var names []string
 	traces := map[string][]json.RawMessage{}
