@@ -128,10 +128,10 @@ func sameParams(kept map[string]string, req params) bool {
 // same depth, when begin kept them. Only the rest of the envelope is checked, with
 // a placeholder where the messages were; if it is not valid JSON, or the op is
 // not compact.finish, ok is false and the caller reads the whole request.
-func finishRequest(op string, request []byte) (q opRequest, ok bool) {
+func finishRequest(op string, request []byte) (q opRequest, name string, ok bool) {
 	const key = `"messages":`
 	if op != "" && op != "compact.finish" && op != "session.run" {
-		return q, false
+		return q, "", false
 	}
 	var msgs string
 	pending.Lock()
@@ -145,13 +145,13 @@ func finishRequest(op string, request []byte) (q opRequest, ok bool) {
 	}
 	pending.Unlock()
 	if msgs == "" {
-		return q, false
+		return q, "", false
 	}
 	rest := make([]byte, 0, len(request)-len(msgs)+1)
 	rest = append(append(rest, request[:len(request)-1-len(msgs)]...), '0', '}')
 	req, members, name, err := readEnvelope(op, rest)
 	if err != nil || (name != "compact.finish" && name != "session.run") {
-		return q, false
+		return q, "", false
 	}
 	for k := len(members) - 1; k >= 0; k-- {
 		if members[k].Key == `"messages"` {
@@ -159,7 +159,7 @@ func finishRequest(op string, request []byte) (q opRequest, ok bool) {
 			break
 		}
 	}
-	return newOpRequest(req, members), true
+	return newOpRequest(req, members), name, true
 }
 
 // dropPending forgets every begun compaction (tests compare a finish with and
@@ -168,6 +168,18 @@ func dropPending() {
 	pending.Lock()
 	defer pending.Unlock()
 	pending.entries, pending.bytes = nil, 0
+}
+
+// compressEvent reports whether a session.run request's members are a compress
+// event's, whose compaction is kept between its steps as compact.begin's is.
+func compressEvent(members []jsonraw.Member) bool {
+	compress := false
+	for _, m := range members {
+		if m.Key == `"event"` {
+			compress = m.Value == `"`+EventCompress+`"`
+		}
+	}
+	return compress
 }
 
 // builtinSummarizer reports whether a request's members ask for the builtin

@@ -197,7 +197,7 @@ func TestFinishSkipsKeptMessages(t *testing.T) {
 			want := string(Call(env()))
 			Call([]byte(begin))
 			require.Equal(t, 1, pendingCount())
-			_, short := finishRequest("", env())
+			_, _, short := finishRequest("", env())
 			require.Equal(t, what == "finish" || what == "messages twice", short, "read without the messages")
 			require.Equal(t, want, string(Call(env())))
 		})

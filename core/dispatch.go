@@ -156,8 +156,8 @@ func serve(op string, request []byte, taken bool) []byte {
 	if len(request) > MaxRequestBytes {
 		return errorEnvelope(errorf(CodeInputTooLarge, "", "request is %d bytes; the limit is %d", len(request), MaxRequestBytes))
 	}
-	if q, ok := finishRequest(op, request); ok {
-		return dispatch("compact.finish", q)
+	if q, name, ok := finishRequest(op, request); ok {
+		return dispatch(name, q)
 	}
 	given := op
 	req, members, op, err := readEnvelope(op, request)
@@ -170,7 +170,7 @@ func serve(op string, request []byte, taken bool) []byte {
 		return errorEnvelope(err)
 	}
 	owned := false
-	if op == "compact.begin" && len(request) <= pendingMaxRequest && !builtinSummarizer(members) {
+	if (op == "compact.begin" || op == "session.run" && compressEvent(members)) && len(request) <= pendingMaxRequest && !builtinSummarizer(members) {
 		// What begin parses is kept for compact.finish (compact_pending.go): it
 		// must point into memory the core owns, a copy unless the caller gave it.
 		if !taken {

@@ -309,3 +309,42 @@ func TestSessionTranscriptsSayWhatTheyCover(t *testing.T) {
 	require.Equal(t, map[string]any{"cancelled": true}, by["compress-cancelled"].Steps[0].End)
 	require.True(t, strings.HasPrefix(by["tool-call-search-and-expand"].Steps[3].End["failed"].(map[string]any)["message"].(string), "ctxcompact: context_search: the store failed"))
 }
+
+// TestSessionCompressKeepsItsCompaction: the finish step of a compress event finds
+// the compaction its begin step kept (so it neither reads nor plans the messages
+// again), and a session.run request is never taken for a compact.finish.
+func TestSessionCompressKeepsItsCompaction(t *testing.T) {
+	dropPending()
+	defer dropPending()
+	start, e := callOp(t, "engine.start", map[string]any{"config": tinyWindow})
+	require.Nil(t, e)
+	msgs, err := marshal(smallSession(6))
+	require.NoError(t, err)
+	envelope := func(extra string) []byte {
+		return []byte(`{"op":"session.run","event":"compress","state":` + string(jsonField(t, start, "state")) + `,"force":true` + extra + `,"messages":` + string(msgs) + `}`)
+	}
+	var first struct {
+		Result struct {
+			Resume json.RawMessage `json:"resume"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(Call(envelope("")), &first))
+	require.NotEmpty(t, first.Result.Resume)
+	pending.Lock()
+	kept := len(pending.entries)
+	pending.Unlock()
+	require.Equal(t, 1, kept, "the begin step keeps its compaction")
+	// Another begin step of the same conversation is a begin, not a finish.
+	var again struct {
+		Result map[string]any `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(Call(envelope("")), &again))
+	require.Equal(t, false, again.Result["done"])
+	require.Contains(t, again.Result, "effect")
+	resp := Call(envelope(`,"resume":` + string(first.Result.Resume) + `,"answer":{"ok":"## Goal\nSplit the parser."}`))
+	require.Contains(t, string(resp), `"done":true`)
+	pending.Lock()
+	left := len(pending.entries)
+	pending.Unlock()
+	require.Equal(t, 0, left, "the finish step took the compaction its begin kept")
+}
