@@ -240,4 +240,3 @@ func TestMemoryFreedInUse(t *testing.T) {
 		t.Fatalf("released %d times in all, want 1", released)
 	}
 }
-
