@@ -208,13 +208,18 @@ func (st *sessionStep) readResume() error {
 // effect ends the step with an effect for the host; result, when not nil, is
 // the sequence's result, which stands if the sequence ends without one.
 func (st *sessionStep) effect(effect []byte, resume sessionResume, result func([]byte) []byte) ([]byte, error) {
+	return st.effectWith(raw(effect), resume, result)
+}
+
+// effectWith is effect with an effect written in place (a large one is not
+// built and then copied).
+func (st *sessionStep) effectWith(effect func([]byte) []byte, resume sessionResume, result func([]byte) []byte) ([]byte, error) {
 	resume.V, resume.Event = sessionResumeVersion, st.event
 	rs, err := marshal(resume)
 	if err != nil {
 		return nil, err
 	}
-	b := append(st.dst, `{"done":false,"effect":`...)
-	b = append(b, effect...)
+	b := effect(append(st.dst, `{"done":false,"effect":`...))
 	b = append(append(b, `,"resume":`...), rs...)
 	if result != nil {
 		b = result(append(b, `,"result":`...))
@@ -452,19 +457,73 @@ func (st *sessionStep) compressDone(rangeID string, r *compactRequest, o *compac
 		return st.done(result)
 	}
 	report := mustMarshal(o.report)
-	archived := writeArchived(nil, o.archived, false)
-	out := writeMessages(nil, o.out, true)
-	a, err := buildRecallArchive(rangeID, gjson.ParseBytes(report), gjson.ParseBytes(archived), gjson.ParseBytes(out), gjson.Result{})
-	if err != nil {
-		return nil, err
+	effect := func(b []byte) []byte {
+		b = jsonraw.AppendString(append(b, `{"type":"archive","range_id":`...), rangeID)
+		return append(appendCompactionArchive(append(b, `,"archive":`...), rangeID, o), '}')
 	}
-	rows, err := marshal(a)
-	if err != nil {
-		return nil, err
+	return st.effectWith(effect, sessionResume{Step: "archive", RangeID: rangeID, Report: report}, result)
+}
+
+// appendCompactionArchive appends the range and rows (recall.archive's result) of
+// a compaction archived as rid, written row by row: a compaction of 1.4M messages
+// is not held as rows and then encoded (that trapped the instance out of memory).
+func appendCompactionArchive(b []byte, rid string, o *compactOutcome) []byte {
+	from, to := -1, -1
+	for _, a := range o.archived {
+		if from < 0 || a.index < from {
+			from = a.index
+		}
+		to = max(to, a.index+1)
 	}
-	effect := append([]byte(`{"type":"archive","range_id":`), mustMarshal(rangeID)...)
-	effect = append(append(append(effect, `,"archive":`...), rows...), '}')
-	return st.effect(effect, sessionResume{Step: "archive", RangeID: rangeID, Report: report}, result)
+	if s := o.report.Summarized; s != nil {
+		from, to = s.From, s.To
+	} else if from < 0 {
+		from, to = 0, 0
+	}
+	var summary gjson.Result
+	if o.report.Summarized != nil {
+		summary = summaryMessageOf(gjson.ParseBytes(writeMessages(nil, o.out, true)), o.report.HeadEnd)
+	}
+	row := func(b []byte, id string, position int, role, reason, raw, text string) []byte {
+		b = jsonraw.AppendString(append(b, `{"id":`...), id)
+		b = jsonraw.AppendString(append(b, `,"range_id":`...), rid)
+		b = strconv.AppendInt(append(b, `,"position":`...), int64(position), 10)
+		b = jsonraw.AppendString(append(b, `,"role":`...), role)
+		b = jsonraw.AppendString(append(b, `,"reason":`...), reason)
+		b = jsonraw.AppendString(append(b, `,"json":`...), raw)
+		b = jsonraw.AppendString(append(b, `,"text":`...), text)
+		return append(b, '}')
+	}
+	// Grown once, by about what the rows take (the message escaped as a string,
+	// its text, the fields): a buffer doubled row by row peaks at twice the rows.
+	size := 256
+	for _, a := range o.archived {
+		size += 2*len(a.raw) + len(a.raw)/4 + 96
+	}
+	b = slices.Grow(b, size)
+	b = jsonraw.AppendString(append(b, `{"range":{"id":`...), rid)
+	b = strconv.AppendInt(append(b, `,"from_index":`...), int64(from), 10)
+	b = strconv.AppendInt(append(b, `,"to_index":`...), int64(to), 10)
+	text := ""
+	if summary.Exists() {
+		text = messageText(summary)
+	}
+	b = jsonraw.AppendString(append(b, `,"summary":`...), text)
+	b = append(b, `},"rows":[`...)
+	for i, a := range o.archived {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		m := gjson.Parse(a.raw)
+		b = row(b, rid+"."+strconv.Itoa(a.index), a.index, messageRole(m), string(a.reason), a.raw, recallText(m))
+	}
+	if summary.Exists() {
+		if len(o.archived) > 0 {
+			b = append(b, ',')
+		}
+		b = row(b, rid+".summary", from, "summary", "summary", summary.Raw, capText("summary\n"+text))
+	}
+	return append(b, "]}"...)
 }
 
 // --- tool_call ---

@@ -41,9 +41,11 @@ type effectError struct {
 func (e *effectError) Error() string { return e.msg }
 func (e *effectError) Unwrap() error { return e.cause }
 
-// performFunc performs one effect and returns its answer's value (JSON), or the
-// error to answer with. A ctx done ends the sequence.
-type performFunc func(ctx context.Context, effect gjson.Result) (json.RawMessage, error)
+// performFunc performs one effect, of type typ (its JSON: effect), and returns its
+// answer's value (JSON), or the error to answer with. A ctx done ends the
+// sequence. The effect is bytes, not a parsed value: an archive of a large
+// compaction is decoded once, where it is stored.
+type performFunc func(ctx context.Context, typ string, effect json.RawMessage) (json.RawMessage, error)
 
 // runSession runs event to its end: fields adds the event's fields to each step's
 // request (the messages, when it has them, last). It returns the sequence's result.
@@ -80,11 +82,11 @@ func (ce *ContextEngine) runSession(ctx context.Context, event string, fields fu
 		case len(r.Effect) == 0 || len(r.Resume) == 0:
 			return nil, fmt.Errorf("%w: session.run neither ended nor asked for an effect", ErrABIMismatch)
 		}
-		effect := gjson.ParseBytes(r.Effect)
+		typ := gjson.GetBytes(r.Effect, "type").Str
 		if perform == nil {
-			return nil, fmt.Errorf("%w: session.run asked for %s, which a %s event does not have", ErrABIMismatch, effect.Get("type").Str, event)
+			return nil, fmt.Errorf("%w: session.run asked for %s, which a %s event does not have", ErrABIMismatch, typ, event)
 		}
-		ok, err := perform(ctx, effect)
+		ok, err := perform(ctx, typ, r.Effect)
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, fmt.Errorf("ctxcompact: %s: %w", event, ctxErr)
 		}
@@ -113,11 +115,12 @@ type summarizerFailure json.RawMessage
 func (f summarizerFailure) Error() string { return gjson.GetBytes(f, "message").Str }
 
 // storeEffects performs the recall store's effects for a lossless session.
-func (ce *ContextEngine) storeEffects(ctx context.Context, effect gjson.Result) (json.RawMessage, error) {
+func (ce *ContextEngine) storeEffects(ctx context.Context, t string, raw json.RawMessage) (json.RawMessage, error) {
 	if ce.store == nil {
-		return nil, fmt.Errorf("%w: session.run asked a compressor engine for %s", ErrABIMismatch, effect.Get("type").Str)
+		return nil, fmt.Errorf("%w: session.run asked a compressor engine for %s", ErrABIMismatch, t)
 	}
-	switch t := effect.Get("type").Str; t {
+	effect := func(key string) gjson.Result { return gjson.GetBytes(raw, key) }
+	switch t {
 	case core.EffectNextRangeID:
 		id, err := ce.store.NextRangeID(ctx, ce.session)
 		if err != nil {
@@ -125,13 +128,15 @@ func (ce *ContextEngine) storeEffects(ctx context.Context, effect gjson.Result) 
 		}
 		return appendString(nil, id), nil
 	case core.EffectArchive:
-		var a core.RecallArchive
-		if err := json.Unmarshal([]byte(effect.Get("archive").Raw), &a); err != nil {
+		var a struct {
+			Archive core.RecallArchive `json:"archive"`
+		}
+		if err := json.Unmarshal(raw, &a); err != nil {
 			return nil, fmt.Errorf("%w: decoding an archive effect: %w", ErrABIMismatch, err)
 		}
-		return nil, ce.store.Archive(ctx, ce.session, a)
+		return nil, ce.store.Archive(ctx, ce.session, a.Archive)
 	case core.EffectSearch:
-		hits, total, err := ce.store.Find(ctx, ce.session, effect.Get("query").Str, int(effect.Get("limit").Int()))
+		hits, total, err := ce.store.Find(ctx, ce.session, effect("query").Str, int(effect("limit").Int()))
 		if err != nil {
 			return nil, err
 		}
@@ -143,7 +148,7 @@ func (ce *ContextEngine) storeEffects(ctx context.Context, effect gjson.Result) 
 			Total int              `json:"total"`
 		}{hits, total})
 	case core.EffectExpand:
-		ms, err := ce.store.Messages(ctx, ce.session, effect.Get("id").Str)
+		ms, err := ce.store.Messages(ctx, ce.session, effect("id").Str)
 		if err != nil {
 			return nil, err
 		}

@@ -51,7 +51,8 @@ func TestSessionTranscripts(t *testing.T) {
 			for si, step := range tr.Steps {
 				ctx, cancel := context.WithCancel(context.Background())
 				k := 0
-				perform := func(ctx context.Context, effect gjson.Result) (json.RawMessage, error) {
+				perform := func(ctx context.Context, typ string, raw json.RawMessage) (json.RawMessage, error) {
+					effect := gjson.ParseBytes(raw)
 					if k >= len(step.Effects) {
 						t.Fatalf("step %d: an effect beyond the script: %s", si, effect.Raw)
 					}
@@ -66,7 +67,7 @@ func TestSessionTranscripts(t *testing.T) {
 					}
 					a := gjson.ParseBytes(want.Answer)
 					if f := a.Get("error"); f.Exists() {
-						if effect.Get("type").Str == "summarize" {
+						if typ == "summarize" {
 							return nil, summarizerFailure(f.Raw)
 						}
 						return nil, errors.New(f.Get("message").Str)
