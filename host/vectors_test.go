@@ -48,9 +48,6 @@ func TestDifferential(t *testing.T) {
 		}
 	})
 	t.Run("traces", func(t *testing.T) {
-		if !hasOp("compact.begin") {
-			t.Skip("core has no compact.begin op yet; this runs as soon as it lands")
-		}
 		for _, tr := range loadTraces(t) {
 			for _, cl := range []int{32000, 64000} {
 				same(t, e, fmt.Sprintf("%s@%d", tr.name, cl), compactBegin(tr.messages, cl))
