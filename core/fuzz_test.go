@@ -290,8 +290,8 @@ func FuzzSummaryText(f *testing.F) {
 		if got, want := jsonStringLen(s), len(jsonraw.Stringify.Append(nil, s)); got != want {
 			t.Fatalf("jsonStringLen(%q) = %d, the encoding is %d bytes", s, got, want)
 		}
-		if got, want := string(appendQuote([]byte("x"), s)), "x"+strconv.Quote(s); got != want {
-			t.Fatalf("appendQuote(%q) = %s, strconv.Quote gives %s", s, got, want)
+		if got, want := string(jsonraw.AppendGoQuote([]byte("x"), s)), "x"+strconv.Quote(s); got != want {
+			t.Fatalf("AppendGoQuote(%q) = %s, strconv.Quote gives %s", s, got, want)
 		}
 		prompt := "\u2028" + s + "\xff"
 		sr := SummaryRequest{Messages: []ChatMessage{{Role: "system", Content: summarizerSystemPrompt}, {Role: "user", Content: prompt}}, TargetTokens: len(s), MaxTokens: -1, Iterative: len(s)%2 == 0, Middle: IndexRange{From: 1, To: len(s)}}
