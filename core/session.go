@@ -208,7 +208,7 @@ func (st *sessionStep) readResume() error {
 // effect ends the step with an effect for the host; result, when not nil, is
 // the sequence's result, which stands if the sequence ends without one.
 func (st *sessionStep) effect(effect []byte, resume sessionResume, result func([]byte) []byte) ([]byte, error) {
-	return st.effectWith(raw(effect), resume, result)
+	return st.effectWith(rawResult(effect), resume, result)
 }
 
 // effectWith is effect with an effect written in place (a large one is not
@@ -259,8 +259,8 @@ func (st *sessionStep) fail(effect, message string) ([]byte, error) {
 	return append(b, "}}"...), nil
 }
 
-// raw writes v as the result.
-func raw(v []byte) func([]byte) []byte {
+// rawResult writes v as a result (or an effect).
+func rawResult(v []byte) func([]byte) []byte {
 	return func(b []byte) []byte { return append(b, v...) }
 }
 
@@ -534,7 +534,7 @@ func noToolsAnswer(name string) string {
 }
 
 func (st *sessionStep) toolCall() ([]byte, error) {
-	answer := func(s string) ([]byte, error) { return st.done(raw(mustMarshal(s))) }
+	answer := func(s string) ([]byte, error) { return st.done(rawResult(mustMarshal(s))) }
 	if st.resume == nil {
 		name := st.q.Field("name")
 		if name.Type != gjson.String {
@@ -620,7 +620,7 @@ func (st *sessionStep) simple() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return st.done(raw(b))
+	return st.done(rawResult(b))
 }
 
 // --- provider-native compaction ---
@@ -702,7 +702,7 @@ func (st *sessionStep) prepare() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return st.done(raw(b))
+		return st.done(rawResult(b))
 	}
 	if st.resume == nil {
 		return st.effect([]byte(`{"type":"next_range_id"}`), sessionResume{Step: "range"}, nil)
@@ -755,7 +755,7 @@ func (st *sessionStep) observe() ([]byte, error) {
 		return nil, err
 	}
 	st.state.Native = &o.Session
-	return st.done(raw(b))
+	return st.done(rawResult(b))
 }
 
 // pathFrom rewrites an error path that starts with from to start with to.
@@ -854,7 +854,7 @@ func (st *sessionStep) apply() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return st.done(raw(b))
+		return st.done(rawResult(b))
 	}
 	if st.resume == nil {
 		return st.effect([]byte(`{"type":"next_range_id"}`), sessionResume{Step: "range"}, nil)
@@ -897,7 +897,7 @@ func (st *sessionStep) archiveNative(id string, archive []NativeArchived, ns Nat
 	}
 	effect := append([]byte(`{"type":"archive","range_id":`), mustMarshal(id)...)
 	effect = append(append(append(effect, `,"archive":`...), rows...), '}')
-	return st.effect(effect, sessionResume{Step: "archive", RangeID: id, Native: native, PromptTokens: tokens}, raw(res))
+	return st.effect(effect, sessionResume{Step: "archive", RangeID: id, Native: native, PromptTokens: tokens}, rawResult(res))
 }
 
 // countAnthropic is the session's token estimate of an Anthropic message list.

@@ -185,19 +185,8 @@ type simConversation struct {
 	timed      bool
 }
 
-// fnv-1a, 64 bit, inline over strings (no allocation).
-const (
-	fnvOffset = 14695981039346656037
-	fnvPrime  = 1099511628211
-)
-
-func fnvString(h uint64, s string) uint64 {
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= fnvPrime
-	}
-	return h
-}
+// fnvString is the running FNV-1a of h over s (fnv.go).
+func fnvString(h uint64, s string) uint64 { return uint64(fnv64a(h).string(s)) }
 
 // simBuilder accumulates blocks with their tokens and running prefix hash.
 type simBuilder struct {
@@ -317,8 +306,8 @@ func buildSimConversation(msgsV, sys gjson.Result, layout string, f Format, mark
 		}
 	}
 	conv := &simConversation{msgs: make([]simMsg, len(cm)), cache: cm, native: sys.Exists()}
-	b := &simBuilder{tc: tc, h: fnvOffset, tokens: make([]int, 1, 4*len(cm)+1), hashes: make([]uint64, 1, 4*len(cm)+1)}
-	b.hashes[0] = fnvOffset
+	b := &simBuilder{tc: tc, h: fnvOffset64, tokens: make([]int, 1, 4*len(cm)+1), hashes: make([]uint64, 1, 4*len(cm)+1)}
+	b.hashes[0] = fnvOffset64
 	if conv.native {
 		b.startMessage("system")
 		if views != nil {
