@@ -1050,6 +1050,8 @@ export interface CompressOptions {
   currentTokens?: number;
   /** Added to the summarizer's instructions: give priority to this topic (host summarizers only). */
   focusTopic?: string;
+  /** What a memory provider knows, added to the summarizer's instructions (host summarizers only). */
+  memoryContext?: string;
   /** Compact even below the threshold. */
   force?: boolean;
   /** Summarizer timeout in ms (default: the engine's). */

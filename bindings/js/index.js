@@ -13,6 +13,8 @@ export { anthropicSummarizer, openaiSummarizer } from "./summarizers.js";
 const kInstance = Symbol.for("ctxcompact.instance");
 /** Compactor's door for ContextEngine (not exported). */
 const kEngine = Symbol("ctxcompact.engine");
+/** ContextEngine's session loop, for the transcript test (reached through the `_session` test hook). */
+const kSession = Symbol("ctxcompact.session");
 
 /**
  * Default CompactorOptions.maxInstanceMemory: 64 MiB, as in the Python binding and the
@@ -21,9 +23,6 @@ const kEngine = Symbol("ctxcompact.engine");
  * instance is replaced.
  */
 const DEFAULT_MAX_INSTANCE_MEMORY = 64 * 1024 * 1024;
-
-/** Archived messages per recall.archive call of a lossless engine (as in Python and Go). */
-const ARCHIVE_BATCH = 8192;
 
 /** `,"key":<json>` for a value that is not absent, else "" (JSON.stringify of a checked option). */
 function field(key, value) {
@@ -84,7 +83,7 @@ const ENGINE_OPTIONS = {
 const ENGINE_CREATE_OPTIONS = { ...CREATE_OPTIONS, ...ENGINE_OPTIONS };
 const COMPRESS_OPTIONS = {
   currentTokens: [T.count], focusTopic: [T.string], force: [T.boolean], timeoutMs: [T.positiveMs, "timeout"],
-  signal: [T.signal], format: [T.string], system: [T.system],
+  signal: [T.signal], format: [T.string], system: [T.system], memoryContext: [T.string],
 };
 const UPDATE_MODEL_OPTIONS = { provider: [T.string], baseUrl: [T.string], apiKey: [T.string], apiMode: [T.string] };
 const PREPARE_OPTIONS = { tokens: [T.count], manual: [T.boolean] };
@@ -477,14 +476,11 @@ export class Compactor {
   async compact(messages, options) {
     if (this.#closed) throw new ErrClosed();
     const o = checkOptions("compact()", options, COMPACT_OPTIONS);
-    return this.#compact(messages, o, o.config === undefined || o.config === null ? undefined : o.config, false);
+    return this.#compact(messages, o, o.config === undefined || o.config === null ? undefined : o.config);
   }
 
-  /**
-   * compact() with checked options. `config` is the call's config, merged over the
-   * compactor's, or (`raw`) the JSON of the whole config to use (the engine's).
-   */
-  async #compact(messages, o, config, raw) {
+  /** compact() with checked options. `config` is the call's config, merged over the compactor's. */
+  async #compact(messages, o, config) {
     if (!Array.isArray(messages)) {
       throw new CompactError("invalid_messages", `ctxcompact: messages must be an array of message objects, got ${describe(messages)}`, "/messages");
     }
@@ -493,18 +489,19 @@ export class Compactor {
     if (signal?.aborted) throw abortReason(signal);
     await this.ready();
     if (signal?.aborted) throw abortReason(signal);
-    const configJSON = raw ? config : this.#callConfig(config);
+    const configJSON = this.#callConfig(config);
     // The same fields for begin and finish; the messages serialized and encoded once.
     // The ticket names this compaction, so that finish may leave the messages out.
     const params = `${configJSON === undefined ? "" : `,"config":${configJSON}`}${field("force", o.force)}` +
-      `${field("prompt_tokens", o.promptTokens)}${field("format", o.format)}${field("archive_id", o.archiveId)}` +
+      `${field("prompt_tokens", o.promptTokens)}${field("format", o.format)}` +
       `${systemField(o.system)},"output":"refs"${summarize ? field("ticket", newTicket()) : ""}`;
     const encoded = utf8(messagesJSON(messages));
     const withMessages = [`${params},"messages":`, encoded, "}"];
     const begun = unwrap(this.#callParts([`{"op":"compact.begin","summarizer":"${summarize ? "host" : "builtin"}"`, ...withMessages]));
     if (begun.done) return toResult(materialize(begun, messages));
 
-    const outcome = await runSummarizer(summarize, begun.summary_request, timeoutMs, signal);
+    const got = await runSummarizer(summarize, begun.summary_request, timeoutMs, signal);
+    const outcome = "summary" in got ? field("summary", got.summary) : `,"error":${JSON.stringify(got)}`;
     await this.ready();
     // The instance that began it keeps the compaction: finish without the messages.
     // Another one (the first was replaced after a trap, or the entry was evicted)
@@ -531,11 +528,11 @@ export class Compactor {
     return new ContextEngine(this, o, kInstance);
   }
 
-  /** For ContextEngine (kEngine is not exported): the call config and #compact with a whole config. */
+  /** For ContextEngine (kEngine is not exported): the call config and a request in pieces. */
   [kEngine]() {
     return {
       configJSON: (config) => this.#callConfig(config),
-      compact: (messages, o, configJSON) => this.#compact(messages, o, configJSON, true),
+      callParts: (parts) => this.#callParts(parts),
     };
   }
 }
@@ -602,8 +599,8 @@ function timeoutError(message) {
 
 /**
  * Awaits the summarizer, bounded by `timeoutMs` and the caller's `signal`, and
- * returns the compact.finish field: `,"summary":...` or `,"error":{code, message}`
- * (code timeout, error or cancelled). Rejects with the signal's reason when the
+ * returns `{summary}` or the failure `{code, message}` (code timeout, error or
+ * cancelled) that compact.finish and session.run take. Rejects with the signal's reason when the
  * caller aborts (no finish is sent then). The summarizer gets `{ signal }`, aborted
  * on timeout or when the caller aborts, to cancel its own request. No timer or
  * listener outlives the call.
@@ -653,7 +650,7 @@ async function runSummarizer(summarize, request, timeoutMs, signal) {
     answer.catch(() => {}); // a summarizer settling after the timeout or the abort
     bounds.catch(() => {});
   }
-  return "summary" in got ? field("summary", got.summary) : `,"error":${JSON.stringify(got)}`;
+  return got;
 }
 
 /** STATUS keys -> camelCase fields of ContextEngine. */
@@ -667,10 +664,13 @@ const STATUS_FIELDS = {
 };
 
 /**
- * The context engine (the Hermes method set), a thin wrapper over the core's
- * engine.* ops: the rules (usage normalisation, the breaker, model switch, status)
- * are the core's; this object keeps the engine state (a JSON object the core
- * returns with each op) and the status of the last op, whose keys its fields read.
+ * The context engine (the Hermes method set): its sequences are the core's op
+ * session.run (docs/SESSION.md). Each method sends an event with the engine state;
+ * the core answers with an effect to perform (the summarizer, the recall store's
+ * SQL) and this object sends the effect's answer back, until the sequence ends
+ * with the new state (kept here as JSON text), its status and the result. The
+ * rules (usage normalisation, the breaker, model switch, archiving, the tools'
+ * answers, provider-native compaction) are the core's.
  */
 export class ContextEngine {
   #c;
@@ -700,10 +700,10 @@ export class ContextEngine {
       if (hasConfig) {
         throw new CompactError("invalid_request", "ctxcompact: engine() takes config (a new session) or state (a saved one, which carries its config), not both", "/config");
       }
-      this.#op("engine.status", `,"state":${serialize(options.state, "/state", "invalid_state")}`, false);
+      this.#op("engine.status", `,"state":${serialize(options.state, "/state", "invalid_state")}`);
     } else {
       const config = compactor[kEngine]().configJSON(hasConfig ? options.config : undefined);
-      this.#op("engine.start", config === undefined ? "" : `,"config":${config}`, false);
+      this.#op("engine.start", config === undefined ? "" : `,"config":${config}`);
     }
     if (this.lossless) {
       if (this.#store === undefined) {
@@ -727,12 +727,108 @@ export class ContextEngine {
     return c.engine({ config, summarize, state, timeoutMs, store, sessionId });
   }
 
-  /** Runs an engine op on the state; keeps the new state and status; returns the result. */
-  #op(op, body, withState = true) {
-    const res = unwrap(this.#c.callRaw(`{"op":"${op}"${withState ? `,"state":${this.#state}` : ""}${body}}`));
+  /** Starts (engine.start) or restores (engine.status) the state; keeps it and its status. */
+  #op(op, body) {
+    const res = unwrap(this.#c.callRaw(`{"op":"${op}"${body}}`));
     this.#state = JSON.stringify(res.state);
     this.#status = res.status;
-    return res;
+  }
+
+  /**
+   * One session.run sequence, as a generator: it yields each effect the core asks
+   * for and takes back `[answer, cause]` (the answer's JSON text, and the error the
+   * effect failed with); it returns the sequence's result. Every step sends the
+   * same event and fields (`head`, the messages' UTF-8 bytes last) with the
+   * current state, which only the sequence's end replaces.
+   */
+  *#steps(event, head, messages) {
+    const tail = messages === undefined ? ["}"] : [`,"messages":`, messages, "}"];
+    let resume;
+    let answer;
+    let cause;
+    let result;
+    for (;;) {
+      const r = unwrap(this.#c[kEngine]().callParts([`{"op":"session.run","event":${JSON.stringify(event)},"state":${this.#state}` +
+        `${resume === undefined ? "" : `,"resume":${resume},"answer":${answer}`}${head}`, ...tail]));
+      if (r.result !== undefined) result = r.result;
+      if (r.done && r.failed) throw effectError(r.failed, cause);
+      if (r.done) {
+        if (r.state === undefined || r.state === null) throw new ErrABIMismatch("ctxcompact: session.run ended with no state");
+        this.#state = JSON.stringify(r.state);
+        this.#status = r.status;
+        return result;
+      }
+      if (r.effect === undefined || r.resume === undefined) throw new ErrABIMismatch("ctxcompact: session.run neither ended nor asked for an effect");
+      [answer, cause] = yield r.effect;
+      resume = JSON.stringify(r.resume);
+    }
+  }
+
+  /** Runs a sequence whose effects `perform` answers synchronously (the store's). */
+  #runSync(event, head, messages, perform = (e) => this.#storeEffect(e)) {
+    const steps = this.#steps(event, head, messages);
+    let next = steps.next();
+    while (!next.done) {
+      let reply;
+      try {
+        const ok = perform(next.value);
+        if (isThenable(ok)) throw new CompactError("invalid_request", `ctxcompact: the store answered ${next.value.type} with a promise; this method is synchronous: the store's methods must be too`, "/store");
+        reply = [answerOk(ok), undefined];
+      } catch (err) {
+        reply = [answerError(err), err];
+      }
+      next = steps.next(reply);
+    }
+    return next.value;
+  }
+
+  /**
+   * Runs a sequence whose effects `perform` answers asynchronously. An aborted
+   * `signal` ends it with the signal's reason (nothing recorded).
+   */
+  async #runAsync(event, head, messages, perform, signal) {
+    const ready = async () => {
+      await this.#c.ready();
+      if (signal?.aborted) throw abortReason(signal);
+    };
+    const steps = this.#steps(event, head, messages);
+    await ready();
+    let next = steps.next();
+    while (!next.done) {
+      let reply;
+      try {
+        reply = [answerOk(await perform(next.value)), undefined];
+      } catch (err) {
+        reply = [answerError(err), err];
+      }
+      if (signal?.aborted) {
+        steps.return(undefined);
+        throw abortReason(signal);
+      }
+      await ready();
+      next = steps.next(reply);
+    }
+    return next.value;
+  }
+
+  /** The recall store's effects (a lossless session's): its answer's value. */
+  #storeEffect(effect) {
+    const store = this.#store;
+    const session = this.#sessionId;
+    if (store === undefined) throw new ErrABIMismatch(`ctxcompact: session.run asked a compressor engine for ${effect.type}`);
+    switch (effect.type) {
+      case "next_range_id":
+        return store.nextRangeId(session);
+      case "archive":
+        return then(store.archive(session, effect.archive), () => null);
+      case "search":
+        return then(store.search(session, { terms: effect.terms, fts: effect.fts, like: effect.like }, { limit: effect.limit }),
+          (r) => ({ hits: r.hits, total: r.total }));
+      case "expand":
+        return then(store.expand(session, effect.id), (r) => r.messages);
+      default:
+        throw new ErrABIMismatch(`ctxcompact: session.run asked for an unknown effect ${JSON.stringify(effect.type)}`);
+    }
   }
 
   /** The compactor this engine runs on. */
@@ -754,86 +850,45 @@ export class ContextEngine {
   /** Records the API-reported usage of the last LLM call (OpenAI, Responses, Anthropic, AI SDK, Gemini shapes). */
   updateFromResponse(usage) {
     const body = usage === undefined ? "" : `,"usage":${serialize(usage, "/usage", "invalid_request")}`;
-    return this.#op("engine.usage", body).usage;
+    return this.#runSync("usage", body).usage;
   }
 
   /** Whether the last reported (or the given) prompt size calls for a compaction; the breaker is the state's. */
   shouldCompress(promptTokens) {
     checkValue("shouldCompress()", "promptTokens", "prompt_tokens", promptTokens, T.count);
-    return this.#op("engine.should_compress", field("prompt_tokens", promptTokens)).should_compress;
+    return this.#runSync("should_compress", field("prompt_tokens", promptTokens)).should_compress;
   }
 
   /**
    * Compacts with the state's config, the given or last reported prompt tokens and
    * this engine's summarizer, then records the report (compression count, the
-   * breaker). `focusTopic` is added to a summarizer's instructions.
+   * breaker). `focusTopic` and `memoryContext` are added to a summarizer's
+   * instructions. Lossless: the originals go to the store under the range the
+   * summary names before the report is recorded (a store that fails leaves the
+   * engine as it was; the caller keeps its history).
    * @param {import("./index.d.ts").Message[]} messages
    * @param {import("./index.d.ts").CompressOptions} [options]
    */
   async compress(messages, options) {
     const o = checkOptions("compress()", options, COMPRESS_OPTIONS);
-    const last = this.#status.last_prompt_tokens;
-    const promptTokens = o.currentTokens ?? (last > 0 ? last : undefined);
-    let summarize = this.#summarize;
-    if (summarize && o.focusTopic) summarize = withFocus(summarize, o.focusTopic);
-    const config = JSON.stringify(JSON.parse(this.#state).config ?? null);
-    // Lossless: the compaction's summary names the range it stands for (archive_id),
-    // and its originals go to the store under that id before the report is recorded
-    // (a store that fails leaves the engine as it was; the caller keeps its history).
-    const lossless = this.lossless;
-    const archiveId = lossless ? this.#store.nextRangeId(this.#sessionId) : undefined;
-    const res = await this.#c[kEngine]().compact(messages, {
-      summarize, promptTokens, force: o.force, format: o.format, system: o.system,
-      timeoutMs: o.timeoutMs ?? this.#timeoutMs, signal: o.signal, archiveId,
-    }, config === "null" ? undefined : config);
-    if (lossless && res.archived.length > 0) this.#archive(archiveId, res, messages);
-    this.#op("engine.record", `,"report":${JSON.stringify(res.report)}`);
-    return res;
-  }
-
-  /**
-   * recall.archive of messages a provider's compaction now stands for
-   * ([{index, reason, message}]), as a new range, and one store transaction.
-   * Returns the range id.
-   */
-  #archiveNative(archived) {
-    const rangeId = this.#store.nextRangeId(this.#sessionId);
-    const rows = unwrap(this.#c.callRaw(`{"op":"recall.archive","session":${JSON.stringify(this.#sessionId)}` +
-      `,"range_id":"${rangeId}","report":{},"archived":${serialize(archived, "/archived", "invalid_messages")}}`));
-    this.#store.archive(this.#sessionId, rows);
-    return rangeId;
-  }
-
-  /**
-   * recall.archive over a compaction's result: the archived originals (the caller's
-   * objects, as JSON.stringify writes them) and the output messages, where the core
-   * finds the summary (the caller's unchanged objects go as refs: never the summary),
-   * then one store transaction. The rows are made in batches of ARCHIVE_BATCH
-   * archived messages (a row depends on its message alone; the last batch gets the
-   * output messages, for the summary's row): one call over 1.4M messages grew the
-   * instance past 3 GB.
-   */
-  #archive(rangeId, res, input) {
-    const mine = new Set(input);
-    const out = res.messages.map((m, i) => (mine.has(m) ? "0" : serialize(m, `/messages/${i}`, "invalid_messages")));
-    const head = `{"op":"recall.archive","session":${JSON.stringify(this.#sessionId)},"range_id":"${rangeId}"` +
-      `,"report":${JSON.stringify(res.report)}`;
-    let rows;
-    for (let start = 0; start < res.archived.length; start += ARCHIVE_BATCH) {
-      const batch = res.archived.slice(start, start + ARCHIVE_BATCH).map((a) =>
-        `{"index":${a.index},"reason":${JSON.stringify(a.reason)},"message":${serialize(a.message, `/archived/${a.index}`, "invalid_messages")}}`);
-      const last = start + ARCHIVE_BATCH >= res.archived.length;
-      const part = unwrap(this.#c.callRaw(`${head},"archived":[${batch.join(",")}]${last ? `,"messages":[${out.join(",")}]` : ""}}`));
-      if (rows === undefined) {
-        rows = part;
-        continue;
-      }
-      rows.range.from_index = Math.min(rows.range.from_index, part.range.from_index);
-      rows.range.to_index = Math.max(rows.range.to_index, part.range.to_index);
-      if (part.range.summary) rows.range.summary = part.range.summary;
-      for (const r of part.rows) rows.rows.push(r);
-    }
-    this.#store.archive(this.#sessionId, rows);
+    const encoded = utf8(messagesJSON(messages));
+    const { signal } = o;
+    if (signal?.aborted) throw abortReason(signal);
+    const summarize = this.#summarize;
+    const timeoutMs = o.timeoutMs ?? this.#timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    // Output refs: the caller's unchanged messages are put back (materialize).
+    const head = `${field("format", o.format)}${systemField(o.system)}${field("force", o.force)}` +
+      `${field("prompt_tokens", o.currentTokens)},"output":"refs","summarizer":"${summarize ? "host" : "builtin"}"` +
+      `${field("focus", o.focusTopic)}${field("memory_context", o.memoryContext)}`;
+    const perform = async (effect) => {
+      if (effect.type !== "summarize") return this.#storeEffect(effect);
+      if (!summarize) throw new ErrABIMismatch("ctxcompact: session.run asked for a summary of a builtin compaction");
+      const got = await runSummarizer(summarize, effect.request, timeoutMs, signal);
+      if ("summary" in got) return got.summary;
+      throw new SummaryFailure(got.code, got.message);
+    };
+    const res = await this.#runAsync("compress", head, encoded, perform, signal);
+    return toResult(materialize(res, messages));
   }
 
   /**
@@ -858,24 +913,9 @@ export class ContextEngine {
    */
   handleToolCall(name, args) {
     checkValue("handleToolCall()", "name", "name", name, T.string);
-    if (!this.lossless) {
-      return JSON.stringify({ error: `unknown tool ${JSON.stringify(name)}: this context engine is the compressor (config context.engine "lossless" has the context tools)` });
-    }
-    const argsJSON = args === undefined || args === null ? "null"
-      : typeof args === "string" ? JSON.stringify(args) : serialize(args, "/arguments", "invalid_request");
-    const check = unwrap(this.#c.callRaw(`{"op":"recall.check_call","name":${JSON.stringify(name)},"arguments":${argsJSON}}`));
-    if (!check.ok) return check.result;
-    const a = check.args;
-    const session = this.#sessionId;
-    if (name === "context_search") {
-      const q = unwrap(this.#c.callRaw(`{"op":"recall.query","query":${JSON.stringify(a.query)}}`));
-      const { hits, total } = this.#store.search(session, q, { limit: a.limit });
-      return unwrap(this.#c.callRaw(`{"op":"recall.search_result","query":${JSON.stringify(a.query)},"limit":${a.limit}` +
-        `,"total":${total},"hits":${JSON.stringify(hits)}}`)).result;
-    }
-    const { messages } = this.#store.expand(session, a.id);
-    return unwrap(this.#c.callRaw(`{"op":"recall.expand_result","id":${JSON.stringify(a.id)}${field("max_tokens", a.max_tokens)}` +
-      `,"messages":${JSON.stringify(messages)}}`)).result;
+    const argsJSON = args === undefined || args === null ? ""
+      : `,"arguments":${typeof args === "string" ? JSON.stringify(args) : serialize(args, "/arguments", "invalid_request")}`;
+    return this.#runSync("tool_call", `,"name":${JSON.stringify(name)}${argsJSON}`);
   }
 
   /**
@@ -887,22 +927,23 @@ export class ContextEngine {
     const o = checkOptions("updateModel()", options, UPDATE_MODEL_OPTIONS);
     checkValue("updateModel()", "model", "model", model, T.string);
     checkValue("updateModel()", "contextLength", "context_length", contextLength, T.count);
-    this.#op("engine.update_model", `${field("model", model)}${field("context_length", contextLength)}` +
+    this.#runSync("update_model", `${field("model", model)}${field("context_length", contextLength)}` +
       `${field("provider", o.provider)}${field("base_url", o.baseUrl)}${field("api_mode", o.apiMode)}`);
   }
 
   /**
-   * Provider-native compaction for the next request: native.prepare for the engine's
-   * route (config.model.provider, and base_url and api_mode as updateModel set them)
-   * and session (state.native). Returns a new body with the decision applied (the
-   * OpenAI field set, or removed where it must not go; Anthropic's compaction edit
-   * merged into the body's own context_management edits), its `input` (Responses) or
-   * `messages` trimmed of other issuers' compaction items and of what precedes the
-   * newest one (`trimmed` lists them, for archiving), `betas` for the anthropic-beta
-   * header, and `compactionBody` when an Anthropic on-demand compaction is due now.
-   * Kept messages are the caller's own objects. The input body is not changed; the
-   * next session is recorded in the state. `tokens` defaults to the last reported
-   * prompt tokens.
+   * Provider-native compaction for the next request (session.run's prepare, over
+   * the engine's route: config.model.provider, and base_url and api_mode as
+   * updateModel set them, and its native session). Returns a new body with the
+   * decision applied (the OpenAI field set, or removed where it must not go;
+   * Anthropic's compaction edit merged into the body's own context_management
+   * edits), its `input` (Responses) or `messages` trimmed of other issuers'
+   * compaction items and of what precedes the newest one (`trimmed` lists them; a
+   * lossless engine archives them, `trimmed.archivedAs`), `betas` for the
+   * anthropic-beta header, and `compactionBody` when an Anthropic on-demand
+   * compaction is due now. Kept messages are the caller's own objects. The input
+   * body is not changed; the next session is recorded in the state. `tokens`
+   * defaults to the last reported prompt tokens.
    * @param {Record<string, unknown>} body
    * @param {import("./index.d.ts").PrepareRequestOptions} [options]
    */
@@ -911,50 +952,33 @@ export class ContextEngine {
       throw new CompactError("invalid_request", `ctxcompact: prepareRequest() takes the request body object, got ${describe(body)}`, "/body");
     }
     const o = checkOptions("prepareRequest()", options, PREPARE_OPTIONS);
-    const state = JSON.parse(this.#state);
-    const last = this.#status.last_prompt_tokens;
-    const tokens = o.tokens ?? (last > 0 ? last : undefined);
     const key = Array.isArray(body.input) ? "input" : Array.isArray(body.messages) ? "messages" : undefined;
-    const items = key === undefined ? undefined : body[key];
-    // A list without native items has nothing to trim: it is not sent to the core
-    // (every turn would serialize the whole conversation for nothing).
-    const carries = key !== undefined && (hasNativeItems(items, "responses") || hasNativeItems(items, "anthropic"));
-    const sent = key === undefined || carries ? body : { ...body, [key]: [] };
     let bodyJSON;
     try {
-      bodyJSON = serialize(sent, "/body", "invalid_request");
+      bodyJSON = serialize(body, "/body", "invalid_request");
     } catch (err) {
       // A value that cannot be sent inside the list is a bad message, as the core says of one.
       if (err instanceof CompactError && key !== undefined && err.path.startsWith(`/body/${key}/`)) err.code = "invalid_messages";
       throw err;
     }
-    const res = unwrap(this.#c.callRaw(`{"op":"native.prepare","config":${JSON.stringify(state.config)}` +
-      `,"route":${JSON.stringify(routeOf(state))}${field("session", state.native)}${field("tokens", tokens)}` +
-      `${field("manual", o.manual)},"body":${bodyJSON}}`));
+    const res = this.#runSync("prepare", `${field("tokens", o.tokens)}${field("manual", o.manual)},"body":${bodyJSON}`);
     const out = res.body;
-    let trimmed = { list: res.trimmed.list, dropped: [], dropped_messages: [], rewritten: [] };
+    const { archive, archived_as: archivedAs, ...rest } = res.trimmed;
+    let trimmed = rest;
     if (key !== undefined) {
-      if (carries) {
-        trimmed = materializeTrim({ ...res.trimmed, messages: out[key] }, items, false);
+      const items = body[key];
+      if (rest.dropped.length === 0 && rest.rewritten.length === 0) {
+        out[key] = items;
+      } else {
+        trimmed = materializeTrim({ ...rest, messages: out[key] }, items, false);
         out[key] = trimmed.messages;
         delete trimmed.messages;
-      } else {
-        out[key] = items;
       }
     }
-    trimmed.archive = res.trimmed.archive;
-    trimmed.archivedAs = null;
-    if (trimmed.archive.length > 0 && this.lossless) {
-      // What the provider's compaction stands for now is kept in the store, once
-      // (the session's archived keys say what was handed over before).
-      trimmed.archivedAs = this.#archiveNative(trimmed.archive);
-    }
-    let compactionBody = null;
-    if (res.compaction_body) {
-      compactionBody = res.compaction_body;
-      if (key !== undefined) compactionBody[key] = out[key];
-    }
-    this.#setNative(state, res.decision.session);
+    trimmed.archive = archive;
+    trimmed.archivedAs = archivedAs ?? null;
+    const compactionBody = res.compaction_body ?? null;
+    if (compactionBody !== null && key !== undefined) compactionBody[key] = out[key];
     return { body: out, betas: res.betas, decision: res.decision, trimmed, compactionBody };
   }
 
@@ -963,7 +987,7 @@ export class ContextEngine {
    * request's `response` (an Anthropic message whose content holds the
    * `compaction` block) in for the first `count` messages (default: all of them,
    * the messages that request sent), with native.trim's `replace`, after recording
-   * the block (observeResponse). The result's messages start with the assistant
+   * the block (as observeResponse). The result's messages start with the assistant
    * message holding the block; `dropped_messages` are the summarized originals,
    * which a lossless engine archives (`archivedAs`). Until a response reports
    * usage, the prompt's size is the swapped conversation's estimate.
@@ -973,27 +997,17 @@ export class ContextEngine {
    */
   applyCompaction(messages, response, options) {
     const o = checkOptions("applyCompaction()", options, APPLY_COMPACTION_OPTIONS);
-    if (!Array.isArray(messages)) messagesJSON(messages); // throws invalid_messages
+    const encoded = utf8(messagesJSON(messages));
     const content = response !== null && typeof response === "object" ? response.content : undefined;
     if (!Array.isArray(content) || !content.some((b) => b?.type === "compaction")) {
       throw new CompactError("invalid_request", "ctxcompact: applyCompaction() takes the compaction request's response, an Anthropic message whose content holds a compaction block", "/response/content");
     }
-    this.observeResponse(response);
-    const state = JSON.parse(this.#state);
-    const message = { role: "assistant", content: content.filter((b) => b !== null && typeof b === "object") };
-    const res = this.#c.nativeTrim(messages, {
-      format: "anthropic", route: routeOf(state), session: state.native ?? null,
-      replace: { count: o.count ?? messages.length, message },
-    });
-    res.archivedAs = null;
-    if (res.dropped.length > 0 && this.lossless) {
-      res.archivedAs = this.#archiveNative(res.dropped.map((d, i) => ({ index: d.index, reason: d.reason, message: res.dropped_messages[i] })));
-    }
-    // The reported size was the summarized conversation's: the swapped one's
-    // estimate stands until the next response reports usage.
-    const estimate = unwrap(this.#c.callRaw(`{"op":"tokens.count","format":"anthropic","config":${JSON.stringify(state.config)}` +
-      `,"messages":${messagesJSON(res.messages)}}`)).total;
-    this.#op("engine.usage", `,"usage":{"prompt_tokens":${estimate},"completion_tokens":0}`);
+    const head = `,"response":${serialize(response, "/response", "invalid_request")}${field("count", o.count)}`;
+    const res = this.#runSync("apply_compaction", head, encoded);
+    const archivedAs = res.archived_as ?? null;
+    delete res.archived_as;
+    materializeTrim(res, messages, true);
+    res.archivedAs = archivedAs;
     return res;
   }
 
@@ -1007,7 +1021,7 @@ export class ContextEngine {
     if (response === null || typeof response !== "object" || Array.isArray(response)) {
       throw new CompactError("invalid_request", `ctxcompact: observeResponse() takes the provider's response object, got ${describe(response)}`, "/response");
     }
-    return this.#observe(`,"response":${serialize(response, "/response", "invalid_request")}`);
+    return this.#runSync("observe_response", `,"response":${serialize(response, "/response", "invalid_request")}`);
   }
 
   /**
@@ -1031,7 +1045,7 @@ export class ContextEngine {
       throw new CompactError("invalid_request", `ctxcompact: observeError() takes the HTTP status (or an SDK error with a status), got ${describe(status)}`, "/error/status");
     }
     const text = body === undefined || body === null ? "null" : typeof body === "string" ? JSON.stringify(body) : serialize(body, "/error/body", "invalid_request");
-    return this.#observe(`,"error":{"status":${status},"body":${text}}`);
+    return this.#runSync("observe_error", `,"status":${status},"body":${text}`);
   }
 
   /**
@@ -1046,33 +1060,32 @@ export class ContextEngine {
       throw new CompactError("invalid_request", `ctxcompact: observeEvent() takes the JSON-RPC message object, got ${describe(message)}`, "/event");
     }
     checkValue("observeEvent()", "messagesCount", "messages_count", messagesCount, T.count);
-    return this.#observe(`,"event":${serialize(message, "/event", "invalid_request")}${field("messages_count", messagesCount)}`);
-  }
-
-  /** native.observe on the engine's route and session; the next session is recorded. */
-  #observe(body) {
-    const state = JSON.parse(this.#state);
-    const res = unwrap(this.#c.callRaw(`{"op":"native.observe","config":${JSON.stringify(state.config)}` +
-      `,"route":${JSON.stringify(routeOf(state))}${field("session", state.native)}${body}}`));
-    this.#setNative(state, res.session);
-    return res;
-  }
-
-  /** Records the native-compaction session in the state (state.native). */
-  #setNative(state, session) {
-    if (session === undefined || session === null) delete state.native;
-    else state.native = session;
-    this.#state = JSON.stringify(state);
+    return this.#runSync("observe_event", `,"message":${serialize(message, "/event", "invalid_request")}${field("messages_count", messagesCount)}`);
   }
 
   /** /new or /reset: counters, usage, breaker and last report zeroed; the config is kept. */
   onSessionReset() {
-    this.#op("engine.reset", "");
+    this.#runSync("reset", "");
   }
 
   /** The status of the last op (a copy). */
   getStatus() {
     return { ...this.#status };
+  }
+
+  /**
+   * Test hook (kSession, undocumented): runs one event with raw session.run
+   * fields (the messages, when there are some, sent last) and an effect performer,
+   * through the loop the methods use: the async one for compress, the sync one
+   * otherwise. Returns the sequence's raw result.
+   */
+  [kSession](event, fields, perform, signal) {
+    const { messages, ...rest } = fields;
+    let head = "";
+    for (const [k, v] of Object.entries(rest)) head += `,${JSON.stringify(k)}:${JSON.stringify(v)}`;
+    const encoded = messages === undefined ? undefined : utf8(JSON.stringify(messages));
+    if (event === "compress") return this.#runAsync(event, head, encoded, perform, signal);
+    return this.#runSync(event, head, encoded, perform);
   }
 }
 
@@ -1084,23 +1097,54 @@ for (const [name, key] of Object.entries(STATUS_FIELDS)) {
   });
 }
 
-/** The route of an engine state: config.model.provider, and base_url and api_mode as update_model set them. */
-function routeOf(state) {
-  const route = {};
-  const provider = state.config?.model?.provider;
-  if (provider) route.provider = provider;
-  if (state.base_url) route.base_url = state.base_url;
-  if (state.api_mode) route.api_mode = state.api_mode;
-  return route;
+/**
+ * A summarizer's failure, as session.run takes it: the fallback code (timeout,
+ * cancelled, error, empty) and the message.
+ */
+class SummaryFailure extends Error {
+  constructor(code, message) {
+    super(message);
+    this.name = "SummaryFailure";
+    this.code = code;
+  }
 }
 
-/** Whether a Responses input holds a compaction item, or Anthropic messages a compaction block. */
-function hasNativeItems(items, format) {
-  for (const m of items) {
-    if (m === null || typeof m !== "object") continue;
-    if (format === "responses" ? m.type === "compaction" : Array.isArray(m.content) && m.content.some((b) => b?.type === "compaction")) return true;
+/** The answer of an effect that succeeded. */
+function answerOk(value) {
+  return `{"ok":${value === undefined ? "null" : JSON.stringify(value)}}`;
+}
+
+/** The answer of an effect that failed: a summarizer's code, or "store". */
+function answerError(err) {
+  if (err instanceof SummaryFailure) return `{"error":${JSON.stringify({ code: err.code, message: err.message })}}`;
+  const message = err instanceof Error ? err.message : typeof err === "string" ? err : errorText(err);
+  return `{"error":${JSON.stringify({ code: "store", message })}}`;
+}
+
+/**
+ * The error of a sequence that ended because an effect failed: the effect's own
+ * error (the store's), re-thrown with the core's message; one that is not an
+ * Error is the cause of a CompactError.
+ */
+function effectError(failed, cause) {
+  if (cause instanceof Error) {
+    try {
+      Object.defineProperty(cause, "message", { value: failed.message, writable: true, configurable: true, enumerable: false });
+      return cause;
+    } catch {
+      // a frozen error: wrapped below
+    }
   }
-  return false;
+  return new CompactError(failed.code || "internal", failed.message, "", { cause });
+}
+
+function isThenable(v) {
+  return v !== null && (typeof v === "object" || typeof v === "function") && typeof v.then === "function";
+}
+
+/** f(v), after v settles when it is a promise (an async store's answer). */
+function then(v, f) {
+  return isThenable(v) ? v.then(f) : f(v);
 }
 
 /** A store is a RecallStore of ctxcompact/recall (not imported here: the main entry never loads SQLite). */
@@ -1112,18 +1156,10 @@ function checkStore(store) {
   }
 }
 
-/** A summarizer whose request asks it to give priority to a topic. */
-function withFocus(summarize, topic) {
-  const extra = `\n\nFocus topic: give priority to everything about ${topic}.`;
-  return (request, ctx) => {
-    const msgs = request.messages.map((m) => ({ ...m }));
-    const last = msgs[msgs.length - 1];
-    if (last && typeof last.content === "string") last.content += extra;
-    return summarize({ ...request, messages: msgs }, ctx);
-  };
-}
-
 /** Test hook: the live instance's raw exports (undocumented; may change). */
 export function _instanceOf(compactor) {
   return compactor[kInstance]?.();
 }
+
+/** Test hook: `engine[kSession](event, fields, perform, signal)` (undocumented; may change). */
+export const _session = { kSession, SummaryFailure };

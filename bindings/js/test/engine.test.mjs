@@ -1,4 +1,4 @@
-// ContextEngine (issue 13, item 11): a thin wrapper over the core's engine.* ops.
+// ContextEngine (issue 13, item 11): a loop over the core's session.run.
 // The method set (shouldCompress, compress, updateFromResponse, updateModel,
 // getStatus, onSessionReset), fields read from the last status, the state a host
 // persists and restores, and the breaker after a nothing_to_compact that does not fit.
@@ -23,8 +23,9 @@ function recordOps(compactor) {
   const ops = [];
   const call = inst.call.bind(inst);
   const parts = inst.callParts.bind(inst);
-  inst.call = (r) => { ops.push(JSON.parse(r).op); return call(r); };
-  inst.callParts = (p) => { ops.push(JSON.parse(p.map((x) => (typeof x === "string" ? x : new TextDecoder().decode(x))).join("")).op); return parts(p); };
+  const name = (q) => (q.op === "session.run" ? `session.run ${q.event}` : q.op);
+  inst.call = (r) => { ops.push(name(JSON.parse(r))); return call(r); };
+  inst.callParts = (p) => { ops.push(name(JSON.parse(p.map((x) => (typeof x === "string" ? x : new TextDecoder().decode(x))).join("")))); return parts(p); };
   return ops;
 }
 
@@ -179,7 +180,7 @@ test("ContextEngine.create makes its own compactor; the constructor is not publi
   assert.throws(() => new ContextEngine(c, {}), TypeError);
 });
 
-test("every engine method is one core op (the rules live in the core)", async () => {
+test("every engine method is a session.run sequence (the rules live in the core)", async () => {
   const d = await Compactor.create();
   const ops = recordOps(d);
   const e = d.engine({ config: small, summarize: async () => "S" });
@@ -189,8 +190,9 @@ test("every engine method is one core op (the rules live in the core)", async ()
   e.updateModel("gpt-4o", 64000);
   e.getStatus();
   e.onSessionReset();
-  assert.deepEqual(ops, ["engine.start", "engine.usage", "engine.should_compress", "compact.begin", "compact.finish",
-    "engine.record", "engine.update_model", "engine.reset"]);
+  // compress: one step asks for the summary, the next sends it and ends.
+  assert.deepEqual(ops, ["engine.start", "session.run usage", "session.run should_compress", "session.run compress",
+    "session.run compress", "session.run update_model", "session.run reset"]);
 });
 
 test("compress passes timeoutMs and signal on; a timeout is recorded as last_fallback_code", async () => {

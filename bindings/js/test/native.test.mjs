@@ -487,12 +487,15 @@ test("the engine's native methods check their arguments", () => {
   assert.equal("native" in engine.state, false);
 });
 
-test("the rules are the core's: each native method is one core op, native.prepare or native.observe", async () => {
+test("the rules are the core's: each native method is one session.run step, prepare or an observe event", async () => {
   const d = await Compactor.create();
   const ops = [];
   const inst = _instanceOf(d);
   const call = inst.call.bind(inst);
-  inst.call = (r) => { ops.push(JSON.parse(r).op); return call(r); };
+  const parts = inst.callParts.bind(inst);
+  const name = (q) => (q.op === "session.run" ? `session.run ${q.event}` : q.op);
+  inst.call = (r) => { ops.push(name(JSON.parse(r))); return call(r); };
+  inst.callParts = (p) => { ops.push(name(JSON.parse(p.map((x) => (typeof x === "string" ? x : new TextDecoder().decode(x))).join("")))); return parts(p); };
   const e = d.engine({ config: NATIVE });
   ops.length = 0;
   e.prepareRequest({ model: "gpt-5.6", input: [{ role: "user", content: "a" }] });
@@ -500,7 +503,8 @@ test("the rules are the core's: each native method is one core op, native.prepar
   e.prepareRequest({ model: "gpt-5.6", input: [{ role: "user", content: "a" }, COMPACTION] });
   e.observeError(400, REJECTION);
   e.observeEvent({ method: "turn/completed", params: {} });
-  assert.deepEqual(ops, ["native.prepare", "native.observe", "native.prepare", "native.observe", "native.observe"]);
+  assert.deepEqual(ops, ["session.run prepare", "session.run observe_response", "session.run prepare",
+    "session.run observe_error", "session.run observe_event"]);
 });
 
 test("prepareRequest merges the compaction edit into the host's own edits and returns the on-demand compaction body", () => {

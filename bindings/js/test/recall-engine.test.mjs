@@ -1,8 +1,8 @@
 // The lossless context engine (issue 17) in JS: ContextEngine with config
 // context.engine "lossless", a RecallStore and a session id archives every
-// compaction's originals through the core's recall.archive, and answers the agent's
-// context_search / context_expand calls (recall.check_call, recall.query, SQL,
-// recall.search_result / recall.expand_result). The acceptance test: a shared trace
+// compaction's originals (the core's session.run asks for the archive), and answers
+// the agent's context_search / context_expand calls (session.run's tool_call: the
+// store's SQL is the effect). The acceptance test: a shared trace
 // compacted twice, a path from the first summarized range found and its original
 // tool output returned byte for byte, from a fresh node process on the same file.
 import { test } from "node:test";
@@ -118,7 +118,7 @@ test("acceptance: a shared trace compacted twice; a path from the first range fo
     assert.equal(summary, `{"id":"r1.summary","messages":[${JSON.stringify(summaryMessage)}],"truncated":false}`);
   });
 
-test("recall.archive in batches of 8,192 gives the rows of one call over every archived message", async () => {
+test("a 9,000-message compaction is archived whole: every archived message as sent, and the summary", async () => {
   const store = await RecallStore.open();
   let stored;
   const archive = store.archive.bind(store);
@@ -128,12 +128,14 @@ test("recall.archive in batches of 8,192 gives the rows of one call over every a
   for (let i = 1; i <= 9000; i++) msgs.push({ role: i % 2 ? "user" : "assistant", content: `step ${i} of the build` });
   const res = await engine.compress(msgs, { force: true });
   assert.ok(res.archived.length > 8192, `${res.archived.length} archived`);
-  const one = c.call("recall.archive", {
-    session: "s", range_id: "r1", report: res.report, messages: res.messages,
-    archived: res.archived.map((a) => ({ index: a.index, reason: a.reason, message: a.message })),
-  });
   assert.equal(stored.rows.length, res.archived.length + 1, "every archived message and the summary");
-  assert.deepEqual(stored, one);
+  res.archived.forEach((a, i) => {
+    assert.equal(stored.rows[i].id, `r1.${a.index}`);
+    assert.equal(stored.rows[i].json, JSON.stringify(a.message));
+  });
+  const summary = stored.rows.at(-1);
+  assert.equal(summary.id, "r1.summary");
+  assert.ok(res.messages.some((m) => !msgs.includes(m) && JSON.stringify(m) === JSON.stringify(JSON.parse(summary.json))));
   store.close();
 });
 
@@ -258,24 +260,26 @@ test("two engines on one store: ranges numbered per session, searches see only t
   store.close();
 });
 
-test("compress sends archive_id r<k> to compact.begin and finish in lossless mode only", async () => {
+test("compress asks the store for a range id r<k> and archives under it in lossless mode only", async () => {
   const comp = await Compactor.create();
   const inst = _instanceOf(comp);
-  const sent = [];
+  const asked = [];
   const parts = inst.callParts.bind(inst);
   inst.callParts = (p) => {
-    const req = JSON.parse(p.map((x) => (typeof x === "string" ? x : new TextDecoder().decode(x))).join(""));
-    if (req.op.startsWith("compact.")) sent.push([req.op, req.archive_id ?? null]);
-    return parts(p);
+    const out = parts(p);
+    const effect = JSON.parse(out).result?.effect;
+    if (effect) asked.push([effect.type, effect.range_id ?? null]);
+    return out;
   };
   const store = await RecallStore.open();
   const summarize = async () => "Goal: the task.";
   const e = comp.engine({ config: LOSSLESS, store, sessionId: "s", summarize });
   const r = await e.compress(session({ turns: 60 }), { force: true });
+  assert.match(JSON.stringify(r.messages), /Archived as r1/);
   await e.compress([...r.messages, ...session({ turns: 30 })], { force: true });
   await comp.engine({ config: { model: { context_length: 32000 } }, summarize }).compress(session({ turns: 60 }), { force: true });
-  assert.deepEqual(sent, [["compact.begin", "r1"], ["compact.finish", "r1"], ["compact.begin", "r2"], ["compact.finish", "r2"],
-    ["compact.begin", null], ["compact.finish", null]]);
+  assert.deepEqual(asked, [["next_range_id", null], ["summarize", null], ["archive", "r1"],
+    ["next_range_id", null], ["summarize", null], ["archive", "r2"], ["summarize", null]]);
   assert.deepEqual(store.ranges("s").map((x) => x.id), ["r1", "r2"]);
   store.close();
 });
