@@ -40,7 +40,7 @@ def test_compressor_mode_has_no_tools_and_no_store(compactor, tmp_path: Path):
     assert e.lossless is False
     assert e.get_tool_schemas() == [] and e.get_tool_schemas("anthropic") == []
     out = json.loads(e.handle_tool_call("context_search", {"query": "x"}))
-    assert "unknown tool" in out["error"] and "lossless" in out["error"]
+    assert "unknown tool" in out["error"] and "context.engine is compressor" in out["error"]
     from conftest import conversation
 
     msgs = conversation(30)
@@ -53,32 +53,29 @@ def test_compressor_mode_has_no_tools_and_no_store(compactor, tmp_path: Path):
         e.get_tool_schemas(fmt="openai")  # type: ignore[call-arg]
 
 
-def test_archive_rows_in_batches_are_the_rows_of_one_call(compactor, monkeypatch):
-    """recall.archive runs in batches of ARCHIVE_BATCH archived messages (memory: one
-    call over 1.4M messages grew the instance past 3 GB); the store gets the same
-    range and rows as from one call over all of them."""
-    from ctxcompact import _engine
+def test_a_lossless_compaction_is_one_session_run_sequence(compactor, monkeypatch):
+    """The engine runs session.run alone (the core asks for the range id, the
+    summary and the archive as effects: no recall.archive or engine.record calls),
+    and the store gets the range and rows in one archive."""
+    with ContextEngine(LOSSLESS, compactor=compactor, session_id="s1") as e:
+        ops = []
+        run = compactor._run
 
-    got = {}
-    for batch in (10**9, 4):
-        monkeypatch.setattr(_engine, "ARCHIVE_BATCH", batch)
-        with ContextEngine(LOSSLESS, compactor=compactor, session_id="s1") as e:
-            calls = []
-            run = compactor._run
+        def counting(op, parts, run=run):
+            ops.append(op)
+            return run(op, parts)
 
-            def counting(op, parts, run=run, calls=calls):
-                if op == b"recall.archive":
-                    calls.append(op)
-                return run(op, parts)
-
-            monkeypatch.setattr(compactor, "_run", counting)
-            e.compress(conversation(30), force=True)
-            monkeypatch.setattr(compactor, "_run", run)
-            assert len(e.last_archived) > 8
-            assert len(calls) == (1 if batch > 100 else -(-len(e.last_archived) // batch))
-            got[batch] = (e.last_range, e.store.messages("s1", "r1"), e.store.expand_rows("s1", "r1"),
-                          e.store.messages("s1", "r1.summary"))
-    assert got[4] == got[10**9]
+        archives = []
+        archive = e.store.archive
+        monkeypatch.setattr(e.store, "archive", lambda session, rows: archives.append(rows) or archive(session, rows))
+        monkeypatch.setattr(compactor, "_run", counting)
+        e.compress(conversation(30), force=True)
+        monkeypatch.setattr(compactor, "_run", run)
+        assert set(ops) == {b"session.run"} and len(ops) == 3  # range id, archive, the end
+        assert len(e.last_archived) > 8 and len(archives) == 1
+        assert e.last_range == {k: archives[0]["range"][k] for k in ("id", "from_index", "to_index", "summary")}
+        assert [r["id"] for r in e.store.messages("s1", "r1")] == [
+            r["id"] for r in archives[0]["rows"] if r["reason"] != "summary"]
 
 
 def test_a_given_store_is_not_closed_by_the_engine(compactor):

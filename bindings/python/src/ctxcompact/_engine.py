@@ -1,10 +1,12 @@
 """ContextEngine: the method set of a Hermes-style context engine over ctxcompact.
 
-A thin wrapper over the core's ``engine.*`` ops: the rules (usage normalisation
-for OpenAI, Responses, Anthropic, AI SDK and Gemini usage objects, the breaker, the
-model switch, the status) are the core's, the same in every runtime. This class
-keeps the engine state (one JSON object the core hands back after every op),
-sends it with each call and copies the returned status into its fields.
+One effect loop over the core's ``session.run`` (docs/SESSION.md): every sequence
+of the engine (compress with the summarizer and the lossless archive, the recall
+tools, provider-native compaction, usage, the trigger, the model switch, reset) is
+the core's. This class keeps the engine state (one JSON object the core hands back
+at the end of every sequence), sends it with each step, performs the effects the
+core asks for (the summarizer's call, the recall store's SQL) and copies the
+returned status into its fields.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import copy
 import json
 import os
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, NoReturn, Optional, Tuple, Union, cast
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, NoReturn, Optional, Sequence, Tuple, Union, cast
 
 from ._check import (
     check_bool,
@@ -25,11 +27,20 @@ from ._check import (
     check_timeout,
     reject_unknown,
 )
-from ._compactor import DEFAULT_TIMEOUT, Compactor, SyncSummarizer, _own_trim, dumps, dumps_at
+from ._compactor import (
+    DEFAULT_TIMEOUT,
+    Compactor,
+    SyncSummarizer,
+    _messages_json,
+    _own_trim,
+    _result,
+    _run_sync_summarizer,
+    dumps,
+    dumps_at,
+)
 from ._errors import CompactError, OptionError
 from ._types import (
     ArchivedMessage,
-    ArchiveRows,
     CompactReport,
     Config,
     EngineStatus,
@@ -42,7 +53,6 @@ from ._types import (
     NativeSession,
     NativeTrimResult,
     RecallRange,
-    SummaryRequest,
     UsageRecord,
 )
 
@@ -50,9 +60,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from ._recall import RecallStore
 
 __all__ = ["ContextEngine", "CompactionEngine"]
-
-#: Archived messages per recall.archive call of a lossless engine (as in JS and Go).
-ARCHIVE_BATCH = 8192
 
 _CTOR_OPTIONS = ("config", "summarize", "model", "context_length", "provider", "compactor", "state", "timeout",
                  "store", "session_id")
@@ -200,8 +207,89 @@ class ContextEngine:
         self._set_status(r["status"])
         return r
 
-    def _with_state(self, op: bytes, parts: List[Tuple[bytes, bytes]]) -> Dict[str, Any]:
-        return self._op(op, [(b"state", dumps(self._state))] + parts)
+    # -- session.run: the engine's sequences (docs/SESSION.md) -------------------------------
+
+    def _session(self, event: str, fields: Sequence[Tuple[bytes, bytes]] = (),
+                 perform: Optional[Callable[[Dict[str, Any]], Any]] = None) -> Any:
+        """Run ``event`` to its end over the core's ``session.run`` and return the
+        sequence's result (None: none). Each step sends the event, the current
+        state, the last step's resume and the effect's answer, then ``fields`` (the
+        messages, when the event has them, last); ``perform(effect)`` does what the
+        core asks for (default: the recall store's effects) and returns the answer's
+        value, or raises _EffectFailed for an error answer; anything else it raises
+        (a cancellation, a programming error) stops the sequence, nothing recorded.
+        The lock is held for each step, never while an effect runs. A sequence the
+        core ends as failed raises the failed effect's own error, with the core's
+        message (the state is unchanged)."""
+        if perform is None:
+            got: Dict[str, Any] = {}
+            perform = lambda effect: self._perform(effect, got)  # noqa: E731
+        head = [(b"event", dumps(event))]
+        resume: Optional[bytes] = None
+        answer = b"null"
+        result: Any = None
+        cause: Optional[BaseException] = None
+        while True:
+            with self._lock:
+                parts = head + [(b"state", dumps(self._state))]
+                if resume is not None:
+                    parts += [(b"resume", resume), (b"answer", answer)]
+                r = cast(Dict[str, Any], self._compactor._run(b"session.run", parts + list(fields)))
+                failed = r.get("failed")
+                if r.get("done") and failed is None:
+                    if not isinstance(r.get("state"), dict):
+                        raise CompactError("internal", "session.run ended with no state")
+                    self._state = r["state"]
+                    self._set_status(r["status"])
+            if "result" in r:
+                result = r["result"]
+            if failed is not None:
+                err = _effect_error(cause, failed)
+                raise err from cause
+            if r.get("done"):
+                return result
+            effect, resume_obj = r.get("effect"), r.get("resume")
+            if not isinstance(effect, dict) or resume_obj is None:
+                raise CompactError("internal", "session.run neither ended nor asked for an effect")
+            try:
+                ok = perform(effect)
+            except _EffectFailed as f:
+                cause = f.__cause__
+                answer = b'{"error":' + dumps({"code": f.code, "message": f.message}) + b"}"
+            else:
+                cause = None
+                answer = b'{"ok":' + dumps(ok) + b"}"
+            resume = dumps(resume_obj)
+
+    def _perform(self, effect: Dict[str, Any], got: Dict[str, Any]) -> Any:
+        """An effect of the engine's sequences: the summarizer, or the recall store
+        (what it archived is kept in ``got["range"]``)."""
+        t = effect.get("type")
+        if t == "summarize":
+            return _summary_answer(_run_sync_summarizer(self._summarize, effect["request"], self._timeout))
+        if t not in ("next_range_id", "archive", "search", "expand"):
+            raise CompactError("internal", f"session.run asked for an unknown effect {t!r}")
+        store, session = self.store, self.session_id  # the store has its own lock
+        if t == "next_range_id":
+            return _store_call(lambda: store.next_range_id(session))
+        if t == "archive":
+            got["range"] = _store_call(lambda: store.archive(session, effect["archive"]))
+            return None
+        if t == "search":
+            from ._recall import find_rows
+
+            plan: Any = {"terms": effect.get("terms") or [], "fts": effect.get("fts") or "",
+                         "like": effect.get("like") or []}
+            hits, total = _store_call(lambda: find_rows(store, session, plan, int(effect["limit"])))
+            return {"hits": hits, "total": total}
+        return _store_call(lambda: store.expand_rows(session, effect["id"]))
+
+    def _encode(self, value: Any, code: str, path: str, what: str) -> bytes:
+        """A field's JSON: in a lossless session as UTF-8 (the archived originals are
+        stored as the core copies them: readable, not \\u-escaped), else ASCII."""
+        if self.lossless:
+            return _dumps_utf8(value, code, path, what)
+        return dumps_at(value, code, path, what)
 
     def _set_status(self, st: EngineStatus) -> None:
         self._status = st
@@ -337,8 +425,7 @@ class ContextEngine:
             if s:
                 parts.append((key, dumps(s)))
         check_opt_str("api_key", api_key)
-        with self._lock:
-            self._with_state(b"engine.update_model", parts)
+        self._session("update_model", parts)
 
     def update_from_response(self, usage: Any, **unknown: NoReturn) -> None:
         """Record the API-reported usage of the last LLM call (engine.usage). The
@@ -351,19 +438,17 @@ class ContextEngine:
         None or {} records nothing. ``last_usage`` says how it was read."""
         reject_unknown("update_from_response", unknown, ("usage",))
         u = _usage_dict(usage)
-        with self._lock:
-            r = self._with_state(b"engine.usage", [(b"usage", dumps_at(u, "invalid_request", "/usage", "usage"))])
-            self.last_usage = cast(UsageRecord, r.get("usage"))
-            self._awaiting_usage = False
+        r = self._session("usage", [(b"usage", dumps_at(u, "invalid_request", "/usage", "usage"))]) or {}
+        self.last_usage = cast(UsageRecord, r.get("usage"))
+        self._awaiting_usage = False
 
     def should_compress_info(self, prompt_tokens: Optional[int] = None, **unknown: NoReturn) -> Tuple[bool, str]:
         """(should compact now, the core's reason)."""
         reject_unknown("should_compress", unknown, ("prompt_tokens",))
         pt = check_opt_int("prompt_tokens", prompt_tokens)
-        with self._lock:
-            r = self._with_state(b"engine.should_compress", [] if pt is None else [(b"prompt_tokens", dumps(pt))])
-            self.last_should_compress_reason = r.get("reason")
-            return bool(r["should_compress"]), str(r.get("reason") or "")
+        r = self._session("should_compress", [] if pt is None else [(b"prompt_tokens", dumps(pt))])
+        self.last_should_compress_reason = r.get("reason")
+        return bool(r["should_compress"]), str(r.get("reason") or "")
 
     def should_compress(self, prompt_tokens: Optional[int] = None, **unknown: NoReturn) -> bool:
         """True when the prompt (default: the last reported one) reached the
@@ -383,65 +468,36 @@ class ContextEngine:
         (unchanged messages are the same objects). ``current_tokens`` (default: the
         last reported prompt tokens, when there are any) is the reported size the
         core prefers over its estimate. ``focus_topic`` and ``memory_context`` are
-        added to the summarizer's instructions. The report goes to engine.record
-        (compression count, the breaker); ``last_report`` and ``last_archived`` hold
-        it and the archived originals."""
+        added to the summary request by the core. The report is recorded in the
+        state (compression count, the breaker); ``last_report`` and ``last_archived``
+        hold it and the archived originals."""
         reject_unknown("compress", unknown, _COMPRESS_OPTIONS)
         ct = check_opt_int("current_tokens", current_tokens)
         focus = check_opt_str("focus_topic", focus_topic)
         memory = check_str("memory_context", memory_context)
         force = check_bool("force", force)
-        with self._lock:
-            tokens = self.last_prompt_tokens if ct is None else ct
-            summarize = self._summarize
-            if summarize is not None and (focus or memory):
-                summarize = _with_extras(summarize, focus, memory)
-            cfg = dumps(self._state.get("config") or {})
-            archive_id = self.store.next_range_id(self.session_id) if self.lossless else None
-            res = self._compactor._compact(
-                messages, summarize, force, tokens if tokens > 0 else None, cfg, timeout=self._timeout,
-                archive_id=archive_id,
-            )
-            rng = None
-            if archive_id is not None and res.archived:
-                # Before engine.record: a compaction whose originals could not be
-                # archived raises here and is not counted (the caller keeps its input).
-                rng = self._archive(archive_id, messages, res.messages, res.report, res.archived)
-            self.last_report = res.report
-            self.last_archived = res.archived
-            self.last_range = rng
-            self._with_state(b"engine.record", [(b"report", dumps(res.report))])
-            return res.messages
-
-    def _archive(self, range_id: str, messages: List[Message], out: List[Message], report: CompactReport,
-                 archived: List[ArchivedMessage]) -> RecallRange:
-        """recall.archive (the rows, from the originals the result's archived
-        entries carry) and one INSERT transaction in the store. The result's
-        messages go as refs where they are the caller's (the input index), so the
-        core finds the summary message among the new ones without a copy of the rest."""
-        index = {id(m): i for i, m in enumerate(messages)}
-        refs = [index.get(id(m), m) for m in out]
-        head = [(b"session", dumps(self.session_id)), (b"range_id", dumps(range_id)), (b"report", dumps(report))]
-        # In batches of ARCHIVE_BATCH archived messages (a row depends on its message
-        # alone; the last batch gets the output messages, for the summary's row): one
-        # call over 1.4M messages grew the instance past 3 GB.
-        rows: Optional[ArchiveRows] = None
-        for start in range(0, len(archived), ARCHIVE_BATCH):
-            parts = head + [(b"archived", _dumps_utf8(archived[start:start + ARCHIVE_BATCH], "/archived"))]
-            if start + ARCHIVE_BATCH >= len(archived):
-                parts.append((b"messages", _dumps_utf8(refs, "/messages")))
-            part = cast(ArchiveRows, self._compactor._run(b"recall.archive", parts))
-            if rows is None:
-                rows = part
-                continue
-            rng, more = rows["range"], part["range"]
-            rng["from_index"] = min(rng["from_index"], more["from_index"])
-            rng["to_index"] = max(rng["to_index"], more["to_index"])
-            if more["summary"]:
-                rng["summary"] = more["summary"]
-            rows["rows"].extend(part["rows"])
-        assert rows is not None  # compress archives only when something was archived
-        return self.store.archive(self.session_id, rows)
+        msgs, mj = _messages_json(messages)
+        if self.lossless:  # the archive keeps the originals' text as UTF-8
+            mj = _dumps_utf8(msgs, "invalid_messages", "/messages", "messages")
+        fields = [(b"output", b'"refs"'), (b"summarizer", b'"builtin"' if self._summarize is None else b'"host"')]
+        if force:
+            fields.append((b"force", b"true"))
+        if ct is not None and ct > 0:  # else the session's last reported prompt tokens
+            fields.append((b"prompt_tokens", dumps(ct)))
+        if focus:
+            fields.append((b"focus", dumps(focus)))
+        if memory:
+            fields.append((b"memory_context", dumps(memory)))
+        fields.append((b"messages", mj))
+        # Lossless: the originals are archived before the report is recorded; a
+        # failed archive raises here and records nothing (the caller keeps its input).
+        got: Dict[str, Any] = {}
+        r = self._session("compress", fields, lambda effect: self._perform(effect, got))
+        res = _result(msgs, r)
+        self.last_report = res.report
+        self.last_archived = res.archived
+        self.last_range = cast(Optional[RecallRange], got.get("range"))
+        return res.messages
 
     # -- provider-native compaction (native.*, issue 16) -------------------------------
 
@@ -470,21 +526,6 @@ class ContextEngine:
             n = self._state.get("native")
             return cast(Optional[NativeSession], copy.deepcopy(n))
 
-    def _native_parts(self) -> List[Tuple[bytes, bytes]]:
-        parts = [(b"config", dumps(self._state.get("config") or {})), (b"route", dumps(self.native_route))]
-        session = self._state.get("native")
-        if session is not None:
-            parts.append((b"session", dumps(session)))
-        return parts
-
-    def _adopt_session(self, session: Any) -> None:
-        """Keep the session a native op returned in the state (the engine ops carry
-        it from then on; the next one validates it)."""
-        if session is None:
-            self._state.pop("native", None)
-        else:
-            self._state["native"] = session
-
     def prepare_request(self, body: Dict[str, Any], *, tokens: Optional[int] = None, manual: bool = False,
                         **unknown: NoReturn) -> NativeRequest:
         """The request body for the engine's route, by native.prepare: a new dict
@@ -495,8 +536,8 @@ class ContextEngine:
         with ``anthropic_native`` off); the body's ``input`` (Responses) or
         ``messages`` (Anthropic) trimmed of other issuers' compaction items and of
         what precedes the newest one (``trim`` has what was left out, for
-        archiving; kept messages are your objects; a list without compaction items
-        is not even sent to the core). Send ``betas`` as the ``anthropic-beta``
+        archiving; kept messages are your objects; ``trim`` is None when nothing
+        was left out or rewritten). Send ``betas`` as the ``anthropic-beta``
         header beside yours. The decision's session is kept in
         ``state["native"]``.
 
@@ -512,67 +553,39 @@ class ContextEngine:
             raise OptionError(f"body must be a dict, not {type(body).__name__}", "/body")
         t = check_opt_int("tokens", tokens)
         manual = check_bool("manual", manual)
-        with self._lock:
-            if t is None and self.last_prompt_tokens > 0:
-                t = self.last_prompt_tokens
-            key = "input" if isinstance(body.get("input"), list) else "messages" if isinstance(body.get("messages"), list) else ""
-            items: List[Message] = body[key] if key else []
-            carries = bool(key) and _native_format(key, items) is not None
-            sent = body if not key or carries else {**body, key: []}
-            parts = self._native_parts()
-            if t is not None:
-                parts.append((b"tokens", dumps(t)))
-            if manual:
-                parts.append((b"manual", b"true"))
-            parts.append((b"body", dumps_at(sent, "invalid_request", "/body", "body")))
-            res = self._compactor._run(b"native.prepare", parts)
-            decision = cast(NativeDecision, res["decision"])
-            self._adopt_session(decision["session"])
-            self.last_native_decision = decision
-            out: Dict[str, Any] = res["body"]
-            trim: Optional[NativeTrimResult] = None
-            if key and carries:
-                t_res = res["trimmed"]
-                r: Dict[str, Any] = {"messages": out[key], "dropped": t_res["dropped"],
-                                     "dropped_messages": t_res["dropped_messages"],
-                                     "rewritten": t_res["rewritten"],
-                                     "changed": bool(t_res["dropped"] or t_res["rewritten"])}
-                _own_trim(items, r, False)
-                out[key] = r["messages"]
-                trim = cast(NativeTrimResult, r)
-                if r["changed"]:
-                    self.last_native_trim = trim
-            elif key:
-                out[key] = items
-            archive = res["trimmed"]["archive"]
-            if archive and self.lossless:
-                # What the provider's compaction stands for now is kept in the store,
-                # once (the session's archived keys say what was handed over).
-                self._archive_native(archive)
-            compaction_body: Optional[Dict[str, Any]] = res["compaction_body"]
-            if compaction_body is not None and key:
-                compaction_body[key] = out[key]
-            return NativeRequest(body=out, betas=list(res["betas"]), decision=decision, trim=trim,
-                                 compaction_body=compaction_body)
-
-    def _archive_native(self, archived: List[Any]) -> None:
-        """recall.archive of messages a provider's compaction now stands for, as a
-        new range (``last_native_archive``), and one store transaction."""
-        range_id = self.store.next_range_id(self.session_id)
-        rows = cast(ArchiveRows, self._compactor._run(b"recall.archive", [
-            (b"session", dumps(self.session_id)), (b"range_id", dumps(range_id)),
-            (b"report", b"{}"), (b"archived", _dumps_utf8(archived, "/archived"))]))
-        self.store.archive(self.session_id, rows)
-        self.last_native_archive = range_id
-
-    def _trim(self, items: List[Message], fmt: str, replace: Optional[Dict[str, Any]] = None) -> NativeTrimResult:
-        session = self._state.get("native")
-        r = self._compactor.native_trim(items, format=cast(Any, fmt), route=self.native_route,
-                                        session=cast(Optional[NativeSession], session),
-                                        replace=cast(Any, replace))
-        if r["changed"]:
-            self.last_native_trim = r
-        return r
+        key = "input" if isinstance(body.get("input"), list) else "messages" if isinstance(body.get("messages"), list) else ""
+        items: List[Message] = body[key] if key else []
+        fields: List[Tuple[bytes, bytes]] = []
+        if t is not None:  # else the session's last prompt tokens
+            fields.append((b"tokens", dumps(t)))
+        if manual:
+            fields.append((b"manual", b"true"))
+        fields.append((b"body", self._encode(body, "invalid_request", "/body", "body")))
+        res = cast(Dict[str, Any], self._session("prepare", fields))
+        decision = cast(NativeDecision, res["decision"])
+        self.last_native_decision = decision
+        out: Dict[str, Any] = res["body"]
+        t_res = res["trimmed"]
+        trim: Optional[NativeTrimResult] = None
+        if key and (t_res["dropped"] or t_res["rewritten"]):
+            r: Dict[str, Any] = {"messages": out[key], "dropped": t_res["dropped"],
+                                 "dropped_messages": t_res["dropped_messages"],
+                                 "rewritten": t_res["rewritten"], "changed": True}
+            _own_trim(items, r, False)
+            out[key] = r["messages"]
+            trim = cast(NativeTrimResult, r)
+            self.last_native_trim = trim
+        elif key:
+            out[key] = items
+        if t_res.get("archived_as"):
+            # What the provider's compaction stands for now is kept in the store,
+            # once (the session's archived keys say what was handed over).
+            self.last_native_archive = t_res["archived_as"]
+        compaction_body: Optional[Dict[str, Any]] = res["compaction_body"]
+        if compaction_body is not None and key:
+            compaction_body[key] = out[key]
+        return NativeRequest(body=out, betas=list(res["betas"]), decision=decision, trim=trim,
+                             compaction_body=compaction_body)
 
     def apply_compaction(self, messages: List[Message], response: Any, *, count: Optional[int] = None,
                          **unknown: NoReturn) -> NativeTrimResult:
@@ -588,23 +601,26 @@ class ContextEngine:
         reject_unknown("apply_compaction", unknown, ("messages", "response", "count"))
         if not isinstance(messages, list):
             raise CompactError("invalid_messages", "messages must be a list of message dicts", "/messages")
-        n = len(messages) if count is None else check_int("count", count)
+        n = None if count is None else check_int("count", count)
         resp = _json_object(response)
         content = resp.get("content") if isinstance(resp, dict) else None
         if not isinstance(content, list) or not any(
                 isinstance(b, dict) and b.get("type") == "compaction" for b in content):
             raise OptionError("response must be an Anthropic message whose content holds a compaction block",
                               "/response/content")
-        with self._lock:
-            self.observe_response(resp)
-            message = {"role": "assistant", "content": [b for b in content if isinstance(b, dict)]}
-            r = self._trim(messages, "anthropic", {"count": n, "message": message})
-            if r["dropped"] and self.lossless:
-                archived = [{"index": d["index"], "reason": d["reason"], "message": m}
-                            for d, m in zip(r["dropped"], r["dropped_messages"])]
-                self._archive_native(archived)
-            self._awaiting_usage = True
-            return r
+        fields = [(b"response", self._encode(resp, "invalid_request", "/response", "response"))]
+        if n is not None:
+            fields.append((b"count", dumps(n)))
+        fields.append((b"messages", self._encode(messages, "invalid_messages", "/messages", "messages")))
+        r = cast(Dict[str, Any], self._session("apply_compaction", fields))
+        archived_as = r.pop("archived_as", None)
+        _own_trim(messages, r, True)
+        if r["changed"]:
+            self.last_native_trim = cast(NativeTrimResult, r)
+        if archived_as:
+            self.last_native_archive = archived_as
+        self._awaiting_usage = True
+        return cast(NativeTrimResult, r)
 
     def observe_response(self, response: Any, **unknown: NoReturn) -> NativeObservation:
         """Record the compaction items of a provider response (native.observe): a
@@ -612,7 +628,9 @@ class ContextEngine:
         ``compaction`` gets the route as its issuer in the session. ``response`` is
         a dict or an SDK object (pydantic ``model_dump()``, ``to_dict()``)."""
         reject_unknown("observe_response", unknown, ("response",))
-        return self._observe(b"response", _json_object(response), None)
+        resp = _json_object(response)
+        return cast(NativeObservation, self._session("observe_response", [
+            (b"response", dumps_at(resp, "invalid_request", "/response", "response"))]))
 
     def observe_error(self, status: int, body: Any, **unknown: NoReturn) -> NativeErrorOutcome:
         """An error answer of the provider (native.observe): a 400 that names
@@ -635,7 +653,8 @@ class ContextEngine:
                 b = parsed
         if not isinstance(b, (dict, str)):
             raise OptionError(f"body must be a dict or a str, not {type(b).__name__}", "/body")
-        r = self._observe(b"error", {"status": st, "body": b}, None)
+        r = self._session("observe_error", [(b"status", dumps(st)),
+                                             (b"body", dumps_at(b, "invalid_request", "/body", "body"))])
         return NativeErrorOutcome(retry=r["retry"], disabled=r["disabled"], reason=r["reason"])
 
     def observe_event(self, message: Dict[str, Any], messages_count: Optional[int] = None,
@@ -649,17 +668,11 @@ class ContextEngine:
         reject_unknown("observe_event", unknown, ("message", "messages_count"))
         if not isinstance(message, dict):
             raise OptionError(f"message must be a dict, not {type(message).__name__}", "/event")
-        return self._observe(b"event", message, check_opt_int("messages_count", messages_count))
-
-    def _observe(self, key: bytes, value: Any, messages_count: Optional[int]) -> NativeObservation:
-        with self._lock:
-            parts = self._native_parts()
-            parts.append((key, dumps_at(value, "invalid_request", "/" + key.decode(), key.decode())))
-            if messages_count is not None:
-                parts.append((b"messages_count", dumps(messages_count)))
-            r = cast(NativeObservation, self._compactor._run(b"native.observe", parts))
-            self._adopt_session(r["session"])
-            return r
+        mc = check_opt_int("messages_count", messages_count)
+        fields = [(b"message", dumps_at(message, "invalid_request", "/message", "message"))]
+        if mc is not None:
+            fields.append((b"messages_count", dumps(mc)))
+        return cast(NativeObservation, self._session("observe_event", fields))
 
     def get_status(self) -> EngineStatus:
         """The core's engine status (a copy): model, window, threshold and its rule,
@@ -671,8 +684,8 @@ class ContextEngine:
     def on_session_reset(self) -> None:
         """/new or /reset (engine.reset): counters, usage, breaker and the last
         report back to zero; the config is kept."""
+        self._session("reset")
         with self._lock:
-            self._with_state(b"engine.reset", [])
             self._awaiting_usage = False
             self.last_report = None
             self.last_archived = []
@@ -727,25 +740,11 @@ class ContextEngine:
         reject_unknown("handle_tool_call", unknown, ("name", "args", "messages"))
         if not isinstance(name, str):
             return _tool_error(f"the tool name must be a string, not {type(name).__name__}")
-        if not self.lossless:
-            return _tool_error(f"unknown tool {json.dumps(name)}: this engine has no tools (context.engine is not lossless)")
-        from ._compactor import _encode  # the request encoder (ASCII, compact)
-
         try:
-            a = b"null" if args is None else _encode(args).encode("ascii")
+            a = b"null" if args is None else dumps(args)
         except (TypeError, ValueError, RecursionError):
             return _tool_error(f"{name}: arguments must be a JSON object")
-        checked = self._compactor._run(b"recall.check_call", [(b"name", dumps(name)), (b"arguments", a)])
-        if not checked["ok"]:
-            return cast(str, checked["result"])
-        call = checked["args"]
-        from ._recall import expand_result, search_result
-
-        store, session = self.store, self.session_id  # the store has its own lock
-        if name == "context_search":
-            return search_result(self._compactor, store, session, call["query"], int(call["limit"]))
-        return expand_result(self._compactor, call["id"], store.expand_rows(session, call["id"]),
-                             call.get("max_tokens"))
+        return cast(str, self._session("tool_call", [(b"name", dumps(name)), (b"arguments", a)]))
 
     def record_completed_compaction(self, *, used_fallback: bool = False, **unknown: Any) -> None:
         """Hermes calls this after a completed compaction boundary (when the engine
@@ -822,16 +821,60 @@ def _tool_error(message: str) -> str:
     return json.dumps({"error": message})
 
 
-def _dumps_utf8(value: Any, path: str) -> bytes:
-    """JSON with non-ASCII text as UTF-8 (the archived originals are stored as the
-    core copies them: readable, not \\u-escaped); a string with a lone surrogate,
-    which UTF-8 cannot hold, goes \\u-escaped."""
+class _EffectFailed(Exception):
+    """An effect's failure, the answer {"error": {code, message}} of session.run: a
+    summarizer's (its fallback code) or a store's ("store", its exception as the
+    cause)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _summary_answer(outcome: Tuple[Optional[str], Any]) -> str:
+    """A summarizer's outcome as the answer to a summarize effect: the summary, or
+    _EffectFailed with compact.finish's error (a str is code "error")."""
+    summary, error = outcome
+    if error is None:
+        return cast(str, summary)
+    if isinstance(error, dict):
+        raise _EffectFailed(str(error.get("code") or "error"), str(error.get("message") or ""))
+    raise _EffectFailed("error", str(error))
+
+
+def _store_call(fn: Callable[[], Any]) -> Any:
+    """A store effect: its value, or _EffectFailed "store" caused by the store's error."""
+    try:
+        return fn()
+    except Exception as e:
+        raise _EffectFailed("store", str(e)) from e
+
+
+def _effect_error(cause: Optional[BaseException], failed: Dict[str, Any]) -> BaseException:
+    """The error of a sequence the core ended as failed: the failed effect's own
+    exception (its class and attributes), with the core's message."""
+    message = str(failed.get("message") or "")
+    if cause is None:
+        return CompactError("internal", message)
+    try:
+        e = type(cause).__new__(type(cause))
+        e.__dict__.update(cause.__dict__)
+        e.args = (message,)
+        if isinstance(e, CompactError):
+            e.message = message
+        return e
+    except Exception:
+        return CompactError("internal", message)
+
+
+def _dumps_utf8(value: Any, code: str, path: str, what: str) -> bytes:
+    """JSON with non-ASCII text as UTF-8; a string with a lone surrogate, which
+    UTF-8 cannot hold, goes \\u-escaped."""
     try:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return dumps_at(value, "invalid_messages", path, "archived messages")
-    except (TypeError, ValueError, RecursionError):
-        return dumps_at(value, "invalid_messages", path, "archived messages")
+    except (UnicodeEncodeError, TypeError, ValueError, RecursionError):
+        return dumps_at(value, code, path, what)
 
 
 def _with_model(config: Any, model: Optional[str], context_length: Optional[int],
@@ -854,19 +897,6 @@ def _with_model(config: Any, model: Optional[str], context_length: Optional[int]
             m["provider"] = provider
     cfg["model"] = m
     return cfg
-
-
-def _native_format(key: str, items: List[Any]) -> Optional[str]:
-    """The format of a body's ``input``/``messages`` for native.trim when they
-    carry compaction items or blocks (None when they carry none): ``input`` is
-    Responses; ``messages`` holding a ``compaction`` block is Anthropic."""
-    if key == "input":
-        return "responses" if any(isinstance(m, dict) and m.get("type") == "compaction" for m in items) else None
-    for m in items:
-        content = m.get("content") if isinstance(m, dict) else None
-        if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "compaction" for b in content):
-            return "anthropic"
-    return None
 
 
 def _json_object(value: Any) -> Any:
@@ -898,20 +928,3 @@ def _usage_dict(usage: Any) -> Any:
         return {k: _usage_dict(v) if hasattr(v, "__dict__") else v for k, v in attrs.items()
                 if v is not None and not k.startswith("_")}
     return usage  # not an object: the core answers invalid_request at /usage
-
-
-def _with_extras(summarize: SyncSummarizer, focus_topic: Optional[str], memory_context: str) -> SyncSummarizer:
-    extra = ""
-    if focus_topic:
-        extra += f"\n\nFocus topic: give priority to everything about {focus_topic!s}."
-    if memory_context:
-        extra += "\n\nContext from the memory provider (use it, do not repeat it verbatim):\n" + memory_context
-
-    def wrapped(request: SummaryRequest) -> str:
-        req = copy.deepcopy(request)
-        msgs = req["messages"]
-        if msgs and isinstance(msgs[-1].get("content"), str):
-            msgs[-1]["content"] = msgs[-1]["content"] + extra
-        return summarize(req)
-
-    return wrapped

@@ -7,11 +7,13 @@ range's summary (``r<k>.summary``), with the original message JSON as it was giv
 ``ctxc_fts`` is an FTS5 index with the trigram tokenizer over ``ctxc_messages.text``
 where the SQLite build has it, else search reads ``text LIKE ? ESCAPE '\\'`` per term.
 
-The rows come from the core (``recall.archive``), the query plan from the core
-(``recall.query``) or from ``plan_query`` here (the same rule), and the tool results
-are formatted by the core (``recall.search_result`` / ``recall.expand_result``): this
-module is storage only and never loads the WebAssembly module itself unless
-``search`` / ``expand`` (the formatted results) are called without a compactor.
+The rows and the query plans come from the core: a ContextEngine's session.run
+asks for them as effects (``archive``, ``search`` with ``recall.query``'s plan,
+``expand``) and formats the tool results itself. ``plan_query`` here is the same
+rule as ``recall.query``; the store's own ``search`` / ``expand`` format their
+results with the core's ``recall.search_result`` / ``recall.expand_result``. This
+module is storage only and never loads the WebAssembly module itself unless those
+are called without a compactor.
 """
 
 from __future__ import annotations
@@ -865,12 +867,20 @@ def search_result(core: "Compactor", store: RecallStore, session: str, query: st
     their text, for the snippets) and the count of all of them."""
     limit = check_int("limit", limit)
     plan = cast(RecallQuery, core.call("recall.query", {"query": query}))
+    hits, total = find_rows(store, session, plan, limit)
+    out = core.call("recall.search_result", {"query": query, "hits": hits, "limit": limit, "total": total})
+    return cast(str, out["result"])
+
+
+def find_rows(store: RecallStore, session: str, plan: RecallQuery, limit: int) -> Tuple[List[SearchHit], int]:
+    """The first ``limit`` hits of a query plan (newest first, with their text,
+    for the snippets) and the count of all of them, in one read: the answer to a
+    ``search`` effect of session.run."""
     n = max(1, min(limit, 50))
     with store.reading():
         hits = store.search_rows(session, plan, limit=n)
         total = len(hits) if len(hits) < n else store.count_rows(session, plan, store.count_limit)
-    out = core.call("recall.search_result", {"query": query, "hits": hits, "limit": limit, "total": total})
-    return cast(str, out["result"])
+    return hits, total
 
 
 def expand_result(core: "Compactor", id: str, messages: List[str], max_tokens: Optional[int]) -> str:
