@@ -72,6 +72,8 @@ type bindingsWant struct {
 	MessagesCount  *int                       `json:"messages_count"`
 	SummaryRequest map[string]json.RawMessage `json:"summary_request"`
 	Value          *bool                      `json:"value"`
+	// BadBinary is the start of an ErrBadBinary's message.
+	BadBinary *string `json:"bad_binary"`
 }
 
 // bindingsDo lists the step kinds of the format; bindingsRuntimes its runtimes.
@@ -441,6 +443,12 @@ func (r *bindingsRun) summarizer(s *bindingsSummarizer) Summarize {
 func (r *bindingsRun) check(at string, want *bindingsWant, err error) bool {
 	t := r.t
 	t.Helper()
+	if want != nil && want.BadBinary != nil {
+		if !errors.Is(err, ErrBadBinary) || !strings.HasPrefix(err.Error(), *want.BadBinary) {
+			t.Fatalf("%s: got %v, want ErrBadBinary %q...", at, err, *want.BadBinary)
+		}
+		return false
+	}
 	if want == nil || want.Error == nil {
 		if err != nil {
 			t.Fatalf("%s: %v", at, err)

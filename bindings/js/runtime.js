@@ -85,13 +85,19 @@ async function open(src, wrongType) {
   else if (typeof src === "string") {
     // "C:\x.wasm" is a path, "https://…" and "file:///…" are URLs.
     if (/^[a-z][a-z0-9+.-]+:/i.test(src)) url = new URL(src);
-    else return { bytes: await (await nodeFiles()).readPath(src) };
+    else {
+      const files = await nodeFiles();
+      return { bytes: await unreadable(src, () => files.readPath(src)) };
+    }
   } else {
     throw new TypeError(wrongType);
   }
-  if (url.protocol === "file:") return { bytes: await (await nodeFiles()).readURL(url) };
-  const res = await fetch(url);
-  if (!res.ok) throw new Error(`ctxcompact: fetching ${url.href} failed: HTTP ${res.status}`);
+  if (url.protocol === "file:") {
+    const files = await nodeFiles();
+    return { bytes: await unreadable(url.href, () => files.readURL(url)) };
+  }
+  const res = await unreadable(url.href, () => fetch(url));
+  if (!res.ok) throw new ErrBadBinary(`ctxcompact: cannot read the module at ${url.href}: HTTP ${res.status}`);
   return { response: res };
 }
 
@@ -151,6 +157,18 @@ function hostImports(bound) {
       return 0;
     },
   };
+}
+
+/**
+ * read() of the module at `where`, or ErrBadBinary when it cannot be read (a missing
+ * file, a failed fetch), as in Python: no module is a bad module, not an fs error.
+ */
+async function unreadable(where, read) {
+  try {
+    return await read();
+  } catch (err) {
+    throw new ErrBadBinary(`ctxcompact: cannot read the module at ${where}: ${err.message}`, { cause: err });
+  }
 }
 
 function hasNodeFiles() {

@@ -6,7 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
-import { CompactError, Compactor, _instanceOf } from "../index.js";
+import { CompactError, Compactor, ErrBadBinary, _instanceOf } from "../index.js";
 import { ROOT } from "./helpers.mjs";
 
 const DIR = path.join(ROOT, "testdata", "bindings");
@@ -174,6 +174,11 @@ for (const [file, suite] of suites) {
           got = await run(step, world, seen);
         } catch (e) {
           err = e;
+        }
+        if (want.bad_binary) {
+          assert.ok(err instanceof ErrBadBinary, `${where}: want ErrBadBinary, got ${err?.stack ?? err}`);
+          assert.ok(err.message.startsWith(want.bad_binary), `${where}: message ${err.message}`);
+          continue;
         }
         if (want.error) {
           assert.ok(err, `${where}: want error ${want.error.code} at ${want.error.path ?? want.error.path_prefix}, got success`);

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
-from ctxcompact import CompactError, Compactor, ContextEngine
+from ctxcompact import CompactError, Compactor, ContextEngine, ErrBadBinary
 
 from conftest import TESTDATA
 
@@ -289,6 +289,11 @@ def test_bindings_case(case, mode):
         for i, step in enumerate(case["steps"]):
             where = f"step {i} ({step['do']})"
             want = step.get("want") or {}
+            if "bad_binary" in want:
+                with pytest.raises(ErrBadBinary) as bi:
+                    r.step(step)
+                assert str(bi.value).startswith(want["bad_binary"]), f"{where}: {bi.value!r}"
+                continue
             if "error" in want:
                 with pytest.raises(CompactError) as ei:
                     r.step(step)

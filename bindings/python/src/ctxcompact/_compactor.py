@@ -33,7 +33,7 @@ from ._check import (
     reject_unknown,
     unencodable_error,
 )
-from ._errors import CompactError, ErrClosed, OptionError
+from ._errors import CompactError, ErrBadBinary, ErrClosed, OptionError
 from ._runtime import (
     CacheDir,
     LoadedModule,
@@ -305,8 +305,11 @@ class Compactor:
         elif isinstance(wasm, (bytes, bytearray, memoryview)):
             source = WasmSource.from_bytes(bytes(wasm))
         else:
-            with open(wasm, "rb") as f:
-                source = WasmSource.from_bytes(f.read())
+            try:
+                with open(wasm, "rb") as f:
+                    source = WasmSource.from_bytes(f.read())
+            except OSError as e:  # as in JS: no module is a bad module
+                raise ErrBadBinary(f"cannot read the module at {os.fspath(wasm)}: {e.strerror or e}", e) from e
         if max_instances is None:
             max_instances = max(1, min(4, os.cpu_count() or 1))
         self._loaded: LoadedModule = load_module(source, resolve_cache_dir(cache_dir))
