@@ -1,6 +1,7 @@
 package core
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -148,25 +149,21 @@ func opRecallArchive(req opRequest) ([]byte, error) {
 	if rid.Type != gjson.String || !IsRangeID(rid.Str) {
 		return nil, errorf(CodeInvalidRequest, "/range_id", "range_id must be a range id r<k> (r1, r2, ...)")
 	}
-	out, err := buildRecallArchive(rid.Str, p.Get("report"), p.Get("archived"), p.Get("messages"), p.Get("summary_message"))
-	if err != nil {
-		return nil, err
-	}
-	return marshal(out)
+	return buildRecallArchive(nil, rid.Str, p.Get("report"), p.Get("archived"), p.Get("messages"), p.Get("summary_message"))
 }
 
-// buildRecallArchive makes the range rid and its rows from a compaction's report,
-// its archived entries (with their messages) and its output messages (refs
-// allowed), where the summary message is found unless summaryMessage names it.
-func buildRecallArchive(rid string, report, archived, messages, summaryMessage gjson.Result) (RecallArchive, error) {
+// buildRecallArchive appends to b the range rid and its rows (appendRecallArchive)
+// from a compaction's report, its archived entries (with their messages) and its
+// output messages (refs allowed), where the summary message is found unless
+// summaryMessage names it.
+func buildRecallArchive(b []byte, rid string, report, archived, messages, summaryMessage gjson.Result) ([]byte, error) {
 	if !report.IsObject() {
-		return RecallArchive{}, errorf(CodeInvalidRequest, "/report", "report must be the compaction's report object")
+		return nil, errorf(CodeInvalidRequest, "/report", "report must be the compaction's report object")
 	}
 	if !archived.IsArray() {
-		return RecallArchive{}, errorf(CodeInvalidRequest, "/archived", "archived must be the compaction's archived array, with messages")
+		return nil, errorf(CodeInvalidRequest, "/archived", "archived must be the compaction's archived array, with messages")
 	}
-	out := RecallArchive{Range: RecallRange{ID: rid}, Rows: []RecallRow{}}
-	lo, hi := -1, -1
+	var entries []archivedMsg
 	var err error
 	archived.ForEach(func(k, a gjson.Result) bool {
 		at := pointer("/archived", int(k.Int()))
@@ -184,38 +181,85 @@ func buildRecallArchive(rid string, report, archived, messages, summaryMessage g
 		if err != nil {
 			return false
 		}
-		i := int(idx.Num)
-		if lo < 0 || i < lo {
-			lo = i
-		}
-		if i+1 > hi {
-			hi = i + 1
-		}
-		out.Rows = append(out.Rows, RecallRow{ID: rid + "." + strconv.Itoa(i), RangeID: rid, Position: i,
-			Role: messageRole(msg), Reason: reason.Str, JSON: msg.Raw, Text: recallText(msg)})
+		entries = append(entries, archivedMsg{index: int(idx.Num), reason: ArchiveReason(reason.Str), raw: msg.Raw})
 		return true
 	})
 	if err != nil {
-		return RecallArchive{}, err
+		return nil, err
 	}
+	var summarized *IndexRange
 	if s := fieldOf(report, "summarized"); s.IsObject() {
-		out.Range.FromIndex, out.Range.ToIndex = int(fieldOf(s, "from").Int()), int(fieldOf(s, "to").Int())
-	} else if lo >= 0 {
-		out.Range.FromIndex, out.Range.ToIndex = lo, hi
+		summarized = &IndexRange{From: int(fieldOf(s, "from").Int()), To: int(fieldOf(s, "to").Int())}
 	}
 	sm := summaryMessage
-	if (!sm.Exists() || sm.Type == gjson.Null) && messages.IsArray() && fieldOf(report, "summarized").IsObject() {
+	if (!sm.Exists() || sm.Type == gjson.Null) && messages.IsArray() && summarized != nil {
 		sm = summaryMessageOf(messages, int(fieldOf(report, "head_end").Int()))
 	}
-	if sm.Exists() && sm.Type != gjson.Null {
-		if !sm.IsObject() {
-			return RecallArchive{}, errorf(CodeInvalidRequest, "/summary_message", "summary_message must be the summary message object, or null")
-		}
-		out.Range.Summary = messageText(sm)
-		out.Rows = append(out.Rows, RecallRow{ID: rid + ".summary", RangeID: rid, Position: out.Range.FromIndex,
-			Role: "summary", Reason: "summary", JSON: sm.Raw, Text: capText("summary\n" + out.Range.Summary)})
+	if sm.Exists() && sm.Type != gjson.Null && !sm.IsObject() {
+		return nil, errorf(CodeInvalidRequest, "/summary_message", "summary_message must be the summary message object, or null")
 	}
-	return out, nil
+	return appendRecallArchive(b, rid, entries, summarized, sm), nil
+}
+
+// appendRecallArchive appends recall.archive's result, RecallArchive's JSON: the
+// range rid (summarized, or else what the entries span), a row per archived entry
+// and, when summary is a message, the summary's row. It is written row by row: a
+// compaction of 1.4M messages is not held as rows and then encoded (that trapped
+// the instance out of memory).
+func appendRecallArchive(b []byte, rid string, archived []archivedMsg, summarized *IndexRange, summary gjson.Result) []byte {
+	from, to := -1, -1
+	for _, a := range archived {
+		if from < 0 || a.index < from {
+			from = a.index
+		}
+		to = max(to, a.index+1)
+	}
+	if summarized != nil {
+		from, to = summarized.From, summarized.To
+	} else if from < 0 {
+		from, to = 0, 0
+	}
+	hasSummary := summary.Exists() && summary.Type != gjson.Null
+	text := ""
+	if hasSummary {
+		text = messageText(summary)
+	}
+	row := func(b []byte, id string, position int, role, reason, raw, text string) []byte {
+		b = jsonraw.AppendString(append(b, `{"id":`...), id)
+		b = jsonraw.AppendString(append(b, `,"range_id":`...), rid)
+		b = strconv.AppendInt(append(b, `,"position":`...), int64(position), 10)
+		b = jsonraw.AppendString(append(b, `,"role":`...), role)
+		b = jsonraw.AppendString(append(b, `,"reason":`...), reason)
+		b = jsonraw.AppendString(append(b, `,"json":`...), raw)
+		b = jsonraw.AppendString(append(b, `,"text":`...), text)
+		return append(b, '}')
+	}
+	// Grown once, by about what the rows take (the message escaped as a string,
+	// its text, the fields): a buffer doubled row by row peaks at twice the rows.
+	size := 256 + 2*len(summary.Raw)
+	for _, a := range archived {
+		size += 2*len(a.raw) + len(a.raw)/4 + 96
+	}
+	b = slices.Grow(b, size)
+	b = jsonraw.AppendString(append(b, `{"range":{"id":`...), rid)
+	b = strconv.AppendInt(append(b, `,"from_index":`...), int64(from), 10)
+	b = strconv.AppendInt(append(b, `,"to_index":`...), int64(to), 10)
+	b = jsonraw.AppendString(append(b, `,"summary":`...), text)
+	b = append(b, `},"rows":[`...)
+	for i, a := range archived {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		m := gjson.Parse(a.raw)
+		b = row(b, rid+"."+strconv.Itoa(a.index), a.index, messageRole(m), string(a.reason), a.raw, recallText(m))
+	}
+	if hasSummary {
+		if len(archived) > 0 {
+			b = append(b, ',')
+		}
+		b = row(b, rid+".summary", from, "summary", "summary", summary.Raw, capText("summary\n"+text))
+	}
+	return append(b, "]}"...)
 }
 
 // summaryMessageOf finds the summary message in a compaction's output messages

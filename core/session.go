@@ -459,71 +459,13 @@ func (st *sessionStep) compressDone(rangeID string, r *compactRequest, o *compac
 	report := mustMarshal(o.report)
 	effect := func(b []byte) []byte {
 		b = jsonraw.AppendString(append(b, `{"type":"archive","range_id":`...), rangeID)
-		return append(appendCompactionArchive(append(b, `,"archive":`...), rangeID, o), '}')
+		var summary gjson.Result
+		if o.report.Summarized != nil {
+			summary = summaryMessageOf(gjson.ParseBytes(writeMessages(nil, o.out, true)), o.report.HeadEnd)
+		}
+		return append(appendRecallArchive(append(b, `,"archive":`...), rangeID, o.archived, o.report.Summarized, summary), '}')
 	}
 	return st.effectWith(effect, sessionResume{Step: "archive", RangeID: rangeID, Report: report}, result)
-}
-
-// appendCompactionArchive appends the range and rows (recall.archive's result) of
-// a compaction archived as rid, written row by row: a compaction of 1.4M messages
-// is not held as rows and then encoded (that trapped the instance out of memory).
-func appendCompactionArchive(b []byte, rid string, o *compactOutcome) []byte {
-	from, to := -1, -1
-	for _, a := range o.archived {
-		if from < 0 || a.index < from {
-			from = a.index
-		}
-		to = max(to, a.index+1)
-	}
-	if s := o.report.Summarized; s != nil {
-		from, to = s.From, s.To
-	} else if from < 0 {
-		from, to = 0, 0
-	}
-	var summary gjson.Result
-	if o.report.Summarized != nil {
-		summary = summaryMessageOf(gjson.ParseBytes(writeMessages(nil, o.out, true)), o.report.HeadEnd)
-	}
-	row := func(b []byte, id string, position int, role, reason, raw, text string) []byte {
-		b = jsonraw.AppendString(append(b, `{"id":`...), id)
-		b = jsonraw.AppendString(append(b, `,"range_id":`...), rid)
-		b = strconv.AppendInt(append(b, `,"position":`...), int64(position), 10)
-		b = jsonraw.AppendString(append(b, `,"role":`...), role)
-		b = jsonraw.AppendString(append(b, `,"reason":`...), reason)
-		b = jsonraw.AppendString(append(b, `,"json":`...), raw)
-		b = jsonraw.AppendString(append(b, `,"text":`...), text)
-		return append(b, '}')
-	}
-	// Grown once, by about what the rows take (the message escaped as a string,
-	// its text, the fields): a buffer doubled row by row peaks at twice the rows.
-	size := 256
-	for _, a := range o.archived {
-		size += 2*len(a.raw) + len(a.raw)/4 + 96
-	}
-	b = slices.Grow(b, size)
-	b = jsonraw.AppendString(append(b, `{"range":{"id":`...), rid)
-	b = strconv.AppendInt(append(b, `,"from_index":`...), int64(from), 10)
-	b = strconv.AppendInt(append(b, `,"to_index":`...), int64(to), 10)
-	text := ""
-	if summary.Exists() {
-		text = messageText(summary)
-	}
-	b = jsonraw.AppendString(append(b, `,"summary":`...), text)
-	b = append(b, `},"rows":[`...)
-	for i, a := range o.archived {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		m := gjson.Parse(a.raw)
-		b = row(b, rid+"."+strconv.Itoa(a.index), a.index, messageRole(m), string(a.reason), a.raw, recallText(m))
-	}
-	if summary.Exists() {
-		if len(o.archived) > 0 {
-			b = append(b, ',')
-		}
-		b = row(b, rid+".summary", from, "summary", "summary", summary.Raw, capText("summary\n"+text))
-	}
-	return append(b, "]}"...)
 }
 
 // --- tool_call ---
@@ -650,69 +592,39 @@ func (st *sessionStep) nativeRequest(extra params) (opRequest, error) {
 }
 
 func (st *sessionStep) prepare() ([]byte, error) {
-	if st.resume != nil && st.resume.Step == "archive" {
-		if st.answer.failed {
-			return st.fail(EffectArchive, "archiving what the provider's compaction stands for failed")
-		}
-		var ns NativeSession
-		if err := json.Unmarshal(st.resume.Native, &ns); err != nil {
-			return nil, errorf(CodeInvalidRequest, "/resume", "resume must be the object the last session.run step returned, unchanged")
-		}
-		st.state.Native = &ns
-		return st.done(nil)
-	}
-	if st.resume != nil && st.resume.Step != "range" {
-		return nil, st.badStep()
-	}
-	if st.resume != nil && st.answer.failed {
-		return st.fail(EffectNextRangeID, "archiving what the provider's compaction stands for failed: the store gave no range id")
-	}
-	req, err := st.nativeRequest(params{"body": st.q.params["body"], "tokens": st.q.params["tokens"], "manual": st.q.params["manual"]})
-	if err != nil {
-		return nil, err
-	}
-	if v := st.q.Field("tokens"); !v.Exists() || v.Type == gjson.Null || v.Num == 0 {
-		req.params["tokens"] = gjson.Parse(strconv.Itoa(st.state.LastPromptTokens))
-	}
-	cfg, route, ns, err := nativeParams(req)
-	if err != nil {
-		return nil, err
-	}
-	tokens, manual, err := nativeAsk(req)
-	if err != nil {
-		return nil, err
-	}
-	body := st.q.Field("body")
-	var out NativePrepared
-	if !body.Exists() || body.Type == gjson.Null {
-		d := NativePolicy(cfg, route, ns, tokens, manual)
-		out = NativePrepared{Body: json.RawMessage("null"), Betas: d.Betas, CompactionBody: json.RawMessage("null"), Decision: d,
-			Trimmed: NativeTrimmed{Dropped: []NativeDropped{}, DroppedMessages: []json.RawMessage{}, Rewritten: []NativeDropped{}, Archive: []NativeArchived{}}}
-	} else {
-		if !body.IsObject() {
-			return nil, errorf(CodeInvalidRequest, "/body", "body must be the request body object the host is about to send")
-		}
-		if out, err = nativePrepare(cfg, route, ns, body, tokens, manual); err != nil {
-			return nil, err
-		}
-	}
-	if !st.lossless() || len(out.Trimmed.Archive) == 0 {
-		st.state.Native = &out.Decision.Session
-		b, err := marshal(out)
+	return st.runNative("archiving what the provider's compaction stands for", func() (nativeOutcome, error) {
+		req, err := st.nativeRequest(params{"body": st.q.params["body"], "tokens": st.q.params["tokens"], "manual": st.q.params["manual"]})
 		if err != nil {
-			return nil, err
+			return nativeOutcome{}, err
 		}
-		return st.done(rawResult(b))
-	}
-	if st.resume == nil {
-		return st.effect([]byte(`{"type":"next_range_id"}`), sessionResume{Step: "range"}, nil)
-	}
-	id, err := st.rangeAnswer()
-	if err != nil {
-		return nil, err
-	}
-	out.Trimmed.ArchivedAs = id
-	return st.archiveNative(id, out.Trimmed.Archive, out.Decision.Session, 0, out)
+		if v := st.q.Field("tokens"); !v.Exists() || v.Type == gjson.Null || v.Num == 0 {
+			req.params["tokens"] = gjson.Parse(strconv.Itoa(st.state.LastPromptTokens))
+		}
+		cfg, route, ns, err := nativeParams(req)
+		if err != nil {
+			return nativeOutcome{}, err
+		}
+		tokens, manual, err := nativeAsk(req)
+		if err != nil {
+			return nativeOutcome{}, err
+		}
+		body := st.q.Field("body")
+		out := &NativePrepared{}
+		if !body.Exists() || body.Type == gjson.Null {
+			d := NativePolicy(cfg, route, ns, tokens, manual)
+			*out = NativePrepared{Body: json.RawMessage("null"), Betas: d.Betas, CompactionBody: json.RawMessage("null"), Decision: d,
+				Trimmed: NativeTrimmed{Dropped: []NativeDropped{}, DroppedMessages: []json.RawMessage{}, Rewritten: []NativeDropped{}, Archive: []NativeArchived{}}}
+		} else {
+			if !body.IsObject() {
+				return nativeOutcome{}, errorf(CodeInvalidRequest, "/body", "body must be the request body object the host is about to send")
+			}
+			if *out, err = nativePrepare(cfg, route, ns, body, tokens, manual); err != nil {
+				return nativeOutcome{}, err
+			}
+		}
+		return nativeOutcome{result: out, named: func(id string) { out.Trimmed.ArchivedAs = id },
+			archive: out.Trimmed.Archive, session: out.Decision.Session}, nil
+	})
 }
 
 func (st *sessionStep) observe() ([]byte, error) {
@@ -780,77 +692,105 @@ func orJSONNull(raw string) string {
 // response reports usage, the prompt's size is the swapped conversation's
 // estimate (divergence 1 of issue 26: re-estimated in every runtime).
 func (st *sessionStep) apply() ([]byte, error) {
-	if st.resume != nil && st.resume.Step == "archive" {
-		if st.answer.failed {
-			return st.fail(EffectArchive, "archiving what the compaction summarized failed")
+	return st.runNative("archiving what the compaction summarized", func() (nativeOutcome, error) {
+		msgs := st.q.Field("messages")
+		if !msgs.IsArray() {
+			return nativeOutcome{}, errorf(CodeInvalidMessages, "/messages", "messages must be a JSON array")
 		}
-		var ns NativeSession
-		if err := json.Unmarshal(st.resume.Native, &ns); err != nil {
-			return nil, errorf(CodeInvalidRequest, "/resume", "resume must be the object the last session.run step returned, unchanged")
+		resp := st.q.Field("response")
+		content := fieldOf(resp, "content")
+		block := false
+		content.ForEach(func(_, b gjson.Result) bool {
+			block = block || fieldOf(b, "type").Str == "compaction"
+			return !block
+		})
+		if !content.IsArray() || !block {
+			return nativeOutcome{}, errorf(CodeInvalidRequest, "/response/content", "the response must be an Anthropic message whose content holds a compaction block")
 		}
-		st.state.Native = &ns
-		st.state.RecordUsage(Usage{PromptTokens: st.resume.PromptTokens, TotalTokens: st.resume.PromptTokens, Source: "estimate"})
-		return st.done(nil)
-	}
-	if st.resume != nil && st.resume.Step != "range" {
-		return nil, st.badStep()
-	}
-	if st.resume != nil && st.answer.failed {
-		return st.fail(EffectNextRangeID, "archiving what the compaction summarized failed: the store gave no range id")
-	}
-	msgs := st.q.Field("messages")
-	if !msgs.IsArray() {
-		return nil, errorf(CodeInvalidMessages, "/messages", "messages must be a JSON array")
-	}
-	resp := st.q.Field("response")
-	content := fieldOf(resp, "content")
-	block := false
-	content.ForEach(func(_, b gjson.Result) bool {
-		block = block || fieldOf(b, "type").Str == "compaction"
-		return !block
+		req, err := st.nativeRequest(params{})
+		if err != nil {
+			return nativeOutcome{}, err
+		}
+		_, route, ns, err := nativeParams(req)
+		if err != nil {
+			return nativeOutcome{}, err
+		}
+		o := NativeObservation{Session: ns, Seen: []NativeSeen{}}
+		if err := observeResponse(&o, resp, route.Key()); err != nil {
+			return nativeOutcome{}, pathFrom(err, "/response", "/response")
+		}
+		n, err := checkItems(msgs, "/messages")
+		if err != nil {
+			return nativeOutcome{}, err
+		}
+		count := n
+		if v := st.q.Field("count"); v.Exists() && v.Type != gjson.Null {
+			if v.Type != gjson.Number || v.Num < 0 || v.Num != float64(int(v.Num)) || int(v.Num) > n {
+				return nativeOutcome{}, errorf(CodeInvalidRequest, "/count", "count must be an integer from 0 to the number of messages (%d), got %s", n, v.Raw)
+			}
+			if v.Num > 0 {
+				count = int(v.Num)
+			}
+		}
+		message := `{"role":"assistant","content":` + content.Raw + `}`
+		t := trimNative(msgs, FormatAnthropic, o.Session, route.Key(), true, count, message)
+		tokens, err := st.countAnthropic(t.Messages)
+		if err != nil {
+			return nativeOutcome{}, err
+		}
+		out := &struct {
+			NativeTrimResult
+			ArchivedAs string `json:"archived_as,omitempty"`
+		}{NativeTrimResult: t}
+		archive := make([]NativeArchived, len(t.Dropped))
+		for i, d := range t.Dropped {
+			archive[i] = NativeArchived{Index: d.Index, Reason: d.Reason, Message: t.DroppedMessages[i]}
+		}
+		return nativeOutcome{result: out, named: func(id string) { out.ArchivedAs = id },
+			archive: archive, session: o.Session, tokens: tokens}, nil
 	})
-	if !content.IsArray() || !block {
-		return nil, errorf(CodeInvalidRequest, "/response/content", "the response must be an Anthropic message whose content holds a compaction block")
-	}
-	req, err := st.nativeRequest(params{})
-	if err != nil {
-		return nil, err
-	}
-	_, route, ns, err := nativeParams(req)
-	if err != nil {
-		return nil, err
-	}
-	o := NativeObservation{Session: ns, Seen: []NativeSeen{}}
-	if err := observeResponse(&o, resp, route.Key()); err != nil {
-		return nil, pathFrom(err, "/response", "/response")
-	}
-	n, err := checkItems(msgs, "/messages")
-	if err != nil {
-		return nil, err
-	}
-	count := n
-	if v := st.q.Field("count"); v.Exists() && v.Type != gjson.Null {
-		if v.Type != gjson.Number || v.Num < 0 || v.Num != float64(int(v.Num)) || int(v.Num) > n {
-			return nil, errorf(CodeInvalidRequest, "/count", "count must be an integer from 0 to the number of messages (%d), got %s", n, v.Raw)
+}
+
+// nativeOutcome is what a native sequence (prepare, apply_compaction) computes: its
+// result (named puts the recall range in it), what of it a lossless session
+// archives, the native session to keep, and apply's prompt estimate.
+type nativeOutcome struct {
+	result  any
+	named   func(rangeID string)
+	archive []NativeArchived
+	session NativeSession
+	tokens  int
+}
+
+// runNative drives a native sequence; what names its archive in errors. compute
+// runs on the first step and again once the store gave a range id: over the same
+// state and event it gives the same outcome.
+func (st *sessionStep) runNative(what string, compute func() (nativeOutcome, error)) ([]byte, error) {
+	if st.resume != nil {
+		switch {
+		case st.resume.Step == "archive":
+			if st.answer.failed {
+				return st.fail(EffectArchive, what+" failed")
+			}
+			var ns NativeSession
+			if err := json.Unmarshal(st.resume.Native, &ns); err != nil {
+				return nil, errorf(CodeInvalidRequest, "/resume", "resume must be the object the last session.run step returned, unchanged")
+			}
+			st.keepNative(ns, st.resume.PromptTokens)
+			return st.done(nil)
+		case st.resume.Step != "range":
+			return nil, st.badStep()
+		case st.answer.failed:
+			return st.fail(EffectNextRangeID, what+" failed: the store gave no range id")
 		}
-		if v.Num > 0 {
-			count = int(v.Num)
-		}
 	}
-	message := `{"role":"assistant","content":` + content.Raw + `}`
-	t := trimNative(msgs, FormatAnthropic, o.Session, route.Key(), true, count, message)
-	tokens, err := st.countAnthropic(t.Messages)
+	out, err := compute()
 	if err != nil {
 		return nil, err
 	}
-	out := struct {
-		NativeTrimResult
-		ArchivedAs string `json:"archived_as,omitempty"`
-	}{NativeTrimResult: t}
-	if !st.lossless() || len(t.Dropped) == 0 {
-		st.state.Native = &o.Session
-		st.state.RecordUsage(Usage{PromptTokens: tokens, TotalTokens: tokens, Source: "estimate"})
-		b, err := marshal(out)
+	if !st.lossless() || len(out.archive) == 0 {
+		st.keepNative(out.session, out.tokens)
+		b, err := marshal(out.result)
 		if err != nil {
 			return nil, err
 		}
@@ -863,41 +803,44 @@ func (st *sessionStep) apply() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out.ArchivedAs = id
-	archive := make([]NativeArchived, len(t.Dropped))
-	for i, d := range t.Dropped {
-		archive[i] = NativeArchived{Index: d.Index, Reason: d.Reason, Message: t.DroppedMessages[i]}
+	out.named(id)
+	return st.archiveNative(id, out)
+}
+
+// keepNative ends a native sequence in the state: its native session and, after an
+// on-demand compaction, the swapped conversation's estimate as the prompt size.
+func (st *sessionStep) keepNative(ns NativeSession, tokens int) {
+	st.state.Native = &ns
+	if st.event == EventApply {
+		st.state.RecordUsage(Usage{PromptTokens: tokens, TotalTokens: tokens, Source: "estimate"})
 	}
-	return st.archiveNative(id, archive, o.Session, tokens, out)
 }
 
 // archiveNative asks the host to store what a native compaction stands for as
-// range id, holding result and, for the end, the native session and the prompt
-// size to record.
-func (st *sessionStep) archiveNative(id string, archive []NativeArchived, ns NativeSession, tokens int, result any) ([]byte, error) {
-	archived, err := marshal(archive)
+// range id, holding the result and, for the end, the native session and the
+// prompt size to record.
+func (st *sessionStep) archiveNative(id string, out nativeOutcome) ([]byte, error) {
+	entries := make([]archivedMsg, len(out.archive))
+	for i, a := range out.archive {
+		var m bytes.Buffer
+		if err := json.Compact(&m, a.Message); err != nil { // as encoding/json writes a RawMessage
+			return nil, err
+		}
+		entries[i] = archivedMsg{index: a.Index, reason: ArchiveReason(a.Reason), raw: m.String()}
+	}
+	native, err := marshal(out.session)
 	if err != nil {
 		return nil, err
 	}
-	a, err := buildRecallArchive(id, gjson.Parse("{}"), gjson.ParseBytes(archived), gjson.Result{}, gjson.Result{})
+	res, err := marshal(out.result)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := marshal(a)
-	if err != nil {
-		return nil, err
+	effect := func(b []byte) []byte {
+		b = jsonraw.AppendString(append(b, `{"type":"archive","range_id":`...), id)
+		return append(appendRecallArchive(append(b, `,"archive":`...), id, entries, nil, gjson.Result{}), '}')
 	}
-	native, err := marshal(ns)
-	if err != nil {
-		return nil, err
-	}
-	res, err := marshal(result)
-	if err != nil {
-		return nil, err
-	}
-	effect := append([]byte(`{"type":"archive","range_id":`), mustMarshal(id)...)
-	effect = append(append(append(effect, `,"archive":`...), rows...), '}')
-	return st.effect(effect, sessionResume{Step: "archive", RangeID: id, Native: native, PromptTokens: tokens}, rawResult(res))
+	return st.effectWith(effect, sessionResume{Step: "archive", RangeID: id, Native: native, PromptTokens: out.tokens}, rawResult(res))
 }
 
 // countAnthropic is the session's token estimate of an Anthropic message list.
