@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/ctxcompact/ctxcompact/core/internal/jsonraw"
@@ -78,44 +79,61 @@ func (q opRequest) Fields() params { return q.params }
 // Whole returns the request object itself, for an op that reads it whole.
 func (q opRequest) Whole() gjson.Result { return q.whole }
 
+// opSpec is one op: its handler and the top-level request fields it takes.
+type opSpec struct {
+	run handler
+	// params are the fields the op reads ("op" aside). Another field is
+	// invalid_request naming the closest one, so a misspelt parameter is never
+	// ignored. Nil: the op checks its fields itself (session.run, whose fields are
+	// the event's).
+	params []string
+}
+
 // ops is the table of every op. It is the only place that knows op names.
-var ops map[string]handler
+var ops map[string]opSpec
+
+// The fields of the ops over a message list.
+var (
+	messagesParams = []string{"messages", "config", "format", "system", "output"}
+	compactParams  = []string{"messages", "config", "format", "system", "output", "force", "prompt_tokens", "summarizer", "ticket", "archive_id"}
+	policyParams   = []string{"config", "route", "session", "tokens", "manual"}
+)
 
 func init() {
-	ops = map[string]handler{
-		"info":                   returning(opInfo),
-		"config.merge":           returning(opConfigMerge),
-		"engine.start":           returning(opEngineStart),
-		"engine.usage":           opEngineUsage,
-		"engine.should_compress": opEngineShouldCompress,
-		"engine.record":          opEngineRecord,
-		"engine.update_model":    opEngineUpdateModel,
-		"engine.reset":           opEngineReset,
-		"engine.status":          opEngineStatus,
-		"threshold.resolve":      returning(opThresholdResolve),
-		"should_compress":        returning(opShouldCompress),
-		"hygiene.check":          returning(opHygieneCheck),
-		"prune":                  returning(opPrune),
-		"sanitize":               returning(opSanitize),
-		"validate":               returning(opValidate),
-		"compact.begin":          opCompactBegin,
-		"compact.finish":         opCompactFinish,
-		"cache.apply":            returning(opCacheApply),
-		"cache.policy":           returning(opCachePolicy),
-		"cache.simulate":         returning(opCacheSimulate),
-		"tokens.count":           returning(opTokensCount),
-		"tokens.calibrate":       returning(opTokensCalibrate),
-		"native.policy":          returning(opNativePolicy),
-		"native.prepare":         returning(opNativePrepare),
-		"native.observe":         returning(opNativeObserve),
-		"native.trim":            returning(opNativeTrim),
-		"recall.tools":           returning(opRecallTools),
-		"recall.archive":         returning(opRecallArchive),
-		"recall.query":           returning(opRecallQuery),
-		"recall.search_result":   returning(opRecallSearchResult),
-		"recall.expand_result":   returning(opRecallExpandResult),
-		"recall.check_call":      returning(opRecallCheckCall),
-		"session.run":            opSessionRun,
+	ops = map[string]opSpec{
+		"info":                   {returning(opInfo), []string{}},
+		"config.merge":           {returning(opConfigMerge), []string{"base", "config"}},
+		"engine.start":           {returning(opEngineStart), []string{"config"}},
+		"engine.usage":           {opEngineUsage, []string{"state", "usage"}},
+		"engine.should_compress": {opEngineShouldCompress, []string{"state", "prompt_tokens"}},
+		"engine.record":          {opEngineRecord, []string{"state", "report"}},
+		"engine.update_model":    {opEngineUpdateModel, []string{"state", "model", "context_length", "provider", "base_url", "api_mode"}},
+		"engine.reset":           {opEngineReset, []string{"state"}},
+		"engine.status":          {opEngineStatus, []string{"state"}},
+		"threshold.resolve":      {returning(opThresholdResolve), []string{"config"}},
+		"should_compress":        {returning(opShouldCompress), []string{"config", "prompt_tokens", "last_compaction_tokens"}},
+		"hygiene.check":          {returning(opHygieneCheck), []string{"config", "messages", "prompt_tokens", "format", "system"}},
+		"prune":                  {returning(opPrune), messagesParams},
+		"sanitize":               {returning(opSanitize), []string{"messages", "format", "output"}},
+		"validate":               {returning(opValidate), []string{"messages", "format", "provider", "config"}},
+		"compact.begin":          {opCompactBegin, compactParams},
+		"compact.finish":         {opCompactFinish, append(slices.Clone(compactParams), "state", "summary", "error")},
+		"cache.apply":            {returning(opCacheApply), []string{"messages", "config", "format", "system", "layout", "ttl"}},
+		"cache.policy":           {returning(opCachePolicy), []string{"config", "model", "provider", "ttl"}},
+		"cache.simulate":         {returning(opCacheSimulate), []string{"messages", "config", "format", "system", "layout", "ttl", "model", "min_cacheable_tokens", "per_request", "strategies", "timestamps"}},
+		"tokens.count":           {returning(opTokensCount), []string{"messages", "encoding", "config", "format", "system", "report_cache_hits"}},
+		"tokens.calibrate":       {returning(opTokensCalibrate), []string{"messages", "config", "encoding", "prompt_tokens", "fixed_overhead", "baseline"}},
+		"native.policy":          {returning(opNativePolicy), policyParams},
+		"native.prepare":         {returning(opNativePrepare), append(slices.Clone(policyParams), "body")},
+		"native.observe":         {returning(opNativeObserve), []string{"config", "route", "session", "response", "error", "event", "messages_count"}},
+		"native.trim":            {returning(opNativeTrim), []string{"messages", "format", "config", "session", "route", "drop_before_newest", "replace"}},
+		"recall.tools":           {returning(opRecallTools), []string{"format"}},
+		"recall.archive":         {returning(opRecallArchive), []string{"session", "range_id", "report", "archived", "summary_message", "messages"}},
+		"recall.query":           {returning(opRecallQuery), []string{"query"}},
+		"recall.search_result":   {returning(opRecallSearchResult), []string{"query", "hits", "limit", "total"}},
+		"recall.expand_result":   {returning(opRecallExpandResult), []string{"id", "messages", "max_tokens"}},
+		"recall.check_call":      {returning(opRecallCheckCall), []string{"name", "arguments"}},
+		"session.run":            {opSessionRun, nil},
 	}
 }
 
@@ -231,20 +249,43 @@ func invalidJSON(request string) error {
 }
 
 func dispatch(op string, req opRequest) (out []byte) {
-	h, ok := ops[op]
+	spec, ok := ops[op]
 	if !ok {
 		return errorEnvelope(errorf(CodeUnknownOp, "/op", "unknown op %q; known ops: %v", op, Ops()))
+	}
+	if err := checkParams(op, req.params, spec.params); err != nil {
+		return errorEnvelope(err)
 	}
 	defer func() {
 		if r := recover(); r != nil {
 			out = errorEnvelope(errorf(CodeInternal, "", "internal error in %s: %v", op, r))
 		}
 	}()
-	out, err := h(req, append(make([]byte, 0, 64), `{"result":`...))
+	out, err := spec.run(req, append(make([]byte, 0, 64), `{"result":`...))
 	if err != nil {
 		return errorEnvelope(err)
 	}
 	return append(out, '}')
+}
+
+// checkParams refuses a request field outside the op's params (the envelope's "op"
+// aside), naming the closest one it takes. Of several, the first in sorted order is
+// named, so the error does not depend on map order.
+func checkParams(op string, p params, takes []string) error {
+	if takes == nil {
+		return nil
+	}
+	var unknown []string
+	for k := range p {
+		if k != "op" && !slices.Contains(takes, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	return unknownName(CodeInvalidRequest, "/"+pointerEscaper.Replace(unknown[0]), op+" has no parameter", unknown[0], takes)
 }
 
 func errorEnvelope(err error) []byte {

@@ -433,8 +433,11 @@ func TestProviderRulesHoldThroughCompaction(t *testing.T) {
 					vr := validateRules(t, s, r.Messages)
 					require.True(t, vr.OK, "compacted at %d: %+v", window, vr.Problems)
 					for _, op := range []string{"prune", "sanitize"} { // the other ops that rewrite messages
-						res, e := callOp(t, op, map[string]any{"messages": s.msgs, "format": s.format,
-							"config": map[string]any{"model": map[string]any{"context_length": window}}})
+						req := map[string]any{"messages": s.msgs, "format": s.format}
+						if op == "prune" {
+							req["config"] = map[string]any{"model": map[string]any{"context_length": window}}
+						}
+						res, e := callOp(t, op, req)
 						require.Nil(t, e, op)
 						var out struct {
 							Messages []json.RawMessage `json:"messages"`

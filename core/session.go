@@ -165,7 +165,7 @@ func checkSessionFields(p params, event string, own []string) error {
 	for k := range p {
 		if !slices.Contains(sessionCommon, k) && !slices.Contains(own, k) {
 			allowed := append(slices.Clone(sessionCommon[1:]), own...)
-			return errorf(CodeInvalidRequest, "/"+k, "unknown field %q of a %s event; its fields are %s", k, event, strings.Join(allowed, ", "))
+			return unknownName(CodeInvalidRequest, "/"+pointerEscaper.Replace(k), "a "+event+" event has no field", k, allowed)
 		}
 	}
 	return nil
