@@ -42,6 +42,11 @@ func opResult(t *testing.T, op string, msgs []json.RawMessage, extra string) jso
 	return resp.Result
 }
 
+// array writes msgs as one JSON array, as the typed functions take them.
+func array(msgs []json.RawMessage) json.RawMessage {
+	return json.RawMessage("[" + string(joinRaw(msgs)) + "]")
+}
+
 func joinRaw(msgs []json.RawMessage) []byte {
 	var b []byte
 	for i, m := range msgs {
@@ -57,7 +62,7 @@ func joinRaw(msgs []json.RawMessage) []byte {
 // and unchanged messages come back in the caller's bytes.
 func TestCompactIsTheOps(t *testing.T) {
 	msgs := apiConversation()
-	res, err := Compact(msgs, CompactOptions{Config: apiConfig})
+	res, err := Compact(array(msgs), CompactOptions{Config: apiConfig})
 	require.NoError(t, err)
 	require.True(t, res.Done)
 	require.Equal(t, ReasonCompacted, res.Report.Reason)
@@ -77,7 +82,7 @@ func TestCompactIsTheOps(t *testing.T) {
 func TestCompactSummarize(t *testing.T) {
 	msgs := apiConversation()
 	var asked SummaryRequest
-	res, err := Compact(msgs, CompactOptions{Config: apiConfig, Summarize: func(r SummaryRequest) (string, error) {
+	res, err := Compact(array(msgs), CompactOptions{Config: apiConfig, Summarize: func(r SummaryRequest) (string, error) {
 		asked = r
 		return "## Goal\nFix the failing test in src/app.py.", nil
 	}})
@@ -95,7 +100,7 @@ func TestCompactSummarize(t *testing.T) {
 		{&SummarizeError{Code: FallbackTimeout, Err: errors.New("no answer in 2s")}, FallbackTimeout},
 		{nil, FallbackEmpty},
 	} {
-		res, err := Compact(msgs, CompactOptions{Config: apiConfig, Summarize: func(SummaryRequest) (string, error) { return "", c.err }})
+		res, err := Compact(array(msgs), CompactOptions{Config: apiConfig, Summarize: func(SummaryRequest) (string, error) { return "", c.err }})
 		require.NoError(t, err)
 		require.True(t, res.Report.FallbackUsed, c.code)
 		require.Equal(t, c.code, res.Report.FallbackCode)
@@ -114,20 +119,24 @@ func TestTypedOpsAreTheOps(t *testing.T) {
 		require.NoError(t, json.Unmarshal(g, &b))
 		require.Equal(t, a, b)
 	}
-	pruned, err := Prune(msgs, PruneOptions{Config: apiConfig})
+	pruned, err := Prune(array(msgs), PruneOptions{Config: apiConfig})
 	require.NoError(t, err)
 	require.NotEmpty(t, pruned.Pruned)
 	same(opResult(t, "prune", msgs, `,"config":`+string(apiConfig)), pruned)
+	refs, err := Prune(array(msgs), PruneOptions{Config: apiConfig, Output: OutputRefs})
+	require.NoError(t, err)
+	same(opResult(t, "prune", msgs, `,"config":`+string(apiConfig)+`,"output":"refs"`), refs)
+	require.Equal(t, "0", string(refs.Messages[0]), "an unchanged message is its index")
 
 	broken := append([]json.RawMessage{}, msgs[:3]...) // a call without its result
 	broken = append(broken, json.RawMessage(`{"role":"tool","tool_call_id":"ghost","content":"?"}`))
-	san, err := Sanitize(broken, SanitizeOptions{})
+	san, err := Sanitize(array(broken), SanitizeOptions{})
 	require.NoError(t, err)
 	require.Equal(t, []string{"c0"}, san.Stubbed)
 	require.Equal(t, []int{3}, san.Removed)
 	same(opResult(t, "sanitize", broken, ""), san)
 
-	val, err := Validate(broken, SanitizeOptions{Format: FormatOpenAI})
+	val, err := Validate(array(broken), ValidateOptions{Format: FormatOpenAI})
 	require.NoError(t, err)
 	require.False(t, val.OK)
 	same(opResult(t, "validate", broken, `,"format":"openai"`), val)
@@ -135,20 +144,23 @@ func TestTypedOpsAreTheOps(t *testing.T) {
 
 // TestTypedErrors: bad input is the op's *Error, with its code and path.
 func TestTypedErrors(t *testing.T) {
-	_, err := Compact([]json.RawMessage{json.RawMessage(`{"role":"wizard","content":"hi"}`)}, CompactOptions{})
+	_, err := Compact(json.RawMessage(`[{"role":"wizard","content":"hi"}]`), CompactOptions{})
 	var e *Error
 	require.ErrorAs(t, err, &e)
 	require.Equal(t, CodeInvalidMessages, e.Code)
 	require.Equal(t, "/messages/0/role", e.Path)
 
-	_, err = Validate([]json.RawMessage{json.RawMessage(`{"role":"user","content":"hi"}`)}, SanitizeOptions{Format: "gemini-x"})
+	_, err = Validate(json.RawMessage(`[{"role":"user","content":"hi"}]`), ValidateOptions{Format: "gemini-x"})
 	require.ErrorAs(t, err, &e)
 	require.Equal(t, CodeInvalidRequest, e.Code)
 	require.Equal(t, "/format", e.Path)
 
-	_, err = Prune([]json.RawMessage{nil}, PruneOptions{})
+	_, err = Prune(nil, PruneOptions{})
 	require.ErrorAs(t, err, &e)
-	require.Equal(t, "/messages/0", e.Path, "an empty message is refused at its path")
+	require.Equal(t, "/messages", e.Path, "no messages are refused at their path")
+	_, err = Prune(json.RawMessage(`[{"role":"user","content":"hi"},]`), PruneOptions{})
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, CodeInvalidJSON, e.Code, "messages that are not JSON are refused as such")
 }
 
 // TestFormatAliases: each alias names its format, and compacts the same.
@@ -161,9 +173,9 @@ func TestFormatAliases(t *testing.T) {
 	_, ok := ParseFormat("gemini-x")
 	require.False(t, ok)
 	msgs := apiConversation()
-	a, err := Compact(msgs, CompactOptions{Config: apiConfig, Format: "openai-chat"})
+	a, err := Compact(array(msgs), CompactOptions{Config: apiConfig, Format: "openai-chat"})
 	require.NoError(t, err)
-	b, err := Compact(msgs, CompactOptions{Config: apiConfig, Format: FormatOpenAI})
+	b, err := Compact(array(msgs), CompactOptions{Config: apiConfig, Format: FormatOpenAI})
 	require.NoError(t, err)
 	require.Equal(t, a, b)
 }

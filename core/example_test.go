@@ -12,13 +12,14 @@ import (
 // Compact a conversation that outgrew a 4,000-token window, with the builtin
 // extractive summary (pass CompactOptions.Summarize to use an LLM).
 func ExampleCompact() {
-	msgs := []json.RawMessage{json.RawMessage(`{"role":"system","content":"You are a coding agent."}`)}
+	msgs := []map[string]string{{"role": "system", "content": "You are a coding agent."}}
 	for i := range 10 {
 		msgs = append(msgs,
-			json.RawMessage(fmt.Sprintf(`{"role":"user","content":"Step %d: read the next file."}`, i)),
-			json.RawMessage(fmt.Sprintf(`{"role":"assistant","content":%q}`, strings.Repeat("Reading it. ", 150))))
+			map[string]string{"role": "user", "content": fmt.Sprintf("Step %d: read the next file.", i)},
+			map[string]string{"role": "assistant", "content": strings.Repeat("Reading it. ", 150)})
 	}
-	res, err := core.Compact(msgs, core.CompactOptions{Config: json.RawMessage(`{"model":{"context_length":4000}}`)})
+	list, _ := json.Marshal(msgs)
+	res, err := core.Compact(list, core.CompactOptions{Config: json.RawMessage(`{"model":{"context_length":4000}}`)})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -30,7 +31,7 @@ func ExampleCompact() {
 
 // Bad input is an *Error with a stable code and the JSON pointer of what is wrong.
 func ExampleValidate() {
-	_, err := core.Validate([]json.RawMessage{json.RawMessage(`{"role":"user","content":"hi"}`)}, core.SanitizeOptions{Format: "chat"})
+	_, err := core.Validate(json.RawMessage(`[{"role":"user","content":"hi"}]`), core.ValidateOptions{Format: "chat"})
 	var e *core.Error
 	if errors.As(err, &e) {
 		fmt.Println(e.Code, e.Path)

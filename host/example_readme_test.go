@@ -19,7 +19,7 @@ import (
 func Example_readmeQuickStart() {
 	ctx := context.Background()
 	cfg := json.RawMessage(`{"model":{"context_length":200000}}`)
-	messages := []json.RawMessage{json.RawMessage(`{"role":"user","content":"Fix the parser."}`)}
+	messages := json.RawMessage(`[{"role":"user","content":"Fix the parser."}]`)
 	anthropicMessages := json.RawMessage(`[{"role":"user","content":[{"type":"text","text":"Fix the parser."}]}]`)
 	myLLM := func(ctx context.Context, msgs []core.ChatMessage, maxTokens int) (string, error) {
 		return "## Goal\nFix the parser.", nil
@@ -27,15 +27,14 @@ func Example_readmeQuickStart() {
 	mySummarizer := func(req core.SummaryRequest) (string, error) { return myLLM(ctx, req.Messages, req.MaxTokens) }
 
 	// README: quick start
-	res, err := core.Compact(messages, core.CompactOptions{ // messages: []json.RawMessage, one per message
+	res, err := core.Compact(messages, core.CompactOptions{ // messages: a JSON array, as on the wire
 		Config: cfg, Format: core.FormatOpenAI, Summarize: mySummarizer}) // nil Summarize: the extractive summary
 	out := core.Call([]byte(`{"op":"tokens.count","messages":[{"role":"user","content":"hi"}]}`)) // the ABI: any op, JSON in and out
 
 	eng, _ := host.New(ctx) // compiles the module once; share it
 	defer eng.Close(ctx)
-	compactor, err := host.NewCompactor(ctx, eng, cfg) // the config is checked here
-	list, _ := json.Marshal(messages)                  // the host takes the list as one JSON array
-	res, err = compactor.Compact(ctx, list, func(ctx context.Context, req core.SummaryRequest) (string, error) {
+	compactor, err := host.NewCompactor(ctx, eng, cfg) // the config is checked here; the same types
+	res, err = compactor.Compact(ctx, messages, func(ctx context.Context, req core.SummaryRequest) (string, error) {
 		return myLLM(ctx, req.Messages, req.MaxTokens) // your summarizer; an error falls back to the extractive summary
 	}, host.CompactOptions{Timeout: time.Minute}) // past it (2 minutes by default), the extractive summary
 	// Anthropic Messages: the system prompt travels beside the messages and comes back

@@ -82,9 +82,10 @@ func TestTypedOptionsReachTheOp(t *testing.T) {
 	anth := anthropicTrace(t)
 	const system = `"You are a coding agent."`
 	pr, err := e.Prune(ctx, anth, PruneOptions{Config: cfg, Format: FormatAnthropic, System: json.RawMessage(system)})
-	pruneEnv := []byte(`{"op":"prune","format":"anthropic","system":` + system + `,"config":{"model":{"context_length":32000}},"messages":` + string(anth) + `}`)
-	wantPr := native[MessagesResult[core.PruneResult]](t, pruneEnv)
-	wantPr.Report = native[core.PruneResult](t, pruneEnv)
+	wantPr, nerr := core.Prune(anth, core.PruneOptions{Config: cfg, Format: core.FormatAnthropic, System: json.RawMessage(system)})
+	if nerr != nil {
+		t.Fatal(nerr)
+	}
 	same("Prune in the Anthropic format", pr, wantPr, err)
 	if _, err := e.Prune(ctx, anth, PruneOptions{Format: FormatOpenAI, System: json.RawMessage(system)}); !isCode(err, core.CodeInvalidRequest, "/system") {
 		t.Errorf("Prune with FormatOpenAI and a System: %v, want invalid_request at /system", err)

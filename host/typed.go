@@ -99,18 +99,8 @@ func (e *Engine) Validate(ctx context.Context, messages json.RawMessage, opts Va
 	return r, err
 }
 
-// ValidateOptions are the optional parameters of Validate.
-type ValidateOptions struct {
-	// Format is the messages' shape; "" detects it.
-	Format Format
-	// Provider names the provider whose rules AI SDK messages are checked against
-	// ("anthropic", "openai", "gemini"; docs/RULES.md); "" for none. Other formats
-	// go to their own provider, which Provider may only repeat. "" for AI SDK
-	// messages: the provider Config's model.provider names, if any.
-	Provider string
-	// Config is the call's config (nil: none); only model.provider is read.
-	Config json.RawMessage
-}
+// ValidateOptions are the optional parameters of Validate: core.Validate's.
+type ValidateOptions = core.ValidateOptions
 
 // CalibrateOptions are the optional parameters of TokensCalibrate.
 type CalibrateOptions struct {
@@ -142,66 +132,27 @@ func (e *Engine) TokensCalibrate(ctx context.Context, messages json.RawMessage, 
 	return r, err
 }
 
-// MessagesResult is the wire result of prune and sanitize: the output messages and
-// the archived originals, beside the op's own report (core.PruneResult or
-// core.SanitizeResult).
-type MessagesResult[R any] struct {
-	Messages []json.RawMessage      `json:"messages"`
-	Archived []core.ArchivedMessage `json:"archived"`
-	Report   R                      `json:"-"`
-}
-
-// PruneOptions are the optional parameters of Prune.
-type PruneOptions struct {
-	// Config is a JSON config object; nil for the defaults.
-	Config json.RawMessage
-	// Output is "messages" (or "") or "refs" (unchanged messages as indices).
-	Output string
-	// Format is the messages' layout; "" detects it as compaction does (see
-	// CompactOptions.Format).
-	Format Format
-	// System is the Anthropic top-level system prompt (FormatAnthropic only): it
-	// counts toward the head and the tokens before.
-	System json.RawMessage
-}
+// PruneOptions are the optional parameters of Prune: core.Prune's.
+type PruneOptions = core.PruneOptions
 
 // Prune replaces old tool outputs outside the protected tail with a placeholder,
-// with no summary.
-func (e *Engine) Prune(ctx context.Context, messages json.RawMessage, opts PruneOptions) (MessagesResult[core.PruneResult], error) {
-	req := newRequest("prune").raw("messages", messages).raw("config", opts.Config).str("output", opts.Output).
-		str("format", string(opts.Format)).raw("system", opts.System)
-	return runMessages[core.PruneResult](ctx, e, req)
+// with no summary. It is core.Prune through the module: same options, same result.
+func (e *Engine) Prune(ctx context.Context, messages json.RawMessage, opts PruneOptions) (core.PruneOutput, error) {
+	var r core.PruneOutput
+	err := e.run(ctx, newRequest("prune").raw("messages", messages).raw("config", opts.Config).str("output", string(opts.Output)).
+		str("format", string(opts.Format)).raw("system", opts.System), &r)
+	return r, err
 }
 
-// SanitizeOptions are the optional parameters of Sanitize.
-type SanitizeOptions struct {
-	// Output is "messages" (or "") or "refs" (unchanged messages as indices).
-	Output string
-	// Format is the messages' shape; "" detects it.
-	Format Format
-}
+// SanitizeOptions are the optional parameters of Sanitize: core.Sanitize's.
+type SanitizeOptions = core.SanitizeOptions
 
 // Sanitize repairs tool pairs: orphan results are removed, calls without a result
-// get a stub.
-func (e *Engine) Sanitize(ctx context.Context, messages json.RawMessage, opts SanitizeOptions) (MessagesResult[core.SanitizeResult], error) {
-	req := newRequest("sanitize").raw("messages", messages).str("output", opts.Output).str("format", string(opts.Format))
-	return runMessages[core.SanitizeResult](ctx, e, req)
-}
-
-// runMessages decodes a result both as MessagesResult and as its report R.
-func runMessages[R any](ctx context.Context, e *Engine, req *request) (MessagesResult[R], error) {
-	var r MessagesResult[R]
-	raw, err := e.runRaw(ctx, req)
-	if err != nil {
-		return r, err
-	}
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return r, fmt.Errorf("%w: decoding the result: %w", ErrABIMismatch, err)
-	}
-	if err := json.Unmarshal(raw, &r.Report); err != nil {
-		return r, fmt.Errorf("%w: decoding the result: %w", ErrABIMismatch, err)
-	}
-	return r, nil
+// get a stub. It is core.Sanitize through the module.
+func (e *Engine) Sanitize(ctx context.Context, messages json.RawMessage, opts SanitizeOptions) (core.SanitizeOutput, error) {
+	var r core.SanitizeOutput
+	err := e.run(ctx, newRequest("sanitize").raw("messages", messages).str("output", string(opts.Output)).str("format", string(opts.Format)), &r)
+	return r, err
 }
 
 // run sends req and decodes the result into result, from the response where the

@@ -92,12 +92,16 @@ func TestTypedMethods(t *testing.T) {
 	}
 	va, err := e.Validate(ctx, msgs, ValidateOptions{})
 	check("Validate", va, native[core.ValidateResult](t, env(t, newRequest("validate").raw("messages", msgs))), err)
-	pr, err := e.Prune(ctx, msgs, PruneOptions{Config: cfg, Output: "refs"})
-	wantPr := native[MessagesResult[core.PruneResult]](t, env(t, newRequest("prune").raw("messages", msgs).raw("config", cfg).str("output", "refs")))
-	wantPr.Report = native[core.PruneResult](t, env(t, newRequest("prune").raw("messages", msgs).raw("config", cfg).str("output", "refs")))
+	// One door: the host's Prune takes core.Prune's options and gives its result.
+	popts := PruneOptions{Config: cfg, Output: core.OutputRefs}
+	pr, err := e.Prune(ctx, msgs, popts)
+	wantPr, nerr := core.Prune(msgs, popts)
+	if nerr != nil {
+		t.Fatal(nerr)
+	}
 	check("Prune", pr, wantPr, err)
-	if len(pr.Messages) == 0 || pr.Report.TokensBefore <= 0 {
-		t.Errorf("Prune: %d messages, report %+v", len(pr.Messages), pr.Report)
+	if len(pr.Messages) == 0 || pr.TokensBefore <= 0 {
+		t.Errorf("Prune: %d messages, report %+v", len(pr.Messages), pr.PruneResult)
 	}
 	cal, err := e.TokensCalibrate(ctx, msgs, 9000, CalibrateOptions{})
 	check("TokensCalibrate", cal, native[core.CalibrateResult](t, env(t, newRequest("tokens.calibrate").raw("messages", msgs).raw("prompt_tokens", json.RawMessage("9000")))), err)
@@ -110,8 +114,11 @@ func TestTypedMethods(t *testing.T) {
 		t.Errorf("CachePolicy for Claude on OpenRouter: %+v", pol)
 	}
 	sa, err := e.Sanitize(ctx, json.RawMessage(`[{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"x","content":"orphan"}]`), SanitizeOptions{})
-	if err != nil || !reflect.DeepEqual(sa.Report.Removed, []int{1}) || len(sa.Messages) != 1 || len(sa.Archived) != 1 {
+	if err != nil || !reflect.DeepEqual(sa.Removed, []int{1}) || len(sa.Messages) != 1 || len(sa.Archived) != 1 {
 		t.Errorf("Sanitize of an orphan result: %+v, %v", sa, err)
+	}
+	if want, err := core.Sanitize(json.RawMessage(`[{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"x","content":"orphan"}]`), SanitizeOptions{}); err != nil || !reflect.DeepEqual(sa, want) {
+		t.Errorf("Sanitize through the module %+v, natively %+v (%v)", sa, want, err)
 	}
 	_, err = e.ThresholdResolve(ctx, json.RawMessage(`{"model":{"context_length":0}}`))
 	if !errors.Is(err, &core.Error{Code: core.CodeInvalidConfig}) {

@@ -53,9 +53,7 @@ func main() {
 		}
 		s.check(i, sum.name, conv, res)
 		// The native core, with the builtin summary, on the same conversation.
-		var msgs []json.RawMessage
-		_ = json.Unmarshal(conv, &msgs)
-		nat, err := core.Compact(msgs, core.CompactOptions{Config: cfg, Force: true})
+		nat, err := core.Compact(conv, core.CompactOptions{Config: cfg, Force: true})
 		s.compactions++
 		if err != nil {
 			s.fail(fmt.Sprintf("conversation %d (native): %v", i, err))
@@ -125,7 +123,8 @@ func (s *stats) check(i int, who string, conv json.RawMessage, r core.CompactRes
 			s.note(fmt.Sprintf("conversation %d (%s): an input message is returned %d times", i, who, n))
 		}
 	}
-	v, err := core.Validate(r.Messages, core.SanitizeOptions{})
+	list, _ := json.Marshal(r.Messages)
+	v, err := core.Validate(list, core.ValidateOptions{})
 	if err != nil || !v.OK {
 		s.invalid++
 		s.note(fmt.Sprintf("conversation %d (%s): validate: %v %+v", i, who, err, v.Problems))
