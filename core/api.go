@@ -167,15 +167,15 @@ func Validate(messages json.RawMessage, opts ValidateOptions) (ValidateResult, e
 // written as given (see body), not through encoding/json, which would compact them
 // and escape HTML characters: unchanged messages come back in the caller's bytes.
 type messagesRequest struct {
-	Messages     json.RawMessage   `json:"-"`
-	Config       json.RawMessage   `json:"config,omitempty"`
-	Format       Format            `json:"format,omitempty"`
-	System       json.RawMessage   `json:"system,omitempty"`
-	Force        bool              `json:"force,omitempty"`
-	PromptTokens int               `json:"prompt_tokens,omitempty"`
-	Summarizer   Summarizer        `json:"summarizer,omitempty"`
-	Output       Output            `json:"output,omitempty"`
-	Provider     string            `json:"provider,omitempty"`
+	Messages     json.RawMessage `json:"-"`
+	Config       json.RawMessage `json:"config,omitempty"`
+	Format       Format          `json:"format,omitempty"`
+	System       json.RawMessage `json:"system,omitempty"`
+	Force        bool            `json:"force,omitempty"`
+	PromptTokens int             `json:"prompt_tokens,omitempty"`
+	Summarizer   Summarizer      `json:"summarizer,omitempty"`
+	Output       Output          `json:"output,omitempty"`
+	Provider     string          `json:"provider,omitempty"`
 }
 
 // finishCall is compact.finish's request: the begin request with its state and
