@@ -419,11 +419,9 @@ func (st *sessionStep) compressFinish() ([]byte, error) {
 	state := st.resume.CompactState
 	r, pl, begun := takePending(p, state)
 	if !begun {
-		if r, err = parseCompactParams(p, st.q.arrays["messages"]); err != nil {
+		if r, pl, err = replanBegun(p, st.q.arrays["messages"], state); err != nil {
 			return nil, err
-		}
-		pl = r.plan()
-		if r.stateFor(pl) != state {
+		} else if r == nil {
 			return nil, errorf(CodeInvalidState, "/resume", "the resume does not match these messages and this state: send the same event and state again")
 		}
 	}
@@ -434,10 +432,7 @@ func (st *sessionStep) compressFinish() ([]byte, error) {
 		if slices.Contains(FallbackCodes, FallbackCode(st.answer.code)) {
 			r.fallbackCode = FallbackCode(st.answer.code)
 		}
-		failure = strings.TrimSpace(st.answer.message)
-		if failure == "" {
-			failure = string(r.fallbackCode)
-		}
+		failure = fallbackFailure(r.fallbackCode, st.answer.message)
 	} else {
 		v := st.answer.ok
 		if v.Type != gjson.String {
@@ -457,15 +452,23 @@ func (st *sessionStep) compressDone(rangeID string, r *compactRequest, o *compac
 		return st.done(result)
 	}
 	report := mustMarshal(o.report)
-	effect := func(b []byte) []byte {
-		b = jsonraw.AppendString(append(b, `{"type":"archive","range_id":`...), rangeID)
-		var summary gjson.Result
-		if o.report.Summarized != nil {
-			summary = summaryMessageOf(gjson.ParseBytes(writeMessages(nil, o.out, true)), o.report.HeadEnd)
-		}
-		return append(appendRecallArchive(append(b, `,"archive":`...), rangeID, o.archived, o.report.Summarized, summary), '}')
+	var summary gjson.Result
+	if o.report.Summarized != nil {
+		summary = summaryMessageOf(gjson.ParseBytes(writeMessages(nil, o.out, true)), o.report.HeadEnd)
 	}
-	return st.effectWith(effect, sessionResume{Step: "archive", RangeID: rangeID, Report: report}, result)
+	// The rows of a large archive are written after the compaction's parse is let
+	// go (only the result's bytes, the originals and the summary are kept), so
+	// they reuse its memory instead of growing the instance by their size.
+	kept := result(nil)
+	archived, summarized := o.archived, o.report.Summarized
+	r, o = nil, nil
+	effect := func(b []byte) []byte {
+		defer releaseBeforeRows(len(archived))()
+		b = jsonraw.AppendString(append(b, `{"type":"archive","range_id":`...), rangeID)
+		return append(appendRecallArchive(append(b, `,"archive":`...), rangeID, archived, summarized, summary), '}')
+	}
+	return st.effectWith(effect, sessionResume{Step: "archive", RangeID: rangeID, Report: report},
+		func(b []byte) []byte { return append(b, kept...) })
 }
 
 // --- tool_call ---

@@ -3,6 +3,7 @@ package core
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -347,4 +348,36 @@ func TestSessionCompressKeepsItsCompaction(t *testing.T) {
 	left := len(pending.entries)
 	pending.Unlock()
 	require.Equal(t, 0, left, "the finish step took the compaction its begin kept")
+}
+
+// TestSessionArchiveStepReadsNoMessages: the step that answers an archive reads only
+// its resume, so the engines leave the messages out of it (docs/SESSION.md): every
+// such call of the transcripts answers the same without them.
+func TestSessionArchiveStepReadsNoMessages(t *testing.T) {
+	b, err := os.ReadFile("../testdata/session.run.json")
+	require.NoError(t, err)
+	var file struct {
+		Cases []struct {
+			Name    string                     `json:"name"`
+			Request map[string]json.RawMessage `json:"request"`
+		} `json:"cases"`
+	}
+	require.NoError(t, json.Unmarshal(b, &file))
+	seen := 0
+	for _, c := range file.Cases {
+		var resume struct {
+			Step string `json:"step"`
+		}
+		if json.Unmarshal(c.Request["resume"], &resume) != nil || resume.Step != "archive" || c.Request["messages"] == nil {
+			continue
+		}
+		seen++
+		with, err := json.Marshal(c.Request)
+		require.NoError(t, err)
+		delete(c.Request, "messages")
+		without, err := json.Marshal(c.Request)
+		require.NoError(t, err)
+		require.JSONEq(t, string(Dispatch("session.run", with)), string(Dispatch("session.run", without)), c.Name)
+	}
+	require.GreaterOrEqual(t, seen, 3, "the transcripts archive in compress and apply_compaction")
 }

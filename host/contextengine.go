@@ -214,12 +214,12 @@ func (ce *ContextEngine) Compress(ctx context.Context, messages json.RawMessage,
 			str("summarizer", string(summarizer)).str("focus", opts.Focus).str("memory_context", opts.MemoryContext).
 			raw("messages", messages)
 	}
-	perform := func(ctx context.Context, typ string, effect json.RawMessage) (json.RawMessage, error) {
-		if typ != core.EffectSummarize {
-			return ce.storeEffects(ctx, typ, effect)
+	perform := func(ctx context.Context, effect *sessionEffect) (json.RawMessage, error) {
+		if effect.Type != core.EffectSummarize {
+			return ce.storeEffects(ctx, effect)
 		}
 		var req core.SummaryRequest
-		if err := json.Unmarshal([]byte(gjson.GetBytes(effect, "request").Raw), &req); err != nil {
+		if err := json.Unmarshal([]byte(effect.field("request").Raw), &req); err != nil {
 			return nil, fmt.Errorf("%w: decoding a summary request: %w", ErrABIMismatch, err)
 		}
 		summary, failure, err := runSummarize(ctx, ce.summarize, req, ce.timeout)

@@ -2,6 +2,7 @@ package host
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 
 	"github.com/tidwall/gjson"
@@ -21,6 +22,9 @@ type request struct {
 	parts []reqPart
 	b     []byte
 	err   error
+	// omit are fields raw leaves out: the messages of a session.run step that
+	// does not read them.
+	omit []string
 }
 
 // reqPart is a piece of an envelope: bytes written as they are, or a value that
@@ -45,7 +49,7 @@ func newRequest(op string) *request {
 // raw adds key with a raw JSON value, unless v is empty. Invalid JSON is an
 // invalid_json error at /key, as the core would report it.
 func (r *request) raw(key string, v json.RawMessage) *request {
-	if len(v) == 0 || r.err != nil {
+	if len(v) == 0 || r.err != nil || slices.Contains(r.omit, key) {
 		return r
 	}
 	if !gjson.ValidBytes(v) {

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -23,7 +24,7 @@ type sessionReply struct {
 	State  json.RawMessage   `json:"state"`
 	Status core.EngineStatus `json:"status"`
 	Result json.RawMessage   `json:"result"`
-	Effect json.RawMessage   `json:"effect"`
+	Effect *sessionEffect    `json:"effect"`
 	Resume json.RawMessage   `json:"resume"`
 	Failed *struct {
 		Effect  string `json:"effect"`
@@ -41,21 +42,54 @@ type effectError struct {
 func (e *effectError) Error() string { return e.msg }
 func (e *effectError) Unwrap() error { return e.cause }
 
-// performFunc performs one effect, of type typ (its JSON: effect), and returns its
-// answer's value (JSON), or the error to answer with. A ctx done ends the
-// sequence. The effect is bytes, not a parsed value: an archive of a large
-// compaction is decoded once, where it is stored.
-type performFunc func(ctx context.Context, typ string, effect json.RawMessage) (json.RawMessage, error)
+// sessionEffect is an effect the core asks for: its type and JSON, or, for an
+// archive, its rows. Those are decoded where the instance keeps the response,
+// while the step holds it: an archive of a large compaction is hundreds of MB,
+// and a copy of its JSON beside the decoded rows would double the host's peak.
+type sessionEffect struct {
+	Type    string
+	JSON    json.RawMessage     // all but an archive
+	Archive *core.RecallArchive // an archive
+}
+
+func (e *sessionEffect) UnmarshalJSON(b []byte) error {
+	e.Type = gjson.GetBytes(b, "type").Str
+	if e.Type != core.EffectArchive {
+		e.JSON = bytes.Clone(b) // b is the instance's memory, reused after the step
+		return nil
+	}
+	var a struct {
+		Archive core.RecallArchive `json:"archive"`
+	}
+	if err := json.Unmarshal(b, &a); err != nil {
+		return fmt.Errorf("%w: decoding an archive effect: %w", ErrABIMismatch, err)
+	}
+	e.Archive = &a.Archive
+	return nil
+}
+
+// field returns a field of the effect's JSON.
+func (e *sessionEffect) field(key string) gjson.Result { return gjson.GetBytes(e.JSON, key) }
+
+// performFunc performs one effect and returns its answer's value (JSON), or the
+// error to answer with. A ctx done ends the sequence.
+type performFunc func(ctx context.Context, effect *sessionEffect) (json.RawMessage, error)
 
 // runSession runs event to its end: fields adds the event's fields to each step's
 // request (the messages, when it has them, last). It returns the sequence's result.
 func (ce *ContextEngine) runSession(ctx context.Context, event string, fields func(*request), perform performFunc) (json.RawMessage, error) {
 	var resume, answer, result json.RawMessage
 	var cause error
+	archived := false
 	for {
 		var r sessionReply
 		ce.mu.Lock()
 		req := newRequest("session.run").str("event", event).raw("state", orNull(ce.state)).raw("resume", resume).raw("answer", answer)
+		if archived {
+			// The step after an archive reads only its resume (docs/SESSION.md): a
+			// large conversation is neither sent nor validated again.
+			req.omit = []string{"messages"}
+		}
 		if fields != nil {
 			fields(req)
 		}
@@ -79,14 +113,14 @@ func (ce *ContextEngine) runSession(ctx context.Context, event string, fields fu
 			return nil, &effectError{msg: r.Failed.Message, cause: cause}
 		case r.Done:
 			return result, nil
-		case len(r.Effect) == 0 || len(r.Resume) == 0:
+		case r.Effect == nil || len(r.Resume) == 0:
 			return nil, fmt.Errorf("%w: session.run neither ended nor asked for an effect", ErrABIMismatch)
 		}
-		typ := gjson.GetBytes(r.Effect, "type").Str
 		if perform == nil {
-			return nil, fmt.Errorf("%w: session.run asked for %s, which a %s event does not have", ErrABIMismatch, typ, event)
+			return nil, fmt.Errorf("%w: session.run asked for %s, which a %s event does not have", ErrABIMismatch, r.Effect.Type, event)
 		}
-		ok, err := perform(ctx, typ, r.Effect)
+		ok, err := perform(ctx, r.Effect)
+		archived = r.Effect.Type == core.EffectArchive
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, fmt.Errorf("ctxcompact: %s: %w", event, ctxErr)
 		}
@@ -115,12 +149,12 @@ type summarizerFailure json.RawMessage
 func (f summarizerFailure) Error() string { return gjson.GetBytes(f, "message").Str }
 
 // storeEffects performs the recall store's effects for a lossless session.
-func (ce *ContextEngine) storeEffects(ctx context.Context, t string, raw json.RawMessage) (json.RawMessage, error) {
+func (ce *ContextEngine) storeEffects(ctx context.Context, e *sessionEffect) (json.RawMessage, error) {
 	if ce.store == nil {
-		return nil, fmt.Errorf("%w: session.run asked a compressor engine for %s", ErrABIMismatch, t)
+		return nil, fmt.Errorf("%w: session.run asked a compressor engine for %s", ErrABIMismatch, e.Type)
 	}
-	effect := func(key string) gjson.Result { return gjson.GetBytes(raw, key) }
-	switch t {
+	effect := e.field
+	switch e.Type {
 	case core.EffectNextRangeID:
 		id, err := ce.store.NextRangeID(ctx, ce.session)
 		if err != nil {
@@ -128,13 +162,7 @@ func (ce *ContextEngine) storeEffects(ctx context.Context, t string, raw json.Ra
 		}
 		return appendString(nil, id), nil
 	case core.EffectArchive:
-		var a struct {
-			Archive core.RecallArchive `json:"archive"`
-		}
-		if err := json.Unmarshal(raw, &a); err != nil {
-			return nil, fmt.Errorf("%w: decoding an archive effect: %w", ErrABIMismatch, err)
-		}
-		return nil, ce.store.Archive(ctx, ce.session, a.Archive)
+		return nil, ce.store.Archive(ctx, ce.session, *e.Archive)
 	case core.EffectSearch:
 		hits, total, err := ce.store.Find(ctx, ce.session, effect("query").Str, int(effect("limit").Int()))
 		if err != nil {
@@ -161,6 +189,6 @@ func (ce *ContextEngine) storeEffects(ctx context.Context, t string, raw json.Ra
 		}
 		return append(b, ']'), nil
 	default:
-		return nil, fmt.Errorf("%w: session.run asked for an unknown effect %q", ErrABIMismatch, t)
+		return nil, fmt.Errorf("%w: session.run asked for an unknown effect %q", ErrABIMismatch, e.Type)
 	}
 }

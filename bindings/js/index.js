@@ -739,10 +739,11 @@ export class ContextEngine {
    * for and takes back `[answer, cause]` (the answer's JSON text, and the error the
    * effect failed with); it returns the sequence's result. Every step sends the
    * same event and fields (`head`, the messages' UTF-8 bytes last) with the
-   * current state, which only the sequence's end replaces.
+   * current state, which only the sequence's end replaces; the step after an
+   * archive reads only its resume, so the messages are not sent again.
    */
   *#steps(event, head, messages) {
-    const tail = messages === undefined ? ["}"] : [`,"messages":`, messages, "}"];
+    let tail = messages === undefined ? ["}"] : [`,"messages":`, messages, "}"];
     let resume;
     let answer;
     let cause;
@@ -761,6 +762,7 @@ export class ContextEngine {
       if (r.effect === undefined || r.resume === undefined) throw new ErrABIMismatch("ctxcompact: session.run neither ended nor asked for an effect");
       [answer, cause] = yield r.effect;
       resume = JSON.stringify(r.resume);
+      if (r.effect.type === "archive") tail = ["}"];
     }
   }
 

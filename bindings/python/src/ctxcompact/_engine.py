@@ -218,6 +218,8 @@ class ContextEngine:
         core asks for (default: the recall store's effects) and returns the answer's
         value, or raises _EffectFailed for an error answer; anything else it raises
         (a cancellation, a programming error) stops the sequence, nothing recorded.
+        The step after an archive reads only its resume: the messages are not sent
+        again.
         The lock is held for each step, never while an effect runs. A sequence the
         core ends as failed raises the failed effect's own error, with the core's
         message (the state is unchanged)."""
@@ -251,6 +253,8 @@ class ContextEngine:
             effect, resume_obj = r.get("effect"), r.get("resume")
             if not isinstance(effect, dict) or resume_obj is None:
                 raise CompactError("internal", "session.run neither ended nor asked for an effect")
+            if effect.get("type") == "archive":
+                fields = [f for f in fields if f[0] != b"messages"]
             try:
                 ok = perform(effect)
             except _EffectFailed as f:
