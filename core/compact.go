@@ -692,6 +692,30 @@ func checkTicket(req params) error {
 	return nil
 }
 
+// replanBegun parses and plans again the compaction a begin answered with state,
+// for a finish that finds none kept (compact.finish, session.run's compress): nil
+// when these messages and config do not plan to that state.
+func replanBegun(req params, known *jsonraw.ArrayParts, state string) (*compactRequest, plan, error) {
+	r, err := parseCompactParams(req, known)
+	if err != nil {
+		return nil, plan{}, err
+	}
+	p := r.plan()
+	if r.stateFor(p) != state {
+		return nil, p, nil
+	}
+	return r, p, nil
+}
+
+// fallbackFailure is what the report says of a summarizer's failure: its message,
+// or its code when it gave none.
+func fallbackFailure(code FallbackCode, message string) string {
+	if m := strings.TrimSpace(message); m != "" {
+		return m
+	}
+	return string(code)
+}
+
 func opCompactFinish(q opRequest, dst []byte) ([]byte, error) {
 	req := q.params
 	sv := req.Get("state")
@@ -706,17 +730,16 @@ func opCompactFinish(q opRequest, dst []byte) ([]byte, error) {
 		return nil, errorf(CodeInvalidState, "/messages", "no compaction begun with this ticket and state is kept on this instance (another instance began it, or it was finished or evicted): send compact.finish the messages")
 	}
 	if !begun {
-		var err error
-		if r, err = parseCompactParams(req, q.arrays["messages"]); err != nil {
-			return nil, err
+		if sv.Type != gjson.String || !strings.HasPrefix(sv.Str, "ccs1.") {
+			if _, err := parseCompactParams(req, q.arrays["messages"]); err != nil {
+				return nil, err // bad messages or config first, as a replanned finish says
+			}
+			return nil, errorf(CodeInvalidState, "/state", "state must be the string compact.begin returned")
 		}
-	}
-	if sv.Type != gjson.String || !strings.HasPrefix(sv.Str, "ccs1.") {
-		return nil, errorf(CodeInvalidState, "/state", "state must be the string compact.begin returned")
-	}
-	if !begun {
-		p = r.plan()
-		if r.stateFor(p) != sv.Str {
+		var err error
+		if r, p, err = replanBegun(req, q.arrays["messages"], sv.Str); err != nil {
+			return nil, err
+		} else if r == nil {
 			return nil, errorf(CodeInvalidState, "/state", "state does not match these messages and config: pass compact.finish the same messages, config and force as compact.begin")
 		}
 	}
@@ -743,10 +766,7 @@ func opCompactFinish(q opRequest, dst []byte) ([]byte, error) {
 			if m := fieldOf(v, "message"); m.Exists() && m.Type != gjson.String && m.Type != gjson.Null {
 				return nil, errorf(CodeInvalidRequest, "/error/message", "error message must be a string")
 			}
-			failure = strings.TrimSpace(fieldOf(v, "message").Str)
-			if failure == "" {
-				failure = string(r.fallbackCode)
-			}
+			failure = fallbackFailure(r.fallbackCode, fieldOf(v, "message").Str)
 		default:
 			return nil, errorf(CodeInvalidRequest, "/error", "error must be a string or an object {code, message}")
 		}
