@@ -42,30 +42,30 @@ type effectError struct {
 func (e *effectError) Error() string { return e.msg }
 func (e *effectError) Unwrap() error { return e.cause }
 
-// sessionEffect is an effect the core asks for: its type and JSON, or, for an
-// archive, its rows. Those are decoded where the instance keeps the response,
-// while the step holds it: an archive of a large compaction is hundreds of MB,
-// and a copy of its JSON beside the decoded rows would double the host's peak.
+// sessionEffect is an effect the core asks for: its type and JSON. An archive's
+// rows are decoded only when it is performed, after the step let the instance go:
+// a large compaction's instance is at its largest then, and decoding its rows
+// (twice the archive's JSON) beside it would add them to the process's peak.
 type sessionEffect struct {
-	Type    string
-	JSON    json.RawMessage     // all but an archive
-	Archive *core.RecallArchive // an archive
+	Type string
+	JSON json.RawMessage
 }
 
 func (e *sessionEffect) UnmarshalJSON(b []byte) error {
 	e.Type = gjson.GetBytes(b, "type").Str
-	if e.Type != core.EffectArchive {
-		e.JSON = bytes.Clone(b) // b is the instance's memory, reused after the step
-		return nil
-	}
+	e.JSON = bytes.Clone(b) // b is the instance's memory, reused after the step
+	return nil
+}
+
+// archive decodes an archive effect's range and rows.
+func (e *sessionEffect) archive() (core.RecallArchive, error) {
 	var a struct {
 		Archive core.RecallArchive `json:"archive"`
 	}
-	if err := json.Unmarshal(b, &a); err != nil {
-		return fmt.Errorf("%w: decoding an archive effect: %w", ErrABIMismatch, err)
+	if err := json.Unmarshal(e.JSON, &a); err != nil {
+		return a.Archive, fmt.Errorf("%w: decoding an archive effect: %w", ErrABIMismatch, err)
 	}
-	e.Archive = &a.Archive
-	return nil
+	return a.Archive, nil
 }
 
 // field returns a field of the effect's JSON.
@@ -162,7 +162,12 @@ func (ce *ContextEngine) storeEffects(ctx context.Context, e *sessionEffect) (js
 		}
 		return appendString(nil, id), nil
 	case core.EffectArchive:
-		return nil, ce.store.Archive(ctx, ce.session, *e.Archive)
+		a, err := e.archive()
+		if err != nil {
+			return nil, err
+		}
+		e.JSON = nil // the rows hold what the store needs
+		return nil, ce.store.Archive(ctx, ce.session, a)
 	case core.EffectSearch:
 		hits, total, err := ce.store.Find(ctx, ce.session, effect("query").Str, int(effect("limit").Int()))
 		if err != nil {
