@@ -27,6 +27,8 @@ type CompactOptions struct {
 	System json.RawMessage
 	// Force compacts even below the threshold.
 	Force bool
+	// Focus is what to keep in detail (docs/STEERING.md); "" for none.
+	Focus string
 	// PromptTokens is the API-reported prompt size of the last response (0: the
 	// core's estimate decides).
 	PromptTokens int
@@ -52,7 +54,7 @@ func (e *SummarizeError) Unwrap() error { return e.Err }
 // System and Report are set.
 func Compact(messages json.RawMessage, opts CompactOptions) (CompactResult, error) {
 	req := messagesRequest{Messages: messages, Config: opts.Config, Format: opts.Format, System: opts.System,
-		Force: opts.Force, PromptTokens: opts.PromptTokens, Summarizer: SummarizerHost}
+		Force: opts.Force, PromptTokens: opts.PromptTokens, Summarizer: SummarizerHost, Focus: opts.Focus}
 	if opts.Summarize == nil {
 		req.Summarizer = SummarizerBuiltin
 	}
@@ -176,6 +178,7 @@ type messagesRequest struct {
 	Summarizer   Summarizer      `json:"summarizer,omitempty"`
 	Output       Output          `json:"output,omitempty"`
 	Provider     string          `json:"provider,omitempty"`
+	Focus        string          `json:"focus,omitempty"`
 }
 
 // finishCall is compact.finish's request: the begin request with its state and

@@ -30,6 +30,9 @@ type plan struct {
 	// calls indexes every tool call of the messages by id (placeholders and the
 	// extractive summary name the call an output answers).
 	calls callIndex
+	// focus is the request's focus (focus.go): the summary request asks for it, the
+	// extractive summary and the facts index put what matches it first.
+	focus string
 }
 
 // planCompaction places the head and tail boundaries (docs/DESIGN.md §8 phases 1 and 2).

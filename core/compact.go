@@ -137,6 +137,8 @@ type compactRequest struct {
 	// archiveID is the optional archive_id (r<k>): the range a lossless engine
 	// archives this compaction as, named at the end of the summary.
 	archiveID string
+	// focus is the optional focus param, trimmed (focus.go).
+	focus string
 }
 
 // plan places the boundaries. A top-level system prompt counts as the first of
@@ -147,7 +149,9 @@ func (r *compactRequest) plan() plan {
 		cc.ProtectFirstN--
 	}
 	cc.ProtectLastN = tailCount(cc, r.thr)
-	return planCompaction(r.format, r.msgs, r.thr, cc, r.systemTokens)
+	p := planCompaction(r.format, r.msgs, r.thr, cc, r.systemTokens)
+	p.focus = r.focus
+	return p
 }
 
 // params are a request's top-level fields, read in one pass: gjson's Get would
@@ -210,6 +214,12 @@ func parseCompactParams(req params, known *jsonraw.ArrayParts) (*compactRequest,
 	}
 	if r.archiveID, err = archiveIDParam(req); err != nil {
 		return nil, err
+	}
+	if v := req.Get("focus"); v.Exists() && v.Type != gjson.Null {
+		if v.Type != gjson.String || len(v.Str) > maxFocusBytes {
+			return nil, errorf(CodeInvalidRequest, "/focus", "focus must be a string of at most %d bytes", maxFocusBytes)
+		}
+		r.focus = strings.TrimSpace(v.Str)
 	}
 	return r, r.readSystem(req)
 }
@@ -284,6 +294,9 @@ func (r *compactRequest) stateFor(p plan) string {
 	h = h.bytes(cfg)
 	h = h.byte(0).byte(boolByte(r.force))
 	h = h.byte(boolByte(r.cfg.Compression.protectLastNSet)).byte(boolByte(r.cfg.Compression.targetRatioSet))
+	if r.focus != "" { // (without one, the states of earlier versions)
+		h = h.byte(2).string(r.focus)
+	}
 	for i := range r.msgs {
 		m := &r.msgs[i]
 		h = h.string(m.role).byte(0).string(m.resultFor)

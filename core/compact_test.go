@@ -375,6 +375,17 @@ func TestScenarioMeanings(t *testing.T) {
 		{"worked-example-45-messages-builtin", func(t *testing.T, r CompactResult) {
 			require.NotContains(t, string(r.Messages[4]), "(none", "no placeholder lines for empty sections")
 		}},
+		{"instructions-and-focus-reach-the-summary-request", func(t *testing.T, r CompactResult) {
+			prompt := r.SummaryRequest.Messages[1].Content
+			require.Contains(t, prompt, "\n\nStanding instructions for every summary (follow them):\nKeep every file path and the exact error text.")
+			require.True(t, strings.HasSuffix(prompt, "\n\nFocus topic: give priority to everything about parser_3."), "the focus comes last: %q", prompt[max(0, len(prompt)-200):])
+		}},
+		{"builtin-summary-keeps-the-focus", func(t *testing.T, r CompactResult) {
+			var m struct{ Content string }
+			require.NoError(t, json.Unmarshal(r.Messages[r.Report.HeadEnd], &m))
+			require.Contains(t, m.Content, "## Goal\nRefactor the parser module.\n\n## Focus: parser_3\n- #", "the focus section comes first")
+			require.Contains(t, m.Content, "## Focus: parser_3\n- #9 assistant: call read_file(path=\"src/parser_3.py\")", "it quotes what the turns said of the focus")
+		}},
 		{"smaller-summarizer-window-bounds-the-request", func(t *testing.T, r CompactResult) {
 			small, full := r.SummaryRequest, reports["worked-example-45-messages-summary-request"].SummaryRequest
 			require.Less(t, len(small.Messages[1].Content), len(full.Messages[1].Content))

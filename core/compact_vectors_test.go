@@ -225,6 +225,9 @@ func compactBeginCases() []genCase {
 			turn("assistant", toolUse("y1", "Bash", "make")), user("Did it build?")), "config": tinyWindow, "force": true, "summarizer": "builtin"}},
 		{"anthropic-summary-request", map[string]any{"messages": anthropicSession(6, 800), "system": "You are Claude Code.", "config": tinyWindow, "force": true}},
 		{"smaller-summarizer-window-bounds-the-request", map[string]any{"messages": worked, "force": true, "config": map[string]any{"compression": map[string]any{"summary_context_length": 8000}}}},
+		{"instructions-and-focus-reach-the-summary-request", map[string]any{"messages": smallSession(6), "force": true, "focus": "parser_3",
+			"config": map[string]any{"model": map[string]any{"context_length": 2000}, "compression": map[string]any{"protect_last_n": 4, "instructions": "Keep every file path and the exact error text."}}}},
+		{"builtin-summary-keeps-the-focus", map[string]any{"messages": smallSession(6), "config": tinyWindow, "force": true, "summarizer": "builtin", "focus": "parser_3"}},
 	}
 }
 
@@ -238,6 +241,8 @@ func compactErrorCases() []genCase {
 		{"rejects-bad-config", map[string]any{"messages": []any{}, "config": map[string]any{"compression": map[string]any{"protect_first_n": "3"}}}},
 		{"rejects-bad-summarizer", map[string]any{"messages": []any{}, "summarizer": "gpt"}},
 		{"rejects-bad-force", map[string]any{"messages": []any{}, "force": "yes"}},
+		{"rejects-non-string-focus", map[string]any{"messages": []any{}, "focus": 7}},
+		{"rejects-overlong-instructions", map[string]any{"messages": []any{}, "config": map[string]any{"compression": map[string]any{"instructions": strings.Repeat("Keep paths. ", 700)}}}},
 		{"rejects-bad-output", map[string]any{"messages": []any{}, "output": "ids"}},
 		{"rejects-unknown-format", map[string]any{"messages": []any{}, "format": "gemini-x"}},
 		{"rejects-top-level-system-in-openai-layout", map[string]any{"messages": []any{user("hi")}, "format": "openai", "system": "s"}},

@@ -59,6 +59,9 @@ type CompressionConfig struct {
 	HygieneThreshold    float64 `json:"hygiene_threshold"`
 	// SummaryContextLength is the summarizer model's window; 0 means the main model's.
 	SummaryContextLength int `json:"summary_context_length"`
+	// Instructions is standing guidance added to every summary request (what to
+	// keep, how to write it); the builtin summary cannot follow free text.
+	Instructions string `json:"instructions,omitempty"`
 	// Native holds the keys of provider-native compaction (native.go); json "-" keeps
 	// them out of compact.begin's fingerprint, which they do not change.
 	Native NativeConfig `json:"-"`
@@ -262,7 +265,7 @@ func parseConfig(v gjson.Result, path string) (Config, error) {
 	c := root.object("compression", append([]string{"enabled", "threshold", "model_thresholds", "target_ratio",
 		"tail_mode", "prune_first", "protect_first_n", "protect_last_n", "min_tail_user_messages",
 		"codex_gpt55_autoraise", "small_context_floor", "small_context_limit",
-		"hygiene_threshold", "summary_context_length"}, nativeConfigKeys...)...)
+		"hygiene_threshold", "summary_context_length", "instructions"}, nativeConfigKeys...)...)
 	cc := &cfg.Compression
 	c.boolean("enabled", &cc.Enabled)
 	c.fraction("threshold", &cc.Threshold, false)
@@ -281,6 +284,10 @@ func parseConfig(v gjson.Result, path string) (Config, error) {
 	c.integer("small_context_limit", &cc.SmallContextLimit, 0, maxContextLength)
 	c.fraction("hygiene_threshold", &cc.HygieneThreshold, false)
 	c.integer("summary_context_length", &cc.SummaryContextLength, 0, maxContextLength)
+	c.str("instructions", &cc.Instructions)
+	if len(cc.Instructions) > maxInstructionsBytes {
+		c.fail(c.at("instructions"), "instructions must be at most %d bytes, got %d", maxInstructionsBytes, len(cc.Instructions))
+	}
 	cc.Native.read(c)
 	_, cc.protectLastNSet = c.get("protect_last_n")
 	_, cc.targetRatioSet = c.get("target_ratio")

@@ -283,7 +283,32 @@ func factsLines(msgs []message, p plan, summary string, budget int) []string {
 	// summary holds are skipped below, as they are met: sorting first and filtering
 	// after gives the order filtering first would, and only the candidates the
 	// budget reaches are searched for in the summary (each search reads it whole).
-	sort.SliceStable(cands, func(a, b int) bool { return factScore(stats[cands[a]]) > factScore(stats[cands[b]]) })
+	// With a focus, the facts that name it come first, then those of a message
+	// that does.
+	onFocus := map[string]int{}
+	if terms := focusTerms(p.focus); len(terms) > 0 {
+		srcMatches := map[int]bool{}
+		for _, f := range cands {
+			src := stats[f].last
+			m, ok := srcMatches[src]
+			if !ok {
+				m = matchesFocus(msgs[src].text(), terms)
+				srcMatches[src] = m
+			}
+			switch {
+			case matchesFocus(f, terms):
+				onFocus[f] = 2
+			case m:
+				onFocus[f] = 1
+			}
+		}
+	}
+	sort.SliceStable(cands, func(a, b int) bool {
+		if fa, fb := onFocus[cands[a]], onFocus[cands[b]]; fa != fb {
+			return fa > fb
+		}
+		return factScore(stats[cands[a]]) > factScore(stats[cands[b]])
+	})
 	// Choose within the budget, leaving out a fact a chosen one spells out (a
 	// dotted name's prefix, a path's tail).
 	bySource, labels := map[int][]string{}, map[int]string{}

@@ -235,3 +235,40 @@ func TestFactsOfAnEarlierMergedSummary(t *testing.T) {
 	require.NotContains(t, facts, "merged_user_name", "the anchors hold it")
 	require.Equal(t, 1, strings.Count(allText(t, r.Messages), "merged_user_name"))
 }
+
+// TestFactsIndexPutsTheFocusFirst: when the index cannot hold every fact, a focus
+// keeps the facts that match it (or whose message does) over newer ones.
+func TestFactsIndexPutsTheFocusFirst(t *testing.T) {
+	var msgs []any
+	msgs = append(msgs, sys("You are a coding agent."), user("Fix the build."), say("Reading the logs."))
+	msgs = append(msgs, toolTurn("l0", "bash", args("command", "cat sync.log"), "ledger sync reconciled settle_batch_rows and post_journal_entry\n"+strings.Repeat("the log goes on. ", 200))...)
+	for i := 0; i < 8; i++ {
+		var names []string
+		for k := 0; k < 120; k++ {
+			names = append(names, fmt.Sprintf("helper_fn_%d_%d", i, k))
+		}
+		msgs = append(msgs, toolTurn(fmt.Sprintf("c%d", i), "bash", args("command", fmt.Sprintf("grep -rn helper dir_%d", i)), strings.Join(names, " ")+"\n"+code(fmt.Sprintf("m%d", i), 3000))...)
+	}
+	msgs = append(msgs, say("Next I will fix it."), user("go on"))
+	index := func(focus string) string {
+		req := map[string]any{"messages": msgs, "config": window(16_000), "force": true}
+		if focus != "" {
+			req["focus"] = focus
+		}
+		res, e := callOp(t, "compact.begin", req)
+		require.Nil(t, e)
+		req["state"], req["summary"] = decodeResult(t, res).State, "The agent read the logs." // names little
+		res, e = callOp(t, "compact.finish", req)
+		require.Nil(t, e)
+		r := decodeResult(t, res)
+		require.NotNil(t, r.Report.Summarized)
+		return strings.Join(indexLinesOf(t, r.Messages), "\n")
+	}
+	without := index("")
+	require.Contains(t, without, "helper_fn_7_", "the index lists facts")
+	require.NotContains(t, without, "settle_batch_rows", "the oldest output's names do not fit without a focus")
+	with := index("ledger sync")
+	require.Contains(t, with, "settle_batch_rows", "its message matches the focus")
+	require.Contains(t, with, "post_journal_entry")
+	require.Contains(t, with, "sync.log", "and before them all, a fact that names it")
+}

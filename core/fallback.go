@@ -176,6 +176,13 @@ func extractiveSummary(msgs []message, p plan, why string) string {
 		s.next = "- Answer the active request: the user's newest message, quoted under Active Request below."
 	}
 	s.critical = "This summary was extracted without an LLM (" + why + "); details of tool outputs were not kept. Re-read files or re-run commands before relying on them."
+	if p.focus != "" {
+		s.focusTitle = "Focus: " + truncateRunes(collapseSpace(p.focus), 120)
+		s.focus = focusLines(msgs, from, to, focusTerms(p.focus))
+		if len(s.focus) == 0 {
+			s.focus = []string{"- (nothing in the compacted turns mentions it)"}
+		}
+	}
 	// No list of lesser lines crowds out the others: tool calls, errors and notes
 	// each keep their newest lines within a share of the budget.
 	s.calls = newestWithin(s.calls, int(float64(budget)*fallbackMinorShare))
@@ -272,6 +279,10 @@ type summaryParts struct {
 	requests, progress, decisions, files, calls, errors    []string
 	other                                                  []string // verbatim lines of sections this builder does not know
 	next, critical                                         string
+	// focusTitle and focus are the Focus section: what the turns said of the
+	// request's focus, which goes last when the summary is over budget.
+	focusTitle string
+	focus      []string
 	droppedRequests, droppedFiles, droppedCalls, droppedEr int
 }
 
@@ -533,6 +544,7 @@ func (s *summaryParts) fit(budget int) {
 		dropOldest(&s.progress, 0, nil, builtProgress) // an LLM's progress says more than a count of turns
 	}
 	dropOldest(&s.progress, 1, nil, nil)
+	dropOldest(&s.focus, 1, nil, nil) // what the caller asked to keep goes last
 	if over() {
 		s.goal = truncateRunes(s.goal, fallbackGoalShortChars)
 	}
@@ -558,6 +570,7 @@ func (s *summaryParts) render() string {
 		b.WriteString("\n")
 	}
 	b.WriteString("## Goal\n" + s.goal + "\n\n")
+	section(s.focusTitle, s.focus, 0, "")
 	section("Constraints & Preferences (the user's requests, as written)", s.requests, s.droppedRequests, "older requests")
 	section("Progress (Done / In Progress / Blocked)", s.progress, 0, "")
 	section("Key Decisions (the assistant's last notes)", s.decisions, 0, "")

@@ -325,7 +325,7 @@ func (st *sessionStep) compress() ([]byte, error) {
 // with, after its first step), with the range it archives as.
 func (st *sessionStep) compactParams(rangeID string) (params, error) {
 	p := params{}
-	for _, k := range []string{"messages", "format", "system", "force", "output", "summarizer"} {
+	for _, k := range []string{"messages", "format", "system", "force", "output", "summarizer", "focus"} {
 		if v, ok := st.q.params[k]; ok {
 			p[k] = v
 		}
@@ -359,28 +359,21 @@ func (st *sessionStep) compactParams(rangeID string) (params, error) {
 	return p, nil
 }
 
-// summaryExtra is what a compress event adds to the summary request: its focus
-// topic and the memory provider's context.
+// summaryExtra is what a compress event adds to the summary request beside the
+// compaction's own guidance (its instructions and focus): the memory provider's
+// context.
 func (st *sessionStep) summaryExtra() (string, error) {
-	var b strings.Builder
-	for _, k := range []string{"focus", "memory_context"} {
-		v := st.q.params.Get(k)
-		if !v.Exists() || v.Type == gjson.Null {
-			continue
-		}
-		if v.Type != gjson.String {
-			return "", errorf(CodeInvalidRequest, "/"+k, "%s must be a string", k)
-		}
-		if strings.TrimSpace(v.Str) == "" {
-			continue
-		}
-		if k == "focus" {
-			b.WriteString("\n\nFocus topic: give priority to everything about " + v.Str + ".")
-		} else {
-			b.WriteString("\n\nContext from the memory provider (use it, do not repeat it verbatim):\n" + v.Str)
-		}
+	v := st.q.params.Get("memory_context")
+	if !v.Exists() || v.Type == gjson.Null {
+		return "", nil
 	}
-	return b.String(), nil
+	if v.Type != gjson.String {
+		return "", errorf(CodeInvalidRequest, "/memory_context", "memory_context must be a string")
+	}
+	if strings.TrimSpace(v.Str) == "" {
+		return "", nil
+	}
+	return "\n\nContext from the memory provider (use it, do not repeat it verbatim):\n" + v.Str, nil
 }
 
 func (st *sessionStep) compressBegin(rangeID string) ([]byte, error) {
@@ -401,7 +394,7 @@ func (st *sessionStep) compressBegin(rangeID string) ([]byte, error) {
 		return st.compressDone(rangeID, r, o)
 	}
 	ask := buildSummaryRequest(r.msgs, pl, r.cfg.Compression)
-	ask.extra = extra
+	ask.extra += extra
 	state := r.stateFor(pl)
 	if st.q.owned {
 		keepPending(p, len(st.q.Whole().Raw), state, r, pl)

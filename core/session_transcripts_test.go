@@ -93,6 +93,12 @@ func sessionScripts() []scriptTranscript {
 			[]scriptStep{{EventCompress, map[string]any{"messages": small, "force": true}, []any{ok("   ")}}}},
 		{"compress-focus-and-memory", "divergence 4: the focus topic and the memory context are added to the summary request by the core", tinyWindow,
 			[]scriptStep{{EventCompress, map[string]any{"messages": small, "force": true, "focus": "the lexer's tokens", "memory_context": "The user prefers pytest."}, []any{ok(summary)}}}},
+		{"compress-instructions-and-focus", "steering: the config's compression.instructions and the event's focus reach the summary request; the builtin summary keeps a Focus section",
+			map[string]any{"model": map[string]any{"context_length": 2000}, "compression": map[string]any{"protect_last_n": 4, "instructions": "Keep every file path."}},
+			[]scriptStep{
+				{EventCompress, map[string]any{"messages": small, "force": true, "focus": "parser_3"}, []any{ok(summary)}},
+				{EventCompress, map[string]any{"messages": small, "force": true, "focus": "parser_3", "summarizer": "builtin"}, nil},
+			}},
 		{"compress-builtin-below-threshold", "the builtin summarizer asks for nothing; a compaction below the threshold records its report without compacting", tinyWindow,
 			[]scriptStep{
 				{EventCompress, map[string]any{"messages": small, "force": true, "summarizer": "builtin", "output": "refs"}, nil},
@@ -290,6 +296,12 @@ func TestSessionTranscriptsSayWhatTheyCover(t *testing.T) {
 	fm := string(by["compress-focus-and-memory"].Steps[0].Effects[0].Effect)
 	require.Contains(t, fm, `Focus topic: give priority to everything about the lexer's tokens.`)
 	require.Contains(t, fm, `Context from the memory provider (use it, do not repeat it verbatim):\nThe user prefers pytest.`)
+	// Steering: instructions and focus in the request, a Focus section in the builtin summary.
+	steer := by["compress-instructions-and-focus"]
+	ask := string(steer.Steps[0].Effects[0].Effect)
+	require.Contains(t, ask, `Standing instructions for every summary (follow them):\nKeep every file path.\n\nFocus topic: give priority to everything about parser_3.`)
+	builtin, _ := json.Marshal(steer.Steps[1].End["result"])
+	require.Contains(t, string(builtin), `## Focus: parser_3\n- #9 assistant: call read_file(path=\"src/parser_3.py\")`)
 	// 5 and the timeout: fallbacks with their codes.
 	for name, code := range map[string]string{"compress-summary-contract": "empty", "compress-summarizer-timeout": "timeout"} {
 		res := by[name].Steps[0].End["result"].(map[string]any)["report"].(map[string]any)

@@ -99,8 +99,8 @@ type summaryAsk struct {
 	// buffered nor copied.
 	writePrompt func(dst []byte) []byte
 	prompt      []byte
-	// extra is text added after the prompt: a session's focus topic and memory
-	// context (session.run's compress).
+	// extra is text added after the prompt: the config's instructions, the focus,
+	// and a session's memory context (session.run's compress).
 	extra string
 }
 
@@ -119,7 +119,8 @@ func (e *escapedText) raw(body string) { e.b = jsonraw.AppendRawBody(e.b, body) 
 func buildSummaryRequest(msgs []message, p plan, cc CompressionConfig) summaryAsk {
 	prev, prevIdx := previousSummary(msgs, p.headEnd, p.tailStart)
 	window := summarizerWindow(p, cc)
-	req := summaryAsk{iterative: prev != "", middle: IndexRange{From: p.headEnd, To: p.tailStart}}
+	req := summaryAsk{iterative: prev != "", middle: IndexRange{From: p.headEnd, To: p.tailStart},
+		extra: summaryGuidance(cc.Instructions, p.focus)}
 	req.targetTokens, req.maxTokens = summaryAskSize(p, cc)
 	// Characters the serialized turns may use: the window less the answer, the
 	// template and the previous summary, at ~4 characters per token.
