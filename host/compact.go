@@ -72,6 +72,10 @@ type CompactRequest struct {
 	// this compaction as: the summary message then ends with the lines that name
 	// it (docs/RECALL.md).
 	ArchiveID string
+	// Focus is what to keep in detail (at most 1,000 bytes; docs/STEERING.md): the
+	// summary request asks for it, and the builtin summary and the facts index
+	// put what matches it first.
+	Focus string
 }
 
 // CompactOptions are the optional parameters of Compact.
@@ -99,6 +103,8 @@ type CompactOptions struct {
 	Format Format
 	// System is CompactRequest.System: the Anthropic top-level system prompt.
 	System json.RawMessage
+	// Focus is CompactRequest.Focus: what to keep in detail.
+	Focus string
 }
 
 // CompactAnswer is what compact.finish adds to the CompactRequest of the
@@ -230,7 +236,7 @@ func (e *Engine) Compact(ctx context.Context, messages, cfg json.RawMessage, sum
 	}
 	req := CompactRequest{Messages: messages, Format: opts.Format, System: opts.System, Config: cfg,
 		Force: opts.Force, PromptTokens: opts.PromptTokens, Summarizer: core.SummarizerHost,
-		Output: opts.Output, ArchiveID: opts.ArchiveID}
+		Output: opts.Output, ArchiveID: opts.ArchiveID, Focus: opts.Focus}
 	// Output "messages": the core answers with refs, and the messages are put back
 	// here from the input (refs.go).
 	refs := opts.Output == "" || opts.Output == "messages"
@@ -373,7 +379,7 @@ func (req CompactRequest) params(op string) *request {
 	return newRequest(op).str("format", string(req.Format)).raw("system", req.System).raw("config", req.Config).
 		flag("force", req.Force).num("prompt_tokens", req.PromptTokens).
 		str("summarizer", string(req.Summarizer)).str("output", req.Output).str("ticket", req.Ticket).
-		str("archive_id", req.ArchiveID)
+		str("archive_id", req.ArchiveID).str("focus", req.Focus)
 }
 
 // mustString is s as a JSON string value (even when empty).

@@ -199,6 +199,8 @@ export interface CompressionConfig {
   hygiene_threshold?: number;
   /** The summarizer model's window in tokens; 0 = the main model's (default 0). */
   summary_context_length?: number;
+  /** Standing guidance added to every summary request, at most 8,000 bytes (default none; docs/STEERING.md). */
+  instructions?: string;
   /** Opt in to OpenAI server-side compaction (gpt-5.6 family on api.openai.com or the ChatGPT Codex backend) (default false). */
   codex_responses_native?: boolean;
   /** Its compact_threshold, clamped to threshold_tokens − 8192 (default 200000). */
@@ -903,6 +905,8 @@ export interface CompactOptions {
   format?: Format;
   /** Anthropic layout: the top-level system prompt (it counts as the first head message and gets the compaction note). */
   system?: string | ContentPart[] | GeminiSystemInstruction;
+  /** What to keep in detail (at most 1,000 bytes): the summary request asks for it; the built-in summary and the facts index put what matches it first (docs/STEERING.md). */
+  focus?: string;
   /** How long the summarizer may take, in ms (default 120000; Infinity: no limit). Past it, the fallback summary is used (fallback_code "timeout"). */
   timeoutMs?: number;
   /** Cancels the call: compact rejects with `signal.reason` and sends nothing more to the core. */

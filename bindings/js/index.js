@@ -53,7 +53,7 @@ const CONFIG = [T.object];
 const CREATE_OPTIONS = { wasm: [T.any], config: CONFIG, debug: [T.function], maxInstanceMemory: [T.count], vocabularies: [T.object] };
 const COMPACT_OPTIONS = {
   summarize: [T.function], force: [T.boolean], config: CONFIG, promptTokens: [T.count],
-  format: [T.string], system: [T.system], timeoutMs: [T.positiveMs, "timeout"], signal: [T.signal],
+  format: [T.string], system: [T.system], focus: [T.string], timeoutMs: [T.positiveMs, "timeout"], signal: [T.signal],
 };
 const SHOULD_COMPRESS_OPTIONS = { config: CONFIG, lastCompactionTokens: [T.count] };
 const HYGIENE_OPTIONS = { config: CONFIG, promptTokens: [T.count] };
@@ -493,7 +493,7 @@ export class Compactor {
     // The same fields for begin and finish; the messages serialized and encoded once.
     // The ticket names this compaction, so that finish may leave the messages out.
     const params = `${configJSON === undefined ? "" : `,"config":${configJSON}`}${field("force", o.force)}` +
-      `${field("prompt_tokens", o.promptTokens)}${field("format", o.format)}` +
+      `${field("prompt_tokens", o.promptTokens)}${field("format", o.format)}${field("focus", o.focus)}` +
       `${systemField(o.system)},"output":"refs"${summarize ? field("ticket", newTicket()) : ""}`;
     const encoded = utf8(messagesJSON(messages));
     const withMessages = [`${params},"messages":`, encoded, "}"];

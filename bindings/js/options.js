@@ -66,7 +66,7 @@ export const T = {
 const CONFIG_KEYS = {
   compression: ["enabled", "threshold", "model_thresholds", "target_ratio", "tail_mode", "prune_first", "protect_first_n",
     "protect_last_n", "min_tail_user_messages", "codex_gpt55_autoraise", "small_context_floor",
-    "small_context_limit", "hygiene_threshold", "summary_context_length", "codex_responses_native",
+    "small_context_limit", "hygiene_threshold", "summary_context_length", "instructions", "codex_responses_native",
     "codex_responses_compact_threshold", "codex_app_server_auto", "codex_gpt55_autoraise_notice", "anthropic_native",
     "anthropic_compact_instructions"],
   prompt_caching: ["cache_ttl"],

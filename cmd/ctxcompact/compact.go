@@ -35,7 +35,7 @@ func init() {
 // added. This output is a stable interface.
 func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := commandFlags("compact", stderr,
-		"usage: ctxcompact compact FILE [--format NAME] [--if-needed] [--context-length N] [--model NAME] [--config FILE] [--wasm [--no-cache]] [--summarizer-url URL [--summarizer-api API] [--summarizer-model NAME] [--summarizer-timeout D]]",
+		"usage: ctxcompact compact FILE [--format NAME] [--if-needed] [--context-length N] [--model NAME] [--config FILE] [--focus TEXT] [--instructions TEXT] [--wasm [--no-cache]] [--summarizer-url URL [--summarizer-api API] [--summarizer-model NAME] [--summarizer-timeout D]]",
 		"FILE holds {\"messages\": [...], \"system\"?: ..., \"config\"?: {...}} or a bare array; - reads stdin.",
 		"compact always compacts (force), even under the threshold; --if-needed compacts only when the",
 		"estimate reaches the threshold, as the op's trigger does, and otherwise prints FILE's messages unchanged.")
@@ -43,6 +43,8 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	contextLength := fs.Int("context-length", 0, "the model's context window in tokens, > 0 (default: config, else 200000)")
 	model := fs.String("model", "", "model name, for per-model thresholds and the auto encoding")
 	configFile := fs.String("config", "", "a JSON file with the config object (compression, model, tokens, prompt_caching); - reads stdin")
+	focus := fs.String("focus", "", "what to keep in detail (at most 1,000 bytes): the summarizer is asked for it, the built-in summary and the facts index put what matches it first")
+	instructions := fs.String("instructions", "", "standing guidance for the summary, sets config compression.instructions (at most 8,000 bytes)")
 	useWasm := fs.Bool("wasm", false, "run the embedded WebAssembly module on wazero instead of the native core (same output)")
 	noCache := fs.Bool("no-cache", false, "with --wasm, compile the module without the on-disk compilation cache")
 	endpoint := fs.String("summarizer-url", "", "the base URL (http or https) of an LLM API to write the summary (https://api.openai.com/v1, any OpenAI-compatible server, https://api.anthropic.com); key from CTXCOMPACT_API_KEY, else OPENAI_API_KEY or ANTHROPIC_API_KEY (default: the built-in summarizer, no network)")
@@ -87,11 +89,19 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	if *instructions != "" {
+		if cfg, err = sjson.SetBytes(cfg, "compression.instructions", *instructions); err != nil {
+			return fmt.Errorf("ctxcompact compact: --instructions: %w", err)
+		}
+	}
 	summarizer := "builtin"
 	if *endpoint != "" {
 		summarizer = "host"
 	}
 	params := compactParams(!*ifNeeded, summarizer, cfg, conv.format, conv.system, conv.messages)
+	if *focus != "" { // compact.begin's focus, before the other params
+		params = append(append(appendJSONString([]byte(`{"focus":`), *focus), ','), params[1:]...)
+	}
 	call := callerFor(*useWasm, !*noCache, stderr)
 	res, err := opResult(call, "compact.begin", params)
 	if err != nil {

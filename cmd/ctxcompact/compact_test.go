@@ -177,3 +177,32 @@ func TestCompactReadsTheLastOfRepeatedKeys(t *testing.T) {
 	require.True(t, res.Report.Compacted, "the last config's 32K window: %s", errOut)
 	require.Equal(t, 24_000, res.Report.ThresholdTokens)
 }
+
+// TestCompactFocusAndInstructions: --focus reaches compact.begin (the built-in
+// summary keeps a Focus section, natively and with --wasm alike) and
+// --instructions sets compression.instructions, checked by the core.
+func TestCompactFocusAndInstructions(t *testing.T) {
+	var msgs []map[string]any
+	msgs = append(msgs, map[string]any{"role": "system", "content": "You are a coding agent."}, map[string]any{"role": "user", "content": "Fix the failing tests."})
+	for i, topic := range []string{"parser", "ledger", "cache", "router", "auth"} {
+		id := fmt.Sprintf("c%d", i)
+		msgs = append(msgs,
+			map[string]any{"role": "assistant", "content": "Reading " + topic + ".", "tool_calls": []any{map[string]any{"id": id, "type": "function",
+				"function": map[string]any{"name": "read_file", "arguments": `{"path":"src/` + topic + `.py"}`}}}},
+			map[string]any{"role": "tool", "tool_call_id": id, "content": strings.Repeat("# "+topic+" code\n", 80)})
+	}
+	msgs = append(msgs, map[string]any{"role": "assistant", "content": "Done reading."}, map[string]any{"role": "user", "content": "Fix it."})
+	b, err := json.Marshal(msgs)
+	require.NoError(t, err)
+	conv := cliTempFile(t, "conv.json", string(b))
+	code, native, errOut := cliRun(t, "", "compact", conv, "--context-length", "3000", "--focus", "the ledger", "--instructions", "Keep every path.")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, native, `## Focus: the ledger\n- #`)
+	require.Contains(t, native, `src/ledger.py`)
+	code, wasm, errOut := cliRun(t, "", "compact", conv, "--context-length", "3000", "--focus", "the ledger", "--instructions", "Keep every path.", "--wasm")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, native, wasm)
+	code, _, errOut = cliRun(t, "", "compact", conv, "--instructions", strings.Repeat("x", 8001))
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "/config/compression/instructions")
+}

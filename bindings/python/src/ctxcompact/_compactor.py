@@ -247,7 +247,7 @@ def _own_trim(msgs: List[Message], r: Dict[str, Any], replaced: bool) -> None:
         w["original"] = msgs[w["index"]]
 
 
-_COMPACT_OPTIONS = ("messages", "summarize", "force", "prompt_tokens", "config", "system", "format", "timeout")
+_COMPACT_OPTIONS = ("messages", "summarize", "force", "prompt_tokens", "config", "system", "format", "focus", "timeout")
 #: At most this many merged per-call configs are remembered per Compactor.
 _MERGE_MEMO = 64
 
@@ -700,6 +700,7 @@ class Compactor:
         format: Any,
         timeout: Any,
         archive_id: Optional[str] = None,
+        focus: Any = None,
     ) -> Tuple[List[Message], bytes, List[Tuple[bytes, bytes]], bytes, Optional[float]]:
         """Check the options (no coercion) and build the compact.begin envelope:
         (messages, their JSON, the params shared by begin and finish, the begin
@@ -708,6 +709,7 @@ class Compactor:
         force = check_bool("force", force)
         pt = check_opt_int("prompt_tokens", prompt_tokens)
         fmt = check_opt_str("format", format)
+        foc = check_opt_str("focus", focus)
         to = check_timeout("timeout", timeout)
         msgs, mj = _messages_json(messages)
         host = summarize is not None
@@ -724,6 +726,8 @@ class Compactor:
             parts.append((b"system", dumps_at(system, "invalid_messages", "/system", "system")))
         if fmt is not None:
             parts.append((b"format", dumps(fmt)))
+        if foc is not None:
+            parts.append((b"focus", dumps(foc)))
         if archive_id is not None:  # lossless recall: the summary names its range
             parts.append((b"archive_id", dumps(archive_id)))
         if host:  # finish may then leave out the messages (see _finish_env)
@@ -791,6 +795,7 @@ class Compactor:
         config: Optional[Config] = None,
         system: Any = None,
         format: Optional[Format] = None,
+        focus: Optional[str] = None,
         timeout: Optional[float] = DEFAULT_TIMEOUT,
         **unknown: NoReturn,
     ) -> CompactResult:
@@ -815,9 +820,12 @@ class Compactor:
         preferred over the estimate. ``config`` is merged over the Compactor's. For
         the Anthropic Messages layout pass the top-level ``system`` (and ``format=
         "anthropic"``, else detected): the result's ``system`` carries the note.
+        ``focus`` is what to keep in detail (at most 1,000 bytes): the summary
+        request asks for it, and the builtin summary and the facts index put what
+        matches it first (docs/STEERING.md).
         """
         reject_unknown("compact", unknown, _COMPACT_OPTIONS)
-        return self._compact(messages, summarize, force, prompt_tokens, self._cfg(config), system, format, timeout)
+        return self._compact(messages, summarize, force, prompt_tokens, self._cfg(config), system, format, timeout, focus=focus)
 
     def _compact(
         self,
@@ -830,11 +838,12 @@ class Compactor:
         format: Any = None,
         timeout: Any = DEFAULT_TIMEOUT,
         archive_id: Optional[str] = None,
+        focus: Any = None,
     ) -> CompactResult:
         """compact with the config JSON as given (the engine passes its state's, and
         in lossless mode the ``archive_id`` of compact.begin/finish)."""
         msgs, mj, parts, env, to = self._begin(
-            messages, summarize, force, prompt_tokens, config_json, system, format, timeout, archive_id
+            messages, summarize, force, prompt_tokens, config_json, system, format, timeout, archive_id, focus
         )
         r = parse_response(self._p().call(env))
         if r.get("done"):
@@ -852,6 +861,7 @@ class Compactor:
         config: Optional[Config] = None,
         system: Any = None,
         format: Optional[Format] = None,
+        focus: Optional[str] = None,
         timeout: Optional[float] = DEFAULT_TIMEOUT,
         **unknown: NoReturn,
     ) -> CompactResult:
@@ -869,7 +879,7 @@ class Compactor:
         ones run inline. No instance is held while the summarizer is awaited."""
         reject_unknown("acompact", unknown, _COMPACT_OPTIONS)
         msgs, mj, parts, env, to = self._begin(
-            messages, summarize, force, prompt_tokens, self._cfg(config), system, format, timeout
+            messages, summarize, force, prompt_tokens, self._cfg(config), system, format, timeout, focus=focus
         )
         r = await self._arun_env(env)
         if r.get("done"):

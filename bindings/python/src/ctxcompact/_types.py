@@ -161,6 +161,9 @@ class CompressionConfig(TypedDict, total=False):
     small_context_limit: int
     hygiene_threshold: float
     summary_context_length: int
+    #: standing guidance added to every summary request (at most 8,000 bytes;
+    #: docs/STEERING.md).
+    instructions: str
     #: provider-native compaction (issue 16, docs/OPS.md "native.*"): opt in to
     #: OpenAI server-side compaction (gpt-5.6 family on api.openai.com or the Codex
     #: backend) and its configured threshold (default 200000).

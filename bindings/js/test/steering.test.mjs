@@ -1,0 +1,48 @@
+// Steering a compaction: the config's compression.instructions and compact()'s focus
+// reach the summarizer's request, and the built-in summary keeps what matches the
+// focus first (docs/STEERING.md).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { CompactError, Compactor } from "../index.js";
+
+/** A coding session whose middle reads five modules, one of them the ledger. */
+function conversation() {
+  const msgs = [{ role: "system", content: "You are a coding agent." }, { role: "user", content: "Fix the failing tests." }];
+  ["parser", "ledger", "cache", "router", "auth"].forEach((topic, i) => {
+    msgs.push(
+      { role: "assistant", content: `Reading ${topic}.`, tool_calls: [{ id: `c${i}`, type: "function", function: { name: "read_file", arguments: `{"path":"src/${topic}.py"}` } }] },
+      { role: "tool", tool_call_id: `c${i}`, content: `# ${topic} code\n`.repeat(80) });
+  });
+  msgs.push({ role: "assistant", content: "Done reading." }, { role: "user", content: "Fix it." });
+  return msgs;
+}
+
+const config = { model: { context_length: 3000 }, compression: { instructions: "Keep every file path." } };
+
+test("compact() sends the instructions and the focus to the summarizer", async () => {
+  const c = await Compactor.create({ config });
+  let asked;
+  const res = await c.compact(conversation(), { force: true, focus: "the ledger module", summarize: (req) => { asked = req; return "## Goal\nFix the tests."; } });
+  assert.equal(res.report.compacted, true);
+  const prompt = asked.messages[1].content;
+  assert.ok(prompt.includes("Standing instructions for every summary (follow them):\nKeep every file path."), prompt.slice(-300));
+  assert.ok(prompt.endsWith("Focus topic: give priority to everything about the ledger module."), prompt.slice(-300));
+});
+
+test("the built-in summary keeps a Focus section of what matches it", async () => {
+  const c = await Compactor.create({ config });
+  const res = await c.compact(conversation(), { force: true, focus: "ledger" });
+  const summary = res.messages[res.report.head_end].content;
+  const focus = summary.split("## Focus: ledger\n")[1]?.split("\n\n")[0];
+  assert.ok(focus, summary);
+  assert.match(focus, /^- #\d+ assistant: call read_file\(path="src\/ledger\.py"\)$/m);
+  assert.ok(focus.split("\n").every((l) => /ledger/i.test(l)), focus);
+});
+
+test("a focus over 1,000 bytes, or instructions over 8,000, are refused with their path", async () => {
+  const c = await Compactor.create();
+  await assert.rejects(c.compact(conversation(), { force: true, focus: "x".repeat(1001) }),
+    (e) => e instanceof CompactError && e.code === "invalid_request" && e.path === "/focus");
+  await assert.rejects(Compactor.create({ config: { compression: { instructions: "x".repeat(8001) } } }),
+    (e) => e instanceof CompactError && e.code === "invalid_config" && e.path === "/config/compression/instructions");
+});

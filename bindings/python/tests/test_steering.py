@@ -1,0 +1,62 @@
+"""Steering a compaction: the config's compression.instructions and compact()'s
+focus reach the summarizer's request, and the built-in summary keeps what matches
+the focus first (docs/STEERING.md)."""
+
+import asyncio
+import re
+
+import pytest
+
+from ctxcompact import CompactError, Compactor
+
+CONFIG = {"model": {"context_length": 3000}, "compression": {"instructions": "Keep every file path."}}
+
+
+def conversation():
+    msgs = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix the failing tests."}]
+    for i, topic in enumerate(["parser", "ledger", "cache", "router", "auth"]):
+        msgs.append({"role": "assistant", "content": f"Reading {topic}.", "tool_calls": [
+            {"id": f"c{i}", "type": "function", "function": {"name": "read_file", "arguments": f'{{"path":"src/{topic}.py"}}'}}]})
+        msgs.append({"role": "tool", "tool_call_id": f"c{i}", "content": f"# {topic} code\n" * 80})
+    msgs += [{"role": "assistant", "content": "Done reading."}, {"role": "user", "content": "Fix it."}]
+    return msgs
+
+
+def test_compact_sends_instructions_and_focus():
+    asked = []
+
+    def summarize(req):
+        asked.append(req)
+        return "## Goal\nFix the tests."
+
+    res = Compactor(config=CONFIG).compact(conversation(), summarize, force=True, focus="the ledger module")
+    assert res.report["compacted"]
+    prompt = asked[0]["messages"][1]["content"]
+    assert "Standing instructions for every summary (follow them):\nKeep every file path." in prompt
+    assert prompt.endswith("Focus topic: give priority to everything about the ledger module.")
+
+
+def test_acompact_takes_the_focus():
+    async def summarize(req):
+        return req["messages"][1]["content"][-80:]
+
+    res = asyncio.run(Compactor(config=CONFIG).acompact(conversation(), summarize, force=True, focus="ledger"))
+    summary = res.messages[res.report["head_end"]]["content"]
+    assert "give priority to everything about ledger." in summary
+
+
+def test_builtin_summary_keeps_a_focus_section():
+    res = Compactor(config=CONFIG).compact(conversation(), force=True, focus="ledger")
+    summary = res.messages[res.report["head_end"]]["content"]
+    section = summary.split("## Focus: ledger\n", 1)[1].split("\n\n", 1)[0]
+    assert re.search(r'^- #\d+ assistant: call read_file\(path="src/ledger\.py"\)$', section, re.M), section
+    assert all("ledger" in line.lower() for line in section.splitlines()), section
+
+
+def test_bad_focus_and_instructions_are_refused():
+    with pytest.raises(CompactError) as e:
+        Compactor().compact(conversation(), force=True, focus="x" * 1001)
+    assert (e.value.code, e.value.path) == ("invalid_request", "/focus")
+    with pytest.raises(CompactError) as e:
+        Compactor(config={"compression": {"instructions": "x" * 8001}})
+    assert (e.value.code, e.value.path) == ("invalid_config", "/config/compression/instructions")

@@ -1,0 +1,61 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/ctxcompact/ctxcompact/core"
+)
+
+// steeringConversation is a short coding session whose middle names a ledger
+// module among others, for the focus tests.
+func steeringConversation() json.RawMessage {
+	msgs := []map[string]any{{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix the failing tests."}}
+	for i, topic := range []string{"parser", "ledger", "cache", "router", "auth", "logging"} {
+		id := "c" + string(rune('0'+i))
+		msgs = append(msgs,
+			map[string]any{"role": "assistant", "content": "Looking at the " + topic + " module.", "tool_calls": []any{map[string]any{"id": id, "type": "function",
+				"function": map[string]any{"name": "read_file", "arguments": `{"path":"src/` + topic + `.py"}`}}}},
+			map[string]any{"role": "tool", "tool_call_id": id, "content": strings.Repeat("# "+topic+" code line\n", 60)})
+	}
+	msgs = append(msgs, map[string]any{"role": "assistant", "content": "Read them all."}, map[string]any{"role": "user", "content": "Now fix it."})
+	b, _ := json.Marshal(msgs)
+	return b
+}
+
+// TestCompactFocusAndInstructions: through the module (Compact's Focus, the
+// config's compression.instructions) and natively (core.Compact), the summarizer
+// is asked for both, and the builtin summary keeps what matches the focus first.
+func TestCompactFocusAndInstructions(t *testing.T) {
+	ctx := context.Background()
+	e := sharedEngine(t)
+	msgs := steeringConversation()
+	cfg := json.RawMessage(`{"model":{"context_length":3000},"compression":{"instructions":"Keep every file path."}}`)
+	var asked core.SummaryRequest
+	res, err := e.Compact(ctx, msgs, cfg, func(_ context.Context, r core.SummaryRequest) (string, error) {
+		asked = r
+		return "## Goal\nFix the failing tests.", nil
+	}, CompactOptions{Force: true, Focus: "the ledger module"})
+	if err != nil || !res.Report.Compacted {
+		t.Fatalf("Compact: %v, %+v", err, res.Report)
+	}
+	prompt := asked.Messages[1].Content
+	if !strings.Contains(prompt, "Standing instructions for every summary (follow them):\nKeep every file path.") ||
+		!strings.HasSuffix(prompt, "Focus topic: give priority to everything about the ledger module.") {
+		t.Fatalf("the summary request lacks the instructions or the focus: ...%s", prompt[max(0, len(prompt)-300):])
+	}
+	builtin, err := core.Compact(msgs, core.CompactOptions{Config: cfg, Force: true, Focus: "ledger"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var summary struct{ Content string }
+	_ = json.Unmarshal(builtin.Messages[builtin.Report.HeadEnd], &summary)
+	if !strings.Contains(summary.Content, "## Focus: ledger\n- #") || !strings.Contains(summary.Content, "src/ledger.py") {
+		t.Fatalf("the builtin summary keeps no Focus section naming src/ledger.py:\n%s", summary.Content)
+	}
+	if _, err := e.Compact(ctx, msgs, cfg, nil, CompactOptions{Force: true, Focus: strings.Repeat("x", 1001)}); !isCode(err, core.CodeInvalidRequest, "/focus") {
+		t.Fatalf("a 1,001-byte focus: %v, want invalid_request at /focus", err)
+	}
+}
