@@ -275,14 +275,14 @@ func mergedUserText(m *message) string {
 
 // summaryParts are the sections of an extractive summary, as lines.
 type summaryParts struct {
-	goal                                                   string
-	requests, progress, decisions, files, calls, errors    []string
-	other                                                  []string // verbatim lines of sections this builder does not know
-	next, critical                                         string
+	goal                                                string
+	requests, progress, decisions, files, calls, errors []string
+	other                                               []string // verbatim lines of sections this builder does not know
+	next, critical                                      string
 	// focusTitle and focus are the Focus section: what the turns said of the
 	// request's focus, which goes last when the summary is over budget.
-	focusTitle string
-	focus      []string
+	focusTitle                                             string
+	focus                                                  []string
 	droppedRequests, droppedFiles, droppedCalls, droppedEr int
 }
 
