@@ -40,6 +40,9 @@ type EngineState struct {
 	// Native is the session of provider-native compaction (native.go), kept here by
 	// a context engine; omitted until the engine first uses it.
 	Native *NativeSession `json:"native,omitempty"`
+	// Requested is a compaction the agent asked for (compact_now), until the next
+	// compaction is recorded.
+	Requested *CompactionRequest `json:"compaction_requested,omitempty"`
 }
 
 // EngineCompaction is what the engine keeps of a compaction's report.
@@ -50,6 +53,11 @@ type EngineCompaction struct {
 	TokensAfter  int          `json:"tokens_after"`
 	FallbackUsed bool         `json:"fallback_used"`
 	FallbackCode FallbackCode `json:"fallback_code"`
+	// TokensBefore, Summarized and Pruned (the tool outputs it pruned) say what it
+	// took, for context_status.
+	TokensBefore int         `json:"tokens_before,omitempty"`
+	Summarized   *IndexRange `json:"summarized,omitempty"`
+	Pruned       int         `json:"pruned,omitempty"`
 }
 
 // EngineStatus is what a context engine's get_status returns, and where the
@@ -72,6 +80,8 @@ type EngineStatus struct {
 	LastCompactionFits   *bool         `json:"last_compaction_fits"`
 	LastFallbackUsed     *bool         `json:"last_fallback_used"`
 	LastFallbackCode     *FallbackCode `json:"last_fallback_code"`
+	// CompactionRequested is true while a compact_now waits for the next compaction.
+	CompactionRequested bool `json:"compaction_requested"`
 }
 
 // Usage is the API-reported usage of one LLM call, normalised.
@@ -111,6 +121,7 @@ func (s EngineState) Status() EngineStatus {
 	if c := s.LastCompaction; c != nil {
 		st.LastCompactionFits, st.LastFallbackUsed, st.LastFallbackCode = &c.Fits, &c.FallbackUsed, &c.FallbackCode
 	}
+	st.CompactionRequested = s.Requested != nil
 	return st
 }
 
@@ -134,7 +145,11 @@ func (s EngineState) ShouldCompress(promptTokens int) ShouldCompressResult {
 	if s.BreakerTokens != nil {
 		breaker = *s.BreakerTokens
 	}
-	return ShouldCompress(cfg, promptTokens, breaker)
+	r := ShouldCompress(cfg, promptTokens, breaker)
+	if s.Requested != nil && cfg.Compression.Enabled {
+		r.ShouldCompress, r.Reason = true, ReasonRequested
+	}
+	return r
 }
 
 // RecordCompaction records a compaction's report. A compaction that did not fit
@@ -155,7 +170,9 @@ func (s *EngineState) RecordCompaction(r Report) {
 		s.BreakerTokens = &after
 	}
 	s.LastCompaction = &EngineCompaction{Compacted: r.Compacted, Reason: r.Reason, Fits: r.Fits,
-		TokensAfter: r.TokensAfter, FallbackUsed: r.FallbackUsed, FallbackCode: r.FallbackCode}
+		TokensAfter: r.TokensAfter, FallbackUsed: r.FallbackUsed, FallbackCode: r.FallbackCode,
+		TokensBefore: r.TokensBefore, Summarized: r.Summarized, Pruned: len(r.Pruned)}
+	s.Requested = nil // a compaction ran, whether or not it was the one asked for
 }
 
 // ModelUpdate is a model switch (or a fallback to another model).

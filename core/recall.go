@@ -45,10 +45,13 @@ const (
 	RecallMaxTermChars  = 1000
 )
 
-var recallToolDefs = []struct {
+// toolDef is a tool given to the agent: its name, description and JSON schema.
+type toolDef struct {
 	name, description string
 	parameters        string
-}{
+}
+
+var recallToolDefs = []toolDef{
 	{ToolContextSearch,
 		"Search the archived part of this conversation: the original messages and tool outputs that earlier compactions summarized, and the summaries themselves. Every word (or \"quoted phrase\") must appear, as a case-insensitive substring, so file paths and identifiers such as src/app.py or foo.bar match literally. Hits come newest first, each with an id to pass to context_expand.",
 		`{"type":"object","properties":{"query":{"type":"string","description":"Words, paths or identifiers to find; \"quote\" a phrase to find it as one piece."},"limit":{"type":"integer","minimum":1,"maximum":50,"description":"How many hits to return (default 10, at most 50)."}},"required":["query"],"additionalProperties":false}`},
@@ -66,8 +69,18 @@ func opRecallTools(req opRequest) ([]byte, error) {
 		}
 		format = v.Str
 	}
-	b := []byte(`{"tools":[`)
-	for i, t := range recallToolDefs {
+	b, err := appendToolSchemas([]byte(`{"tools":`), format, recallToolDefs)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '}'), nil
+}
+
+// appendToolSchemas appends the JSON array of defs in the shape of format
+// (openai, responses or anthropic).
+func appendToolSchemas(b []byte, format string, defs []toolDef) ([]byte, error) {
+	b = append(b, '[')
+	for i, t := range defs {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -94,7 +107,7 @@ func opRecallTools(req opRequest) ([]byte, error) {
 			return nil, errorf(CodeInvalidRequest, "/format", "format must be openai, responses or anthropic, got %q", format)
 		}
 	}
-	return append(b, "]}"...), nil
+	return append(b, ']'), nil
 }
 
 // RecallRange is one archived range: what one compaction summarized.

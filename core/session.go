@@ -31,6 +31,7 @@ const (
 	EventUpdateModel    = "update_model"
 	EventReset          = "reset"
 	EventStatus         = "status"
+	EventTools          = "tools"
 	EventPrepare        = "prepare"
 	EventObserveResp    = "observe_response"
 	EventObserveError   = "observe_error"
@@ -59,6 +60,7 @@ var sessionFields = map[string][]string{
 	EventUpdateModel:    {"model", "context_length", "provider", "base_url", "api_mode"},
 	EventReset:          {},
 	EventStatus:         {},
+	EventTools:          {"format"},
 	EventPrepare:        {"body", "tokens", "manual"},
 	EventObserveResp:    {"response"},
 	EventObserveError:   {"status", "body"},
@@ -353,6 +355,12 @@ func (st *sessionStep) compactParams(rangeID string) (params, error) {
 	if prompt > 0 {
 		p["prompt_tokens"] = gjson.Parse(strconv.Itoa(prompt))
 	}
+	if rq := st.state.Requested; rq != nil { // the agent asked for it (compact_now)
+		p["force"] = gjson.Parse("true")
+		if _, given := p["focus"]; !given && rq.Focus != "" {
+			p["focus"] = gjson.Parse(string(mustMarshal(rq.Focus)))
+		}
+	}
 	if rangeID != "" {
 		p["archive_id"] = gjson.Parse(string(mustMarshal(rangeID)))
 	}
@@ -468,7 +476,7 @@ func (st *sessionStep) compressDone(rangeID string, r *compactRequest, o *compac
 
 // noToolsAnswer is a tool call's answer in a session without tools.
 func noToolsAnswer(name string) string {
-	return string(mustMarshal(map[string]string{"error": "unknown tool " + string(mustMarshal(name)) + ": this context engine has no tools (context.engine is compressor)"}))
+	return toolError("unknown tool " + string(mustMarshal(name)) + ": this context engine's tools are context_status and compact_now (context.engine is compressor)")
 }
 
 func (st *sessionStep) toolCall() ([]byte, error) {
@@ -477,6 +485,9 @@ func (st *sessionStep) toolCall() ([]byte, error) {
 		name := st.q.Field("name")
 		if name.Type != gjson.String {
 			return nil, errorf(CodeInvalidRequest, "/name", "name must be the tool's name, a string")
+		}
+		if isContextTool(name.Str) {
+			return answer(contextToolAnswer(&st.state, name.Str, st.q.Field("arguments")))
 		}
 		if !st.lossless() {
 			return answer(noToolsAnswer(name.Str))
@@ -541,6 +552,29 @@ var sessionSteps = map[string]func(s *EngineState, req opRequest) (map[string]an
 	EventUpdateModel:    stepUpdateModel,
 	EventReset:          stepReset,
 	EventStatus:         func(*EngineState, opRequest) (map[string]any, error) { return nil, nil },
+	EventTools:          stepTools,
+}
+
+// stepTools answers the tools event: the schemas of the engine's tools in the shape
+// of format (openai, the default, responses or anthropic): the context tools, and
+// the recall tools when the engine is lossless.
+func stepTools(s *EngineState, req opRequest) (map[string]any, error) {
+	format := "openai"
+	if v := req.params.Get("format"); v.Exists() && v.Type != gjson.Null {
+		if v.Type != gjson.String {
+			return nil, errorf(CodeInvalidRequest, "/format", "format must be a string: openai, responses or anthropic")
+		}
+		format = v.Str
+	}
+	defs := contextToolDefs
+	if gjson.GetBytes(s.Config, "context.engine").Str == ContextEngineLossless {
+		defs = append(slices.Clone(recallToolDefs), contextToolDefs...)
+	}
+	b, err := appendToolSchemas(nil, format, defs)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"tools": json.RawMessage(b)}, nil
 }
 
 func (st *sessionStep) simple() ([]byte, error) {

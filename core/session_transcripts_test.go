@@ -115,6 +115,17 @@ func sessionScripts() []scriptTranscript {
 			[]scriptStep{{EventCompress, map[string]any{"messages": small, "force": true}, []any{failAnswer("store", "unable to open database file")}}}},
 		{"compress-cancelled", "cancellation while the summarizer runs: nothing recorded", tinyWindow,
 			[]scriptStep{{EventCompress, map[string]any{"messages": small, "force": true}, []any{cancelAnswer}}}},
+		{"agent-asks-for-a-compaction", "steering: the context tools of every engine; context_status reads the meter, compact_now makes should_compress say requested and forces the next compress with its focus, which clears it", tinyWindow,
+			[]scriptStep{
+				{EventTools, map[string]any{"format": "anthropic"}, nil},
+				{EventToolCall, map[string]any{"name": "context_status", "arguments": "{}"}, nil},
+				{EventToolCall, map[string]any{"name": "compact_now", "arguments": map[string]any{"focus": "parser_3"}}, nil},
+				{EventToolCall, map[string]any{"name": "compact_now", "arguments": map[string]any{"focus": 7}}, nil},
+				{EventShouldCompress, map[string]any{"prompt_tokens": 10}, nil},
+				{EventCompress, map[string]any{"messages": small}, []any{ok(summary)}},
+				{EventToolCall, map[string]any{"name": "context_status"}, nil},
+				{EventShouldCompress, map[string]any{"prompt_tokens": 10}, nil},
+			}},
 		{"tool-call-search-and-expand", "divergence 6: the search effect carries recall.query's terms; expand gives the originals back", lossless,
 			[]scriptStep{
 				{EventToolCall, map[string]any{"name": "context_search", "arguments": `{"query":"parser3 \"return 3\"","limit":5}`}, []any{ok(search)}},
@@ -302,6 +313,18 @@ func TestSessionTranscriptsSayWhatTheyCover(t *testing.T) {
 	require.Contains(t, ask, `Standing instructions for every summary (follow them):\nKeep every file path.\n\nFocus topic: give priority to everything about parser_3.`)
 	builtin, _ := json.Marshal(steer.Steps[1].End["result"])
 	require.Contains(t, string(builtin), `## Focus: parser_3\n- #9 assistant: call read_file(path=\"src/parser_3.py\")`)
+	// The agent's compaction: requested, forced with its focus, then cleared.
+	ag := by["agent-asks-for-a-compaction"].Steps
+	require.Len(t, ag[0].End["result"].(map[string]any)["tools"], 2, "a compressor engine gives context_status and compact_now")
+	require.Contains(t, ag[1].End["result"], `"compaction_requested":false`)
+	require.Contains(t, ag[2].End["result"], `"ok":true`)
+	require.Equal(t, true, endState(ag[2]).Requested != nil)
+	require.Contains(t, ag[3].End["result"], `focus must be a string`)
+	require.Equal(t, "requested", ag[4].End["result"].(map[string]any)["reason"])
+	require.Contains(t, string(ag[5].Effects[0].Effect), `Focus topic: give priority to everything about parser_3.`, "the compress is forced, with the focus asked for")
+	require.Nil(t, endState(ag[5]).Requested)
+	require.Contains(t, ag[6].End["result"], `"summarized_messages":[`)
+	require.Equal(t, "below_threshold", ag[7].End["result"].(map[string]any)["reason"])
 	// 5 and the timeout: fallbacks with their codes.
 	for name, code := range map[string]string{"compress-summary-contract": "empty", "compress-summarizer-timeout": "timeout"} {
 		res := by[name].Steps[0].End["result"].(map[string]any)["report"].(map[string]any)

@@ -13,6 +13,8 @@ const (
 	ReasonBelowThreshold Reason = "below_threshold"
 	ReasonDisabled       Reason = "disabled"
 	ReasonBreakerOpen    Reason = "breaker_open"
+	// ReasonRequested: the agent asked for a compaction (compact_now).
+	ReasonRequested Reason = "requested"
 	ReasonTooFewMessages Reason = "too_few_messages"
 )
 

@@ -39,16 +39,18 @@ func (ce *ContextEngine) Lossless() bool {
 
 // ToolSchemas returns the schemas of the tools the engine gives the agent, a JSON
 // array in the shape of format ("openai" or "", "responses" or "anthropic"):
-// context_search and context_expand in lossless mode, none in compressor mode.
+// context_status and compact_now (docs/STEERING.md), after context_search and
+// context_expand in lossless mode.
 func (ce *ContextEngine) ToolSchemas(ctx context.Context, format string) (json.RawMessage, error) {
-	if ce.store == nil {
-		return json.RawMessage("[]"), nil
+	raw, err := ce.runSession(ctx, core.EventTools, func(r *request) { r.str("format", format) }, nil)
+	if err != nil {
+		return nil, err
 	}
 	var res struct {
 		Tools json.RawMessage `json:"tools"`
 	}
-	if err := ce.e.run(ctx, newRequest("recall.tools").str("format", format), &res); err != nil {
-		return nil, err
+	if err := json.Unmarshal(raw, &res); err != nil || len(res.Tools) == 0 {
+		return nil, fmt.Errorf("%w: the tools event gave no tools", ErrABIMismatch)
 	}
 	return res.Tools, nil
 }

@@ -59,3 +59,41 @@ func TestCompactFocusAndInstructions(t *testing.T) {
 		t.Fatalf("a 1,001-byte focus: %v, want invalid_request at /focus", err)
 	}
 }
+
+// TestAgentToolsOfACompressorEngine: a compressor engine gives the agent
+// context_status and compact_now; compact_now makes ShouldCompress true (reason
+// requested) and the next Compress forced, with its focus, which clears it.
+func TestAgentToolsOfACompressorEngine(t *testing.T) {
+	ctx := context.Background()
+	var asked core.SummaryRequest
+	ce, err := NewContextEngine(ctx, sharedEngine(t), json.RawMessage(`{"model":{"context_length":3000}}`), ContextEngineOptions{
+		Summarize: func(_ context.Context, r core.SummaryRequest) (string, error) { asked = r; return "## Goal\nFix the tests.", nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := ce.ToolSchemas(ctx, "anthropic")
+	if err != nil || !strings.Contains(string(tools), `"name":"context_status"`) || !strings.Contains(string(tools), `"name":"compact_now"`) {
+		t.Fatalf("ToolSchemas: %s, %v", tools, err)
+	}
+	if should, err := ce.ShouldCompress(ctx, 500); err != nil || should {
+		t.Fatalf("ShouldCompress far below the threshold: %v, %v", should, err)
+	}
+	ans, err := ce.HandleToolCall(ctx, "compact_now", json.RawMessage(`{"focus":"the ledger module"}`))
+	if err != nil || !strings.Contains(ans, `"ok":true`) || !ce.Status().CompactionRequested {
+		t.Fatalf("compact_now: %s, %v, status %+v", ans, err, ce.Status())
+	}
+	if should, err := ce.ShouldCompress(ctx, 500); err != nil || !should {
+		t.Fatalf("ShouldCompress after compact_now: %v, %v", should, err)
+	}
+	res, err := ce.Compress(ctx, steeringConversation(), CompressOptions{})
+	if err != nil || !res.Report.Compacted {
+		t.Fatalf("Compress after compact_now (below the threshold, so forced): %v, %+v", err, res.Report)
+	}
+	if !strings.HasSuffix(asked.Messages[1].Content, "Focus topic: give priority to everything about the ledger module.") {
+		t.Fatalf("the requested focus is not in the summary request")
+	}
+	status, err := ce.HandleToolCall(ctx, "context_status", nil)
+	if err != nil || !strings.Contains(status, `"compaction_requested":false`) || !strings.Contains(status, `"compactions":1`) || ce.Status().CompactionRequested {
+		t.Fatalf("context_status after the compaction: %s, %v", status, err)
+	}
+}

@@ -321,13 +321,13 @@ func TestEngineModesAndToolErrors(t *testing.T) {
 	require.NoError(t, err)
 	defer store.Close()
 
-	// Compressor mode: no tools, the store is not used.
+	// Compressor mode: the context tools only, the store is not used.
 	plain, err := host.NewContextEngine(ctx, e, nil, host.ContextEngineOptions{Store: store, SessionID: "s"})
 	require.NoError(t, err)
 	require.False(t, plain.Lossless())
 	tools, err := plain.ToolSchemas(ctx, "openai")
 	require.NoError(t, err)
-	require.JSONEq(t, `[]`, string(tools))
+	require.Equal(t, `["context_status","compact_now"]`, gjson.GetBytes(tools, "#.function.name").Raw)
 	ans, err := plain.HandleToolCall(ctx, "context_search", json.RawMessage(`{"query":"x"}`))
 	require.NoError(t, err)
 	require.Contains(t, gjson.Get(ans, "error").Str, "unknown tool")
@@ -346,6 +346,7 @@ func TestEngineModesAndToolErrors(t *testing.T) {
 		tools, err := l.ToolSchemas(ctx, format)
 		require.NoError(t, err)
 		require.Equal(t, "context_search", gjson.GetBytes(tools, name).Str, format)
+		require.Equal(t, int64(4), gjson.GetBytes(tools, "#").Int(), "and the context tools after the recall tools")
 	}
 	for _, c := range []struct{ name, args, want string }{
 		{"context_search", `{}`, "query is required"},

@@ -331,7 +331,7 @@ export interface ThresholdResult {
   hygiene_tokens: number;
 }
 
-export type TriggerReason = "at_or_above_threshold" | "below_threshold" | "disabled" | "breaker_open" | "too_few_messages";
+export type TriggerReason = "at_or_above_threshold" | "below_threshold" | "disabled" | "breaker_open" | "too_few_messages" | "requested";
 
 export interface ShouldCompressResult {
   should_compress: boolean;
@@ -1189,6 +1189,8 @@ export interface EngineStatus {
   last_compaction_fits: boolean | null;
   last_fallback_used: boolean | null;
   last_fallback_code: FallbackCode | null;
+  /** true while the agent's compact_now waits for the next compaction (shouldCompress then says "requested"). */
+  compaction_requested: boolean;
 }
 
 // ---------------------------------------------------------------------------
@@ -1323,13 +1325,14 @@ export declare class ContextEngine {
   observeEvent(message: AppServerMessage, messagesCount?: number): NativeObservation;
   /** The status of the last op (a copy). */
   getStatus(): EngineStatus;
-  /** The context tools' schemas (context_search, context_expand); [] in compressor mode. */
+  /** The context tools' schemas: context_status and compact_now (docs/STEERING.md), after context_search and context_expand in lossless mode. */
   getToolSchemas(format?: "openai"): OpenAIChatToolSchema[];
   getToolSchemas(format: "responses"): ResponsesToolSchema[];
   getToolSchemas(format: "anthropic"): AnthropicToolSchema[];
   /**
    * Runs a context tool call: args an object or its JSON text. Returns the result as
-   * JSON text: a ContextSearchResult, a ContextExpandResult or a ContextToolError.
+   * JSON text: a ContextSearchResult, a ContextExpandResult, context_status's meter,
+   * compact_now's {ok, message}, or a ContextToolError.
    */
   handleToolCall(name: string, args?: Record<string, unknown> | string | null): string;
 }

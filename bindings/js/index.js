@@ -894,14 +894,14 @@ export class ContextEngine {
   }
 
   /**
-   * The context tools' schemas (context_search, context_expand) in the shape of
-   * `format` ("openai" chat, "responses", "anthropic"); an empty list in compressor mode.
+   * The context tools' schemas in the shape of `format` ("openai" chat, "responses",
+   * "anthropic"): context_status and compact_now, after context_search and
+   * context_expand in lossless mode.
    * @param {"openai" | "responses" | "anthropic"} [format]
    */
   getToolSchemas(format = "openai") {
     checkValue("getToolSchemas()", "format", "format", format, T.string);
-    if (!this.lossless) return [];
-    return unwrap(this.#c.callRaw(`{"op":"recall.tools","format":${JSON.stringify(format)}}`)).tools;
+    return this.#runSync("tools", `,"format":${JSON.stringify(format)}`).tools;
   }
 
   /**

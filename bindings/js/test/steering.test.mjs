@@ -3,7 +3,7 @@
 // focus first (docs/STEERING.md).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { CompactError, Compactor } from "../index.js";
+import { CompactError, Compactor, ContextEngine } from "../index.js";
 
 /** A coding session whose middle reads five modules, one of them the ledger. */
 function conversation() {
@@ -45,4 +45,24 @@ test("a focus over 1,000 bytes, or instructions over 8,000, are refused with the
     (e) => e instanceof CompactError && e.code === "invalid_request" && e.path === "/focus");
   await assert.rejects(Compactor.create({ config: { compression: { instructions: "x".repeat(8001) } } }),
     (e) => e instanceof CompactError && e.code === "invalid_config" && e.path === "/config/compression/instructions");
+});
+
+test("a compressor engine gives the agent context_status and compact_now", async () => {
+  let asked;
+  const engine = await ContextEngine.create({ config: { model: { context_length: 3000 } }, summarize: (req) => { asked = req; return "## Goal\nFix the tests."; } });
+  assert.deepEqual(engine.getToolSchemas("anthropic").map((t) => t.name), ["context_status", "compact_now"]);
+  assert.equal(engine.shouldCompress(500), false);
+  const ans = JSON.parse(engine.handleToolCall("compact_now", { focus: "the ledger module" }));
+  assert.equal(ans.ok, true);
+  assert.equal(engine.getStatus().compaction_requested, true);
+  assert.equal(engine.shouldCompress(500), true, "the agent asked");
+  const out = await engine.compress(conversation());
+  assert.equal(out.report.compacted, true, "below the threshold, the requested compaction is forced");
+  assert.ok(asked.messages[1].content.endsWith("Focus topic: give priority to everything about the ledger module."));
+  const status = JSON.parse(engine.handleToolCall("context_status", "{}"));
+  assert.equal(status.compaction_requested, false);
+  assert.equal(status.compactions, 1);
+  assert.equal(status.window, 3000);
+  assert.ok(Array.isArray(status.last_compaction.summarized_messages));
+  assert.match(JSON.parse(engine.handleToolCall("compact_now", { focus: 3 })).error, /focus must be a string/);
 });

@@ -3,6 +3,7 @@ focus reach the summarizer's request, and the built-in summary keeps what matche
 the focus first (docs/STEERING.md)."""
 
 import asyncio
+import json
 import re
 
 import pytest
@@ -60,3 +61,27 @@ def test_bad_focus_and_instructions_are_refused():
     with pytest.raises(CompactError) as e:
         Compactor(config={"compression": {"instructions": "x" * 8001}})
     assert (e.value.code, e.value.path) == ("invalid_config", "/config/compression/instructions")
+
+
+def test_a_compressor_engine_gives_the_agent_context_status_and_compact_now():
+    from ctxcompact import ContextEngine
+
+    asked = []
+
+    def summarize(req):
+        asked.append(req)
+        return "## Goal\nFix the tests."
+
+    engine = ContextEngine({"model": {"context_length": 3000}}, summarize=summarize)
+    assert [t["name"] for t in engine.get_tool_schemas("anthropic")] == ["context_status", "compact_now"]
+    assert not engine.should_compress(500)
+    assert json.loads(engine.handle_tool_call("compact_now", {"focus": "the ledger module"}))["ok"] is True
+    assert engine.get_status()["compaction_requested"] is True
+    assert engine.should_compress(500), "the agent asked"
+    out = engine.compress(conversation())
+    assert len(out) < len(conversation()), "below the threshold, the requested compaction is forced"
+    assert asked[0]["messages"][1]["content"].endswith("Focus topic: give priority to everything about the ledger module.")
+    status = json.loads(engine.handle_tool_call("context_status", "{}"))
+    assert (status["compaction_requested"], status["compactions"], status["window"]) == (False, 1, 3000)
+    assert isinstance(status["last_compaction"]["summarized_messages"], list)
+    assert "focus must be a string" in json.loads(engine.handle_tool_call("compact_now", {"focus": 3}))["error"]

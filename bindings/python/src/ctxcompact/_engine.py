@@ -722,14 +722,13 @@ class ContextEngine:
         return False
 
     def get_tool_schemas(self, format: str = "openai", **unknown: NoReturn) -> List[Dict[str, Any]]:
-        """The tools of lossless recall (``context_search``, ``context_expand``;
-        recall.tools) in the shape of ``format``: ``openai`` (chat completions),
-        ``responses`` or ``anthropic``. [] in compressor mode."""
+        """The engine's tools in the shape of ``format``: ``openai`` (chat
+        completions), ``responses`` or ``anthropic``: ``context_status`` and
+        ``compact_now`` (docs/STEERING.md), after lossless recall's
+        ``context_search`` and ``context_expand`` in lossless mode."""
         reject_unknown("get_tool_schemas", unknown, ("format",))
         fmt = check_str("format", format)
-        if not self.lossless:
-            return []
-        r = self._compactor._run(b"recall.tools", [(b"format", dumps(fmt))])
+        r = self._session("tools", [(b"format", dumps(fmt))])
         return cast(List[Dict[str, Any]], r["tools"])
 
     def handle_tool_call(self, name: str, args: Any = None, messages: Optional[List[Message]] = None,

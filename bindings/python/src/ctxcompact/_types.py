@@ -418,6 +418,9 @@ class EngineStatus(TypedDict):
     last_compaction_fits: Optional[bool]
     last_fallback_used: Optional[bool]
     last_fallback_code: Optional[str]
+    #: True while the agent's compact_now waits for the next compaction
+    #: (should_compress then says "requested").
+    compaction_requested: bool
 
 
 class UsageRecord(TypedDict):
