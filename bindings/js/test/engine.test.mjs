@@ -15,7 +15,7 @@ const fixtures = JSON.parse(readFileSync(path.join(ROOT, "testdata", "bindings",
 
 const STATUS_KEYS = ["name", "model", "provider", "context_length", "threshold_tokens", "threshold_percent", "threshold_rule",
   "last_prompt_tokens", "last_completion_tokens", "last_total_tokens", "usage_percent", "compression_count",
-  "breaker_tokens", "last_compaction_fits", "last_fallback_used", "last_fallback_code"];
+  "breaker_tokens", "last_compaction_fits", "last_fallback_used", "last_fallback_code", "compaction_requested"];
 
 /** The ops a compactor's instance is sent, recorded. */
 function recordOps(compactor) {

@@ -76,7 +76,7 @@ console.log(JSON.stringify({ ranges: store.ranges("s").map((r) => r.id), tools: 
 store.close();
 `);
   const rec = JSON.parse(execFileSync(process.execPath, ["recall.mjs", trace], { cwd: proj, encoding: "utf8" }));
-  assert.deepEqual({ ranges: rec.ranges, tools: rec.tools }, { ranges: ["r1"], tools: 2 }, JSON.stringify(rec));
+  assert.deepEqual({ ranges: rec.ranges, tools: rec.tools }, { ranges: ["r1"], tools: 4 }, JSON.stringify(rec));
   assert.ok(rec.total > 0, JSON.stringify(rec));
 });
 

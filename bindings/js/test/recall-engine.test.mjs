@@ -167,22 +167,23 @@ test("after the last compaction every archived path and user request is found, a
   store.close();
 });
 
-test("tool schemas in three shapes; compressor mode has none and answers tool calls with an error", async () => {
+test("tool schemas in three shapes; compressor mode has the context tools only and answers recall calls with an error", async () => {
   const store = await RecallStore.open();
   const e = c.engine({ config: LOSSLESS, store, sessionId: "s" });
   const names = (tools, get) => tools.map(get);
-  assert.deepEqual(names(e.getToolSchemas(), (x) => x.function.name), ["context_search", "context_expand"]);
-  assert.deepEqual(names(e.getToolSchemas("openai"), (x) => x.type), ["function", "function"]);
-  assert.deepEqual(names(e.getToolSchemas("responses"), (x) => x.name), ["context_search", "context_expand"]);
+  const all = ["context_search", "context_expand", "context_status", "compact_now"];
+  assert.deepEqual(names(e.getToolSchemas(), (x) => x.function.name), all);
+  assert.deepEqual(names(e.getToolSchemas("openai"), (x) => x.type), ["function", "function", "function", "function"]);
+  assert.deepEqual(names(e.getToolSchemas("responses"), (x) => x.name), all);
   const anth = e.getToolSchemas("anthropic");
-  assert.deepEqual(names(anth, (x) => x.name), ["context_search", "context_expand"]);
+  assert.deepEqual(names(anth, (x) => x.name), all);
   assert.deepEqual(anth[0].input_schema.required, ["query"]);
   assert.throws(() => e.getToolSchemas("gemini"), (err) => err instanceof CompactError && err.path === "/format");
 
   const plain = c.engine({ config: { model: { context_length: 32000 } } });
   assert.equal(plain.lossless, false);
-  assert.deepEqual(plain.getToolSchemas(), []);
-  assert.deepEqual(plain.getToolSchemas("anthropic"), []);
+  assert.deepEqual(names(plain.getToolSchemas(), (x) => x.function.name), ["context_status", "compact_now"]);
+  assert.deepEqual(names(plain.getToolSchemas("anthropic"), (x) => x.name), ["context_status", "compact_now"]);
   assert.match(JSON.parse(plain.handleToolCall("context_search", { query: "x" })).error, /unknown tool "context_search"/);
   // A store given to a compressor engine is left alone: compress archives nothing.
   const withStore = c.engine({ config: { model: { context_length: 16000 } }, store, sessionId: "c" });

@@ -96,7 +96,8 @@ class ContextEngine:
     id, or the one ``on_session_start`` gives), the summary names the archived range
     (``r1``, ``r2``, ...), and ``get_tool_schemas()`` / ``handle_tool_call()`` give
     the agent ``context_search`` and ``context_expand``. In ``compressor`` mode (the
-    default) ``store`` and ``session_id`` are kept but unused, and there are no tools.
+    default) ``store`` and ``session_id`` are kept but unused. Every engine also gives
+    ``context_status`` and ``compact_now`` (docs/STEERING.md).
 
     Typical loop (what a host does)::
 
