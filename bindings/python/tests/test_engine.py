@@ -161,7 +161,8 @@ def test_context_engine_is_the_name_and_compaction_engine_keeps_its_positional_o
     assert (e.name, e.model, e.context_length, e.threshold_tokens) == ("ctxcompact", "gpt-4o", 8000, 6000)
     old = CompactionEngine(lambda r: "s", {"model": {"context_length": 8000}}, compactor=shared)
     assert old.context_length == 8000 and old._summarize is not None
-    assert e.get_tool_schemas() == [] and e.has_content_to_compress([{}] * 5) is True
+    assert [t["function"]["name"] for t in e.get_tool_schemas()] == ["context_status", "compact_now"]
+    assert e.has_content_to_compress([{}] * 5) is True
     assert e.on_session_start("s1", platform="cli") is None and e.on_session_end("s1", []) is None
     assert e.should_compress_preflight([{}] * 50) is False and e.should_defer_preflight_to_real_usage(10) is False
 

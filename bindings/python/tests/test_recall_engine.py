@@ -34,11 +34,11 @@ def test_store_and_session_options(compactor, tmp_path: Path):
     assert c.session_id == "s"
 
 
-def test_compressor_mode_has_no_tools_and_no_store(compactor, tmp_path: Path):
+def test_compressor_mode_has_only_the_context_tools_and_no_store(compactor, tmp_path: Path):
     path = tmp_path / "never.db"
     e = ContextEngine({"model": {"context_length": 8000}}, compactor=compactor, store=path, session_id="s")
     assert e.lossless is False
-    assert e.get_tool_schemas() == [] and e.get_tool_schemas("anthropic") == []
+    assert [t["name"] for t in e.get_tool_schemas("anthropic")] == ["context_status", "compact_now"]
     out = json.loads(e.handle_tool_call("context_search", {"query": "x"}))
     assert "unknown tool" in out["error"] and "context.engine is compressor" in out["error"]
     from conftest import conversation
@@ -162,14 +162,15 @@ def test_tool_schemas_in_three_shapes(compactor):
     with ContextEngine(LOSSLESS, compactor=compactor) as e:
         chat = e.get_tool_schemas()
         assert chat == e.get_tool_schemas("openai")
-        assert [t["function"]["name"] for t in chat] == ["context_search", "context_expand"]
+        names = ["context_search", "context_expand", "context_status", "compact_now"]
+        assert [t["function"]["name"] for t in chat] == names
         assert all(t["type"] == "function" and t["function"]["parameters"]["type"] == "object" for t in chat)
         assert chat[0]["function"]["parameters"]["required"] == ["query"]
         resp = e.get_tool_schemas("responses")
-        assert [(t["type"], t["name"]) for t in resp] == [("function", "context_search"), ("function", "context_expand")]
+        assert [(t["type"], t["name"]) for t in resp] == [("function", n) for n in names]
         assert resp[1]["parameters"] == chat[1]["function"]["parameters"]
         anth = e.get_tool_schemas("anthropic")
-        assert [t["name"] for t in anth] == ["context_search", "context_expand"]
+        assert [t["name"] for t in anth] == names
         assert anth[0]["input_schema"] == chat[0]["function"]["parameters"] and "type" not in anth[0]
         with pytest.raises(ctxcompact.CompactError) as err:
             e.get_tool_schemas("gemini")
