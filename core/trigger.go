@@ -14,7 +14,7 @@ const (
 	ReasonDisabled       Reason = "disabled"
 	ReasonBreakerOpen    Reason = "breaker_open"
 	// ReasonRequested: the agent asked for a compaction (compact_now).
-	ReasonRequested Reason = "requested"
+	ReasonRequested      Reason = "requested"
 	ReasonTooFewMessages Reason = "too_few_messages"
 )
 

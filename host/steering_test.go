@@ -67,7 +67,10 @@ func TestAgentToolsOfACompressorEngine(t *testing.T) {
 	ctx := context.Background()
 	var asked core.SummaryRequest
 	ce, err := NewContextEngine(ctx, sharedEngine(t), json.RawMessage(`{"model":{"context_length":3000}}`), ContextEngineOptions{
-		Summarize: func(_ context.Context, r core.SummaryRequest) (string, error) { asked = r; return "## Goal\nFix the tests.", nil }})
+		Summarize: func(_ context.Context, r core.SummaryRequest) (string, error) {
+			asked = r
+			return "## Goal\nFix the tests.", nil
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -119,7 +119,9 @@ func runStatus(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		_, err = fmt.Fprintf(stdout, "%s\n", b)
 		return err
 	}
-	pct := func(n int) string { return strconv.FormatFloat(100*float64(n)/float64(max(out.Window, 1)), 'f', 1, 64) + "%" }
+	pct := func(n int) string {
+		return strconv.FormatFloat(100*float64(n)/float64(max(out.Window, 1)), 'f', 1, 64) + "%"
+	}
 	fmt.Fprintf(stdout, "used       %s tokens (%s), %s of the %s-token window\n", thousands(out.Used), out.Source, pct(out.Used), thousands(out.Window))
 	state := "below it: " + thousands(out.Threshold-out.Used) + " tokens to go"
 	if out.ShouldCompact {
