@@ -216,7 +216,7 @@ def test_what_hermes_does_to_an_engine() -> None:
     lossless = HermesContextEngine({"context": {"engine": "lossless"}, "model": {"context_length": 64000}})
     try:
         names = {t["function"]["name"] for t in lossless.get_tool_schemas()}
-        assert names == {"context_search", "context_expand"}
+        assert names == {"context_search", "context_expand", "context_status", "compact_now"}
         out = json.loads(lossless.handle_tool_call("context_search", {"query": "x"}, messages=[]))
         assert "error" not in out
         lossless.on_session_start("s1")
