@@ -1,10 +1,6 @@
 package core
 
-import (
-	"strings"
-
-	"github.com/tidwall/gjson"
-)
+import "github.com/tidwall/gjson"
 
 // The context tools every context engine gives the agent (issue 28): context_status
 // reads the meter and the last compaction, compact_now asks for a compaction before
@@ -68,10 +64,11 @@ func contextToolAnswer(s *EngineState, name string, args gjson.Result) string {
 		switch {
 		case k.Str != "focus":
 			bad = name + ": unknown argument " + k.Raw + " (it takes focus)"
-		case v.Type != gjson.String || len(v.Str) > maxFocusBytes:
-			bad = name + ": focus must be a string of at most 1000 bytes"
 		default:
-			focus = strings.TrimSpace(v.Str)
+			var ok bool
+			if focus, ok = readFocus(v); !ok || v.Type != gjson.String { // null too: a given focus is a string
+				bad = name + ": focus must be a string of at most 1000 bytes"
+			}
 		}
 		return bad == ""
 	})

@@ -215,11 +215,9 @@ func parseCompactParams(req params, known *jsonraw.ArrayParts) (*compactRequest,
 	if r.archiveID, err = archiveIDParam(req); err != nil {
 		return nil, err
 	}
-	if v := req.Get("focus"); v.Exists() && v.Type != gjson.Null {
-		if v.Type != gjson.String || len(v.Str) > maxFocusBytes {
-			return nil, errorf(CodeInvalidRequest, "/focus", "focus must be a string of at most %d bytes", maxFocusBytes)
-		}
-		r.focus = strings.TrimSpace(v.Str)
+	var ok bool
+	if r.focus, ok = readFocus(req.Get("focus")); !ok {
+		return nil, errorf(CodeInvalidRequest, "/focus", "focus must be a string of at most %d bytes", maxFocusBytes)
 	}
 	return r, r.readSystem(req)
 }

@@ -3,6 +3,8 @@ package core
 import (
 	"strconv"
 	"strings"
+
+	"github.com/tidwall/gjson"
 )
 
 // A compaction's focus (the focus param, a compress event's focus) is what the
@@ -20,6 +22,18 @@ const (
 	fallbackMaxFocus   = 8
 	fallbackFocusChars = 300
 )
+
+// readFocus reads a focus value: a string of at most maxFocusBytes, trimmed; ok is
+// false for anything else. Absent or null is "".
+func readFocus(v gjson.Result) (focus string, ok bool) {
+	switch {
+	case !v.Exists() || v.Type == gjson.Null:
+		return "", true
+	case v.Type != gjson.String || len(v.Str) > maxFocusBytes:
+		return "", false
+	}
+	return strings.TrimSpace(v.Str), true
+}
 
 // focusTerms are the words of focus a text must contain (ASCII case-insensitive) to
 // match it: its words of 3 bytes or more, lowercased, or the whole focus when it

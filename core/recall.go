@@ -62,23 +62,23 @@ var recallToolDefs = []toolDef{
 
 // opRecallTools is recall.tools {format}: the tool schemas in the shape of format.
 func opRecallTools(req opRequest) ([]byte, error) {
-	format := "openai"
-	if v := req.params.Get("format"); v.Exists() && v.Type != gjson.Null {
-		if v.Type != gjson.String {
-			return nil, errorf(CodeInvalidRequest, "/format", "format must be a string: openai, responses or anthropic")
-		}
-		format = v.Str
-	}
-	b, err := appendToolSchemas([]byte(`{"tools":`), format, recallToolDefs)
+	b, err := appendToolSchemas([]byte(`{"tools":`), req.params.Get("format"), recallToolDefs)
 	if err != nil {
 		return nil, err
 	}
 	return append(b, '}'), nil
 }
 
-// appendToolSchemas appends the JSON array of defs in the shape of format
-// (openai, responses or anthropic).
-func appendToolSchemas(b []byte, format string, defs []toolDef) ([]byte, error) {
+// appendToolSchemas appends the JSON array of defs in the shape the request's format
+// field names (openai, the default, responses or anthropic).
+func appendToolSchemas(b []byte, formatField gjson.Result, defs []toolDef) ([]byte, error) {
+	format := "openai"
+	if v := formatField; v.Exists() && v.Type != gjson.Null {
+		if v.Type != gjson.String {
+			return nil, errorf(CodeInvalidRequest, "/format", "format must be a string: openai, responses or anthropic")
+		}
+		format = v.Str
+	}
 	b = append(b, '[')
 	for i, t := range defs {
 		if i > 0 {

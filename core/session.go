@@ -559,18 +559,11 @@ var sessionSteps = map[string]func(s *EngineState, req opRequest) (map[string]an
 // of format (openai, the default, responses or anthropic): the context tools, and
 // the recall tools when the engine is lossless.
 func stepTools(s *EngineState, req opRequest) (map[string]any, error) {
-	format := "openai"
-	if v := req.params.Get("format"); v.Exists() && v.Type != gjson.Null {
-		if v.Type != gjson.String {
-			return nil, errorf(CodeInvalidRequest, "/format", "format must be a string: openai, responses or anthropic")
-		}
-		format = v.Str
-	}
 	defs := contextToolDefs
 	if gjson.GetBytes(s.Config, "context.engine").Str == ContextEngineLossless {
 		defs = append(slices.Clone(recallToolDefs), contextToolDefs...)
 	}
-	b, err := appendToolSchemas(nil, format, defs)
+	b, err := appendToolSchemas(nil, req.params.Get("format"), defs)
 	if err != nil {
 		return nil, err
 	}
