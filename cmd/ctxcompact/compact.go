@@ -99,8 +99,8 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		summarizer = "host"
 	}
 	params := compactParams(!*ifNeeded, summarizer, cfg, conv.format, conv.system, conv.messages)
-	if *focus != "" { // compact.begin's focus, before the other params
-		params = append(append(appendJSONString([]byte(`{"focus":`), *focus), ','), params[1:]...)
+	if *focus != "" {
+		params = withParam(params, "focus", appendJSONString(nil, *focus))
 	}
 	call := callerFor(*useWasm, !*noCache, stderr)
 	res, err := opResult(call, "compact.begin", params)
@@ -234,6 +234,14 @@ func compactParams(force bool, summarizer string, cfg []byte, format string, sys
 	params = append(params, `,"messages":`...)
 	params = append(params, messages...)
 	return append(params, '}')
+}
+
+// withParam returns params (a JSON object of at least one field, compactParams')
+// with key set to the raw JSON value first.
+func withParam(params []byte, key string, value []byte) []byte {
+	out := appendJSONString(append(make([]byte, 0, len(params)+len(key)+len(value)+4), '{'), key)
+	out = append(append(append(out, ':'), value...), ',')
+	return append(out, params[1:]...)
 }
 
 // failureCode classifies a summarizer error for the report's fallback_code: a

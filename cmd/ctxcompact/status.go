@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-
-	"github.com/tidwall/gjson"
 )
 
 func init() {
@@ -42,9 +40,10 @@ type statusNext struct {
 	Fits        bool    `json:"fits"`
 }
 
-// runStatus prints the meter of FILE: the compaction trigger's view of it
-// (compact.begin without force, the builtin summarizer) and what a compaction now
-// would take (the same, forced). Nothing is written back.
+// runStatus prints the meter of FILE: what a compaction now would take
+// (compact.begin with the builtin summarizer, forced: the conversation is read
+// once) and the trigger's view of its size (should_compress). Nothing is written
+// back.
 func runStatus(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := commandFlags("status", stderr,
 		"usage: ctxcompact status FILE [--format NAME] [--context-length N] [--model NAME] [--config FILE] [--prompt-tokens N] [--json] [--wasm [--no-cache]]",
@@ -77,33 +76,31 @@ func runStatus(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return err
 	}
 	call := callerFor(*useWasm, !*noCache, stderr)
-	begin := func(force bool) (gjson.Result, error) {
-		params := compactParams(force, "builtin", cfg, conv.format, conv.system, conv.messages)
-		if *promptTokens > 0 {
-			params = append([]byte(`{"prompt_tokens":`+strconv.Itoa(*promptTokens)+`,`), params[1:]...)
-		}
-		return opResult(call, "compact.begin", params)
+	params := compactParams(true, "builtin", cfg, conv.format, conv.system, conv.messages)
+	if *promptTokens > 0 {
+		params = withParam(params, "prompt_tokens", []byte(strconv.Itoa(*promptTokens)))
 	}
-	trigger, err := begin(false)
+	forced, err := opResult(call, "compact.begin", params)
 	if err != nil {
 		return err
 	}
-	thr, err := opResult(call, "threshold.resolve", append(append([]byte(`{"config":`), cfg...), '}'))
-	if err != nil {
-		return err
-	}
-	rep := trigger.Get("report")
-	out := statusOutput{Used: int(rep.Get("tokens_before").Int()), Source: "estimate",
-		Window: int(thr.Get("context_length").Int()), Threshold: int(thr.Get("threshold_tokens").Int()),
-		Fraction: thr.Get("fraction").Float(), ShouldCompact: rep.Get("compacted").Bool()}
+	fr := forced.Get("report")
+	out := statusOutput{Used: int(fr.Get("tokens_before").Int()), Source: "estimate"}
 	if *promptTokens > 0 {
 		out.Used, out.Source = *promptTokens, "reported"
 	}
-	forced, err := begin(true)
+	withConfig := append(append([]byte(`{"config":`), cfg...), '}')
+	thr, err := opResult(call, "threshold.resolve", withConfig)
 	if err != nil {
 		return err
 	}
-	if fr := forced.Get("report"); fr.Get("compacted").Bool() {
+	trigger, err := opResult(call, "should_compress", withParam(withConfig, "prompt_tokens", []byte(strconv.Itoa(out.Used))))
+	if err != nil {
+		return err
+	}
+	out.Window, out.Threshold, out.Fraction = int(thr.Get("context_length").Int()), int(thr.Get("threshold_tokens").Int()), thr.Get("fraction").Float()
+	out.ShouldCompact = trigger.Get("should_compress").Bool()
+	if fr.Get("compacted").Bool() {
 		next := &statusNext{Pruned: len(fr.Get("pruned").Array()), TokensAfter: int(fr.Get("tokens_after").Int()),
 			Messages: [2]int{int(fr.Get("messages_before").Int()), int(fr.Get("messages_after").Int())}, Fits: fr.Get("fits").Bool()}
 		if s := fr.Get("summarized"); s.IsObject() {
