@@ -29,6 +29,10 @@ type ContextConfig struct {
 	// whose originals are archived to a recall store, with context_search and
 	// context_expand tools for the agent).
 	Engine string `json:"engine"`
+	// ArchivePart is how many consecutive input messages one part of a lossless
+	// compaction's archive spans (0: DefaultArchivePart): a smaller part holds
+	// less in memory at once, in more steps (docs/SESSION.md).
+	ArchivePart int `json:"archive_part,omitempty"`
 }
 
 // Context engines (ContextConfig.Engine).
@@ -344,8 +348,9 @@ func parseConfig(v gjson.Result, path string) (Config, error) {
 		return cfg, t.err
 	}
 
-	cx := root.object("context", "engine")
+	cx := root.object("context", "engine", "archive_part")
 	cx.str("engine", &cfg.Context.Engine, ContextEngineCompressor, ContextEngineLossless)
+	cx.integer("archive_part", &cfg.Context.ArchivePart, 1, 1_000_000)
 	if cx.err != nil {
 		return cfg, cx.err
 	}

@@ -220,23 +220,53 @@ func buildRecallArchive(b []byte, rid string, report, archived, messages, summar
 // compaction of 1.4M messages is not held as rows and then encoded (that trapped
 // the instance out of memory).
 func appendRecallArchive(b []byte, rid string, archived []archivedMsg, summarized *IndexRange, summary gjson.Result) []byte {
-	from, to := -1, -1
+	from, to := archiveSpan(archived, summarized)
+	rng := RecallRange{ID: rid, FromIndex: from, ToIndex: to, Summary: summaryMessageText(summary)}
+	return appendArchiveRows(appendArchiveRange(b, rng), rid, archived, summary, from)
+}
+
+// archiveSpan is the input range an archive stands for: the summarized range, or
+// else what its entries span.
+func archiveSpan(archived []archivedMsg, summarized *IndexRange) (from, to int) {
+	if summarized != nil {
+		return summarized.From, summarized.To
+	}
+	from, to = -1, -1
 	for _, a := range archived {
 		if from < 0 || a.index < from {
 			from = a.index
 		}
 		to = max(to, a.index+1)
 	}
-	if summarized != nil {
-		from, to = summarized.From, summarized.To
-	} else if from < 0 {
-		from, to = 0, 0
+	if from < 0 {
+		return 0, 0
 	}
+	return from, to
+}
+
+// summaryMessageText is the text of a summary message, "" for none.
+func summaryMessageText(summary gjson.Result) string {
+	if !summary.Exists() || summary.Type == gjson.Null {
+		return ""
+	}
+	return messageText(summary)
+}
+
+// appendArchiveRange opens an archive's JSON with its range: {"range":{...},
+// appendArchiveRows closes it.
+func appendArchiveRange(b []byte, rng RecallRange) []byte {
+	b = jsonraw.AppendString(append(b, `{"range":{"id":`...), rng.ID)
+	b = strconv.AppendInt(append(b, `,"from_index":`...), int64(rng.FromIndex), 10)
+	b = strconv.AppendInt(append(b, `,"to_index":`...), int64(rng.ToIndex), 10)
+	b = jsonraw.AppendString(append(b, `,"summary":`...), rng.Summary)
+	return append(b, "},"...)
+}
+
+// appendArchiveRows appends "rows":[...]} (after appendArchiveRange, or after
+// "{"): a row per entry of range rid and, when summary is a message, the summary's
+// row at position summaryAt.
+func appendArchiveRows(b []byte, rid string, archived []archivedMsg, summary gjson.Result, summaryAt int) []byte {
 	hasSummary := summary.Exists() && summary.Type != gjson.Null
-	text := ""
-	if hasSummary {
-		text = messageText(summary)
-	}
 	row := func(b []byte, id string, position int, role, reason, raw, text string) []byte {
 		b = jsonraw.AppendString(append(b, `{"id":`...), id)
 		b = jsonraw.AppendString(append(b, `,"range_id":`...), rid)
@@ -254,11 +284,7 @@ func appendRecallArchive(b []byte, rid string, archived []archivedMsg, summarize
 		size += 2*len(a.raw) + len(a.raw)/4 + 96
 	}
 	b = slices.Grow(b, size)
-	b = jsonraw.AppendString(append(b, `{"range":{"id":`...), rid)
-	b = strconv.AppendInt(append(b, `,"from_index":`...), int64(from), 10)
-	b = strconv.AppendInt(append(b, `,"to_index":`...), int64(to), 10)
-	b = jsonraw.AppendString(append(b, `,"summary":`...), text)
-	b = append(b, `},"rows":[`...)
+	b = append(b, `"rows":[`...)
 	for i, a := range archived {
 		if i > 0 {
 			b = append(b, ',')
@@ -270,7 +296,7 @@ func appendRecallArchive(b []byte, rid string, archived []archivedMsg, summarize
 		if len(archived) > 0 {
 			b = append(b, ',')
 		}
-		b = row(b, rid+".summary", from, "summary", "summary", summary.Raw, capText("summary\n"+text))
+		b = row(b, rid+".summary", summaryAt, "summary", "summary", summary.Raw, capText("summary\n"+summaryMessageText(summary)))
 	}
 	return append(b, "]}"...)
 }

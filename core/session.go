@@ -87,6 +87,8 @@ type sessionResume struct {
 	PromptTokens int             `json:"prompt_tokens,omitempty"`
 	// Report is the compaction's report, recorded once it is archived.
 	Report json.RawMessage `json:"report,omitempty"`
+	// Left is what an archive in parts has still to ask for (session_archive.go).
+	Left *archiveLeft `json:"left,omitempty"`
 	// Native is the native session a prepare keeps once its archive is stored.
 	Native json.RawMessage `json:"native,omitempty"`
 	// Query, Limit, ID and MaxTokens are a tool call's checked arguments.
@@ -312,6 +314,9 @@ func (st *sessionStep) compress() ([]byte, error) {
 		if st.answer.failed {
 			return st.fail(EffectArchive, "the compaction is not recorded: archiving it as "+st.resume.RangeID+" failed")
 		}
+		if st.resume.Left != nil {
+			return st.archiveNext()
+		}
 		var r Report
 		if err := json.Unmarshal(st.resume.Report, &r); err != nil {
 			return nil, errorf(CodeInvalidRequest, "/resume", "resume must be the object the last session.run step returned, unchanged")
@@ -452,24 +457,7 @@ func (st *sessionStep) compressDone(rangeID string, r *compactRequest, o *compac
 		st.state.RecordCompaction(*o.report)
 		return st.done(result)
 	}
-	report := mustMarshal(o.report)
-	var summary gjson.Result
-	if o.report.Summarized != nil {
-		summary = summaryMessageOf(gjson.ParseBytes(writeMessages(nil, o.out, true)), o.report.HeadEnd)
-	}
-	// The rows of a large archive are written after the compaction's parse is let
-	// go (only the result's bytes, the originals and the summary are kept), so
-	// they reuse its memory instead of growing the instance by their size.
-	kept := result(nil)
-	archived, summarized := o.archived, o.report.Summarized
-	r, o = nil, nil
-	effect := func(b []byte) []byte {
-		defer releaseBeforeRows(len(archived))()
-		b = jsonraw.AppendString(append(b, `{"type":"archive","range_id":`...), rangeID)
-		return append(appendRecallArchive(append(b, `,"archive":`...), rangeID, archived, summarized, summary), '}')
-	}
-	return st.effectWith(effect, sessionResume{Step: "archive", RangeID: rangeID, Report: report},
-		func(b []byte) []byte { return append(b, kept...) })
+	return st.archiveFirst(rangeID, r, o)
 }
 
 // --- tool_call ---
@@ -859,9 +847,10 @@ func (st *sessionStep) archiveNative(id string, out nativeOutcome) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
+	from, to := archiveSpan(entries, nil)
+	rng := RecallRange{ID: id, FromIndex: from, ToIndex: to}
 	effect := func(b []byte) []byte {
-		b = jsonraw.AppendString(append(b, `{"type":"archive","range_id":`...), id)
-		return append(appendRecallArchive(append(b, `,"archive":`...), id, entries, nil, gjson.Result{}), '}')
+		return appendArchiveEffect(b, id, 0, &rng, entries, gjson.Result{}, from, nil)
 	}
 	return st.effectWith(effect, sessionResume{Step: "archive", RangeID: id, Native: native, PromptTokens: out.tokens}, rawResult(res))
 }

@@ -80,6 +80,8 @@ func sessionScripts() []scriptTranscript {
 	small := smallSession(6)
 	lossless := map[string]any{"model": map[string]any{"context_length": 2000}, "compression": map[string]any{"protect_last_n": 4},
 		"context": map[string]any{"engine": "lossless"}}
+	parted := map[string]any{"model": map[string]any{"context_length": 2000}, "compression": map[string]any{"protect_last_n": 4},
+		"context": map[string]any{"engine": "lossless", "archive_part": 4}}
 	anthropic := map[string]any{"model": map[string]any{"name": "claude-sonnet-4-5", "provider": "anthropic", "context_length": 200000}}
 	compaction := map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "compaction", "content": "The user asked to port the build to Bazel; the Makefile only runs go build."}}}
 	summary := "## Goal\nRefactor the parser module into a lexer and a grammar.\n## Progress\n- Read src/parser_0.py .. src/parser_5.py"
@@ -111,6 +113,10 @@ func sessionScripts() []scriptTranscript {
 			}},
 		{"lossless-archive-failure-records-nothing", "divergence 2: archived before recorded; a failed archive ends the sequence, nothing recorded", lossless,
 			[]scriptStep{{EventCompress, map[string]any{"messages": small, "force": true}, []any{ok("r1"), ok(summary), failAnswer("store", "database is locked")}}}},
+		{"lossless-archive-in-parts", "an archive in parts (context.archive_part 4): the range and the first window's rows, then each window's rows from the messages the effect's next names, the summary's row last; recorded after the last part", parted,
+			[]scriptStep{{EventCompress, map[string]any{"messages": small, "force": true}, []any{ok("r1"), ok(summary), ok(nil), ok(nil), ok(nil), ok(nil)}}}},
+		{"lossless-archive-part-failure-records-nothing", "a store failure on a later part of an archive ends the sequence, nothing recorded (the host rolls the parts back)", parted,
+			[]scriptStep{{EventCompress, map[string]any{"messages": small, "force": true}, []any{ok("r1"), ok(summary), ok(nil), failAnswer("store", "disk I/O error")}}}},
 		{"lossless-no-range-id", "store failure before the compaction: the store gave no range id", lossless,
 			[]scriptStep{{EventCompress, map[string]any{"messages": small, "force": true}, []any{failAnswer("store", "unable to open database file")}}}},
 		{"compress-cancelled", "cancellation while the summarizer runs: nothing recorded", tinyWindow,
@@ -220,10 +226,14 @@ func generateTranscripts(t *testing.T) (transcriptFile, genSuite) {
 			ts := transcriptStep{Event: s.event, Fields: s.fields, Effects: []transcriptEffect{}}
 			var resume, answer any
 			var held any
+			var window []any // an archive part's next: the messages the next step sends
 			for call := 0; ; call++ {
 				req := map[string]any{"event": s.event, "state": state}
 				for k, v := range s.fields {
 					req[k] = v
+				}
+				if window != nil {
+					req["messages"] = window
 				}
 				if resume != nil {
 					req["resume"], req["answer"] = resume, answer
@@ -259,6 +269,11 @@ func generateTranscripts(t *testing.T) (transcriptFile, genSuite) {
 				}
 				ts.Effects = append(ts.Effects, transcriptEffect{Effect: effect, Answer: s.answers[call]})
 				resume, answer = r["resume"], s.answers[call]
+				window = nil
+				if next, ok := r["effect"].(map[string]any)["next"].(map[string]any); ok {
+					msgs := s.fields["messages"].([]any)
+					window = msgs[int(next["from"].(float64)):int(next["to"].(float64))]
+				}
 			}
 			require.Len(t, ts.Effects, len(s.answers), "%s step %d: effects asked vs answers scripted", sc.name, si)
 			out.Steps = append(out.Steps, ts)
@@ -385,8 +400,8 @@ func TestSessionCompressKeepsItsCompaction(t *testing.T) {
 	require.Equal(t, 0, left, "the finish step took the compaction its begin kept")
 }
 
-// TestSessionArchiveStepReadsNoMessages: the step that answers an archive reads only
-// its resume, so the engines leave the messages out of it (docs/SESSION.md): every
+// TestSessionArchiveStepReadsNoMessages: the step that answers an archive (its last
+// part) reads only its resume, so the engines leave the messages out of it (docs/SESSION.md): every
 // such call of the transcripts answers the same without them.
 func TestSessionArchiveStepReadsNoMessages(t *testing.T) {
 	b, err := os.ReadFile("../testdata/session.run.json")
@@ -401,9 +416,10 @@ func TestSessionArchiveStepReadsNoMessages(t *testing.T) {
 	seen := 0
 	for _, c := range file.Cases {
 		var resume struct {
-			Step string `json:"step"`
+			Step string          `json:"step"`
+			Left json.RawMessage `json:"left"`
 		}
-		if json.Unmarshal(c.Request["resume"], &resume) != nil || resume.Step != "archive" || c.Request["messages"] == nil {
+		if json.Unmarshal(c.Request["resume"], &resume) != nil || resume.Step != "archive" || resume.Left != nil || c.Request["messages"] == nil {
 			continue
 		}
 		seen++
