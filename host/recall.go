@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 
 	"github.com/tidwall/gjson"
 
@@ -18,9 +19,12 @@ import (
 type RecallStore interface {
 	// NextRangeID is the id of the session's next range: r<k>, k = 1 + its ranges.
 	NextRangeID(ctx context.Context, session string) (string, error)
-	// Archive stores one compaction's range and rows (recall.archive's result) in
-	// one transaction.
-	Archive(ctx context.Context, session string, a core.RecallArchive) error
+	// Archive stores one compaction's range and rows in one transaction. They
+	// come in parts (docs/SESSION.md "An archive in parts"): the first holds the
+	// range, and each holds rows of it, in order. Archive writes each part as it
+	// comes; an error in parts is returned, and nothing of the range is written.
+	// Whether it returns an error or not, Archive stops ranging over parts.
+	Archive(ctx context.Context, session string, parts iter.Seq2[core.RecallArchive, error]) error
 	// Find returns the session's rows matching query (docs/RECALL.md), newest
 	// first, at most limit, and how many match in all.
 	Find(ctx context.Context, session, query string, limit int) ([]core.RecallHit, int, error)

@@ -2,7 +2,6 @@ package host
 
 import (
 	"encoding/json"
-	"slices"
 	"strconv"
 
 	"github.com/tidwall/gjson"
@@ -22,9 +21,9 @@ type request struct {
 	parts []reqPart
 	b     []byte
 	err   error
-	// omit are fields raw leaves out: the messages of a session.run step that
-	// does not read them.
-	omit []string
+	// swap writes a field raw is given in its stead (or leaves it out): a
+	// session.run step's messages, when it reads a window of them or none.
+	swap map[string]func(r *request, v json.RawMessage)
 }
 
 // reqPart is a piece of an envelope: bytes written as they are, or a value that
@@ -49,7 +48,11 @@ func newRequest(op string) *request {
 // raw adds key with a raw JSON value, unless v is empty. Invalid JSON is an
 // invalid_json error at /key, as the core would report it.
 func (r *request) raw(key string, v json.RawMessage) *request {
-	if len(v) == 0 || r.err != nil || slices.Contains(r.omit, key) {
+	if len(v) == 0 || r.err != nil {
+		return r
+	}
+	if swap := r.swap[key]; swap != nil {
+		swap(r, v)
 		return r
 	}
 	if !gjson.ValidBytes(v) {

@@ -78,60 +78,163 @@ type performFunc func(ctx context.Context, effect *sessionEffect) (json.RawMessa
 // runSession runs event to its end: fields adds the event's fields to each step's
 // request (the messages, when it has them, last). It returns the sequence's result.
 func (ce *ContextEngine) runSession(ctx context.Context, event string, fields func(*request), perform performFunc) (json.RawMessage, error) {
-	var resume, answer, result json.RawMessage
-	var cause error
-	archived := false
+	s := &sessionRun{ce: ce, event: event, fields: fields}
+	var answer json.RawMessage
 	for {
-		var r sessionReply
-		ce.mu.Lock()
-		req := newRequest("session.run").str("event", event).raw("state", orNull(ce.state)).raw("resume", resume).raw("answer", answer)
-		if archived {
-			// The step after an archive reads only its resume (docs/SESSION.md): a
-			// large conversation is neither sent nor validated again.
-			req.omit = []string{"messages"}
-		}
-		if fields != nil {
-			fields(req)
-		}
-		err := ce.e.run(ctx, req, &r)
-		if err == nil && r.Done && r.Failed == nil {
-			if len(r.State) == 0 {
-				err = fmt.Errorf("%w: session.run ended with no state", ErrABIMismatch)
-			} else {
-				ce.state, ce.status = r.State, r.Status
-			}
-		}
-		ce.mu.Unlock()
-		if err != nil {
-			return nil, err
-		}
-		if len(r.Result) > 0 {
-			result = r.Result
-		}
+		r, err := s.step(ctx, answer)
 		switch {
+		case err != nil:
+			return nil, err
 		case r.Failed != nil:
-			return nil, &effectError{msg: r.Failed.Message, cause: cause}
+			return nil, &effectError{msg: r.Failed.Message, cause: s.cause}
 		case r.Done:
-			return result, nil
-		case r.Effect == nil || len(r.Resume) == 0:
-			return nil, fmt.Errorf("%w: session.run neither ended nor asked for an effect", ErrABIMismatch)
-		}
-		if perform == nil {
+			return s.result, nil
+		case perform == nil:
 			return nil, fmt.Errorf("%w: session.run asked for %s, which a %s event does not have", ErrABIMismatch, r.Effect.Type, event)
 		}
-		ok, err := perform(ctx, r.Effect)
-		archived = r.Effect.Type == core.EffectArchive
+		var ok json.RawMessage
+		if r.Effect.Type == core.EffectArchive {
+			err = s.archive(ctx, r.Effect)
+			if s.fatal != nil {
+				return nil, s.fatal
+			}
+		} else {
+			ok, err = perform(ctx, r.Effect)
+		}
+		// The step after an archive reads only its resume (docs/SESSION.md): a
+		// large conversation is neither sent nor validated again.
+		s.messages, s.from, s.to = r.Effect.Type == core.EffectArchive, 0, 0
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, fmt.Errorf("ctxcompact: %s: %w", event, ctxErr)
 		}
-		cause = err
+		s.cause = err
 		if err != nil {
 			answer = effectFailure(err)
 		} else {
 			answer = append(append([]byte(`{"ok":`), orNull(ok)...), '}')
 		}
-		resume = r.Resume
 	}
+}
+
+// sessionRun is one event's sequence between its steps.
+type sessionRun struct {
+	ce     *ContextEngine
+	event  string
+	fields func(*request)
+	// resume is the last step's, sent back with the next answer.
+	resume json.RawMessage
+	result json.RawMessage
+	// messages is set when the next step reads none of the event's messages
+	// (after an archive), or only a window of them: messages [from, to).
+	messages bool
+	from, to int
+	elems    []uint32 // the event's messages' element offsets, once a window needs them
+	// cause is the host's error behind the last failed effect; fatal, an error
+	// that ended the sequence inside an effect (a step of an archive in parts).
+	cause, fatal error
+}
+
+// step sends answer (nil for the first step) and returns the core's reply: an
+// effect to perform (its resume kept for the next step), or the end, whose state
+// replaces the engine's.
+func (s *sessionRun) step(ctx context.Context, answer json.RawMessage) (sessionReply, error) {
+	ce := s.ce
+	var r sessionReply
+	ce.mu.Lock()
+	req := newRequest("session.run").str("event", s.event).raw("state", orNull(ce.state)).raw("resume", s.resume).raw("answer", answer)
+	if s.messages {
+		req.swap = map[string]func(*request, json.RawMessage){"messages": s.window}
+	}
+	if s.fields != nil {
+		s.fields(req)
+	}
+	err := ce.e.run(ctx, req, &r)
+	if err == nil && r.Done && r.Failed == nil {
+		if len(r.State) == 0 {
+			err = fmt.Errorf("%w: session.run ended with no state", ErrABIMismatch)
+		} else {
+			ce.state, ce.status = r.State, r.Status
+		}
+	}
+	ce.mu.Unlock()
+	switch {
+	case err != nil:
+		return r, err
+	case !r.Done && (r.Effect == nil || len(r.Resume) == 0):
+		return r, fmt.Errorf("%w: session.run neither ended nor asked for an effect", ErrABIMismatch)
+	}
+	if len(r.Result) > 0 {
+		s.result = r.Result
+	}
+	s.resume, s.messages = r.Resume, false
+	return r, nil
+}
+
+// window writes the step's messages: none, or the window [from, to) of the
+// event's, each element byte for byte as the first step sent it.
+func (s *sessionRun) window(r *request, v json.RawMessage) {
+	if s.to == 0 {
+		return
+	}
+	if s.elems == nil {
+		s.elems = arrayElements(v)
+	}
+	if s.to > len(s.elems)/2 {
+		r.err = fmt.Errorf("%w: an archive part names messages %d-%d; the event has %d", ErrABIMismatch, s.from, s.to-1, len(s.elems)/2)
+		return
+	}
+	from, to, elems := s.from, s.to, s.elems
+	r.stream("messages", func(write func([]byte)) {
+		write([]byte{'['})
+		for i := from; i < to; i++ {
+			if i > from {
+				write([]byte{','})
+			}
+			write(v[elems[2*i]:elems[2*i+1]])
+		}
+		write([]byte{']'})
+	})
+}
+
+// archive performs an archive effect: the store writes its rows, and those of
+// the parts after it (docs/SESSION.md "An archive in parts"), in one
+// transaction. Each later part is the core's answer to the part before, asked
+// for with that part's window of the event's messages; the last part's answer
+// is left to the caller, after the store committed (or rolled back).
+func (s *sessionRun) archive(ctx context.Context, first *sessionEffect) error {
+	if s.ce.store == nil {
+		return fmt.Errorf("%w: session.run asked a compressor engine for %s", ErrABIMismatch, first.Type)
+	}
+	parts := func(yield func(core.RecallArchive, error) bool) {
+		e := first
+		for part := int64(0); ; part++ {
+			if got := e.field("part").Int(); got != part {
+				s.fatal = fmt.Errorf("%w: session.run asked for archive part %d after part %d", ErrABIMismatch, got, part-1)
+				yield(core.RecallArchive{}, s.fatal)
+				return
+			}
+			next := e.field("next")
+			a, err := e.archive()
+			e.JSON = nil // the rows hold what the store needs
+			if !yield(a, err) || err != nil || !next.Exists() {
+				return
+			}
+			s.messages, s.from, s.to = true, int(next.Get("from").Int()), int(next.Get("to").Int())
+			r, err := s.step(ctx, json.RawMessage(`{"ok":null}`))
+			switch {
+			case err != nil:
+				s.fatal = err
+			case r.Done || r.Effect.Type != core.EffectArchive:
+				s.fatal = fmt.Errorf("%w: session.run stopped asking for an archive's parts after part %d", ErrABIMismatch, part)
+			}
+			if s.fatal != nil {
+				yield(core.RecallArchive{}, s.fatal)
+				return
+			}
+			e = r.Effect
+		}
+	}
+	return s.ce.store.Archive(ctx, s.ce.session, parts)
 }
 
 // effectFailure is the answer of a failed effect. A summarizer's failure is
@@ -161,13 +264,6 @@ func (ce *ContextEngine) storeEffects(ctx context.Context, e *sessionEffect) (js
 			return nil, err
 		}
 		return appendString(nil, id), nil
-	case core.EffectArchive:
-		a, err := e.archive()
-		if err != nil {
-			return nil, err
-		}
-		e.JSON = nil // the rows hold what the store needs
-		return nil, ce.store.Archive(ctx, ce.session, a)
 	case core.EffectSearch:
 		hits, total, err := ce.store.Find(ctx, ce.session, effect("query").Str, int(effect("limit").Int()))
 		if err != nil {

@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"iter"
 	"os"
 	"sort"
 	"testing"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/ctxcompact/ctxcompact/core"
 )
 
 // TestSessionTranscripts replays testdata/session/transcripts.json through the
@@ -51,16 +54,21 @@ func TestSessionTranscripts(t *testing.T) {
 			for si, step := range tr.Steps {
 				ctx, cancel := context.WithCancel(context.Background())
 				k := 0
-				perform := func(ctx context.Context, e *sessionEffect) (json.RawMessage, error) {
-					typ, raw := e.Type, e.JSON
-					effect := gjson.ParseBytes(raw)
+				// answer checks the next effect of the script against got (an
+				// effect, or an archive part's range and rows when archive) and
+				// gives its scripted answer.
+				answer := func(typ string, got []byte, archive bool) (json.RawMessage, error) {
 					if k >= len(step.Effects) {
-						t.Fatalf("step %d: an effect beyond the script: %s", si, effect.Raw)
+						t.Fatalf("step %d: an effect beyond the script: %s", si, clip(got))
 					}
 					want := step.Effects[k]
 					k++
-					if !jsonEqual(want.Effect, []byte(effect.Raw)) {
-						t.Fatalf("step %d effect %d:\n got %s\nwant %s", si, k-1, clip([]byte(effect.Raw)), clip(want.Effect))
+					wantJSON := want.Effect
+					if archive {
+						wantJSON = json.RawMessage(gjson.GetBytes(want.Effect, "archive").Raw)
+					}
+					if !jsonEqual(wantJSON, got) {
+						t.Fatalf("step %d effect %d:\n got %s\nwant %s", si, k-1, clip(got), clip(wantJSON))
 					}
 					if want.Cancel {
 						cancel()
@@ -75,6 +83,13 @@ func TestSessionTranscripts(t *testing.T) {
 					}
 					return json.RawMessage(a.Get("ok").Raw), nil
 				}
+				perform := func(ctx context.Context, e *sessionEffect) (json.RawMessage, error) {
+					return answer(e.Type, e.JSON, false)
+				}
+				ce.store = scriptedStore(func(a core.RecallArchive) error {
+					_, err := answer("archive", archivePartJSON(a), true)
+					return err
+				})
 				before := ce.state
 				res, err := ce.runSession(ctx, step.Event, func(r *request) {
 					keys := make([]string, 0, len(step.Fields))
@@ -132,4 +147,43 @@ func TestSessionTranscripts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// scriptedStore is a recall store whose Archive hands each part to its func and
+// stops at the first error; the transcripts answer every other store effect.
+type scriptedStore func(a core.RecallArchive) error
+
+func (f scriptedStore) Archive(_ context.Context, _ string, parts iter.Seq2[core.RecallArchive, error]) error {
+	for a, err := range parts {
+		if err == nil {
+			err = f(a)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (scriptedStore) NextRangeID(context.Context, string) (string, error) {
+	panic("answered by the transcript")
+}
+
+func (scriptedStore) Find(context.Context, string, string, int) ([]core.RecallHit, int, error) {
+	panic("answered by the transcript")
+}
+
+func (scriptedStore) Messages(context.Context, string, string) ([]string, error) {
+	panic("answered by the transcript")
+}
+
+// archivePartJSON is an archive part as its effect's archive object has it: the
+// range in the first part only.
+func archivePartJSON(a core.RecallArchive) []byte {
+	v := map[string]any{"rows": a.Rows}
+	if a.Range.ID != "" {
+		v["range"] = a.Range
+	}
+	b, _ := json.Marshal(v)
+	return b
 }

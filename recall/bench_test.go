@@ -58,7 +58,7 @@ func bigStore(b *testing.B) string {
 					Role: "tool", Reason: "summarized", JSON: string(js), Text: "tool\n" + content})
 				total += len(js) + len(content)
 			}
-			if err := s.Archive(context.Background(), "bench", a); err != nil {
+			if err := s.ArchiveOne(context.Background(), "bench", a); err != nil {
 				benchStore.err = err
 				return
 			}

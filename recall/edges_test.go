@@ -86,7 +86,7 @@ func goProbe(file string) string {
 			panic(err)
 		}
 		out["expand"] = len(ms)
-		if err := s.Archive(ctx, "a", core.RecallArchive{Range: core.RecallRange{ID: "r2"}}); err != nil {
+		if err := s.ArchiveOne(ctx, "a", core.RecallArchive{Range: core.RecallRange{ID: "r2"}}); err != nil {
 			out["archive"] = errOf(err)
 		}
 		s.Close()
@@ -126,7 +126,7 @@ func TestFutureAndReadOnlyStoresInEveryRuntime(t *testing.T) {
 	ro := filepath.Join(dir, "ro.db")
 	s, err := recall.Open(ro)
 	require.NoError(t, err)
-	require.NoError(t, s.Archive(context.Background(), "a", killRange(1, "wrote")))
+	require.NoError(t, s.ArchiveOne(context.Background(), "a", killRange(1, "wrote")))
 	require.NoError(t, s.Close())
 	makeReadOnly(t, ro)
 

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -398,7 +400,7 @@ func archiveMany(st *recall.Store, session string, n int) error {
 		if err := json.Unmarshal([]byte(out.Get("result").Raw), &a); err != nil {
 			return err
 		}
-		if err := st.Archive(ctx, session, a); err != nil {
+		if err := st.ArchiveOne(ctx, session, a); err != nil {
 			return err
 		}
 	}
@@ -482,4 +484,78 @@ func TestUnboundedQueriesAreErrorAnswers(t *testing.T) {
 	ans, err = l.HandleToolCall(ctx, "context_search", json.RawMessage(long("write of")))
 	require.NoError(t, err)
 	require.Equal(t, int64(100), gjson.Get(ans, "total").Int(), ans)
+}
+
+// partedStore counts the parts of each archive it passes on to a store, and
+// fails the archive at part failAt (from 0) when it is set.
+type partedStore struct {
+	*recall.Store
+	parts  int
+	failAt int
+}
+
+var errPartFailed = errors.New("the connection dropped")
+
+func (p *partedStore) Archive(ctx context.Context, session string, parts iter.Seq2[core.RecallArchive, error]) error {
+	return p.Store.Archive(ctx, session, func(yield func(core.RecallArchive, error) bool) {
+		for a, err := range parts {
+			if p.failAt > 0 && p.parts == p.failAt {
+				yield(a, errPartFailed)
+				return
+			}
+			p.parts++
+			if !yield(a, err) {
+				return
+			}
+		}
+	})
+}
+
+// TestArchiveInPartsIsOneTransaction: a trace's lossless compaction archived in
+// parts of 7 input messages writes the rows one part would, in order; a part
+// that fails rolls every part back, and the compaction is not recorded.
+func TestArchiveInPartsIsOneTransaction(t *testing.T) {
+	ctx := context.Background()
+	input := join(traceMessages(t, "claude-code-spotter-4d5611e5-precompact.json"))
+	compress := func(part, failAt int) (*partedStore, *host.ContextEngine, error) {
+		st, err := recall.Open(":memory:")
+		require.NoError(t, err)
+		t.Cleanup(func() { st.Close() })
+		ps := &partedStore{Store: st, failAt: failAt}
+		cfg := fmt.Sprintf(`{"context":{"engine":"lossless","archive_part":%d},"model":{"context_length":32000}}`, part)
+		ce, err := host.NewContextEngine(ctx, sharedEngine(t), json.RawMessage(cfg), host.ContextEngineOptions{Store: ps, SessionID: "s"})
+		require.NoError(t, err)
+		_, err = ce.Compress(ctx, input, host.CompressOptions{Force: true})
+		return ps, ce, err
+	}
+	rows := func(st *recall.Store) []recall.Message {
+		ms, err := st.Expand(ctx, "s", "r1")
+		require.NoError(t, err)
+		return ms
+	}
+	whole, _, err := compress(core.DefaultArchivePart, 0)
+	require.NoError(t, err)
+	require.Equal(t, 1, whole.parts)
+	want := rows(whole.Store)
+	require.Greater(t, len(want), 40)
+
+	parted, ce, err := compress(7, 0)
+	require.NoError(t, err)
+	require.Greater(t, parted.parts, 5, "archived in parts")
+	require.Equal(t, want, rows(parted.Store))
+	wantRanges, err := whole.Ranges(ctx, "s")
+	require.NoError(t, err)
+	gotRanges, err := parted.Ranges(ctx, "s")
+	require.NoError(t, err)
+	require.Equal(t, wantRanges, gotRanges)
+	require.Equal(t, 1, ce.Status().CompressionCount)
+
+	failed, ce, err := compress(7, 3)
+	require.ErrorIs(t, err, errPartFailed)
+	require.Contains(t, err.Error(), "the compaction is not recorded")
+	ranges, err := failed.Ranges(ctx, "s")
+	require.NoError(t, err)
+	require.Empty(t, ranges, "the parts written before the failure are rolled back")
+	require.Empty(t, rows(failed.Store))
+	require.Equal(t, 0, ce.Status().CompressionCount)
 }

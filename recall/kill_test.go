@@ -40,7 +40,7 @@ func holder(path string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	if err := st.Archive(context.Background(), "k", killRange(1, "go")); err != nil {
+	if err := st.ArchiveOne(context.Background(), "k", killRange(1, "go")); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
@@ -48,7 +48,7 @@ func holder(path string) int {
 		fmt.Println("holding")
 		select {} // until killed
 	})
-	err = st.Archive(context.Background(), "k", killRange(2, "go"))
+	err = st.ArchiveOne(context.Background(), "k", killRange(2, "go"))
 	fmt.Fprintln(os.Stderr, "not killed:", err)
 	return 2
 }
@@ -172,7 +172,7 @@ func TestAKilledWritersLockIsTakenOver(t *testing.T) {
 				if rec == "go" {
 					st, err := recall.OpenWith(path, recall.Options{LockTimeout: 2 * time.Second})
 					require.NoError(t, err)
-					require.NoError(t, st.Archive(context.Background(), "k", killRange(2, "go-recovers")))
+					require.NoError(t, st.ArchiveOne(context.Background(), "k", killRange(2, "go-recovers")))
 					require.NoError(t, st.Close())
 				} else {
 					c := r.cmd(t, rec, "recover", path, rec+"-recovers", 2)

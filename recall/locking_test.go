@@ -36,12 +36,12 @@ func rangeOf(k int, who string) core.RecallArchive {
 func TestTheLockDirectoryIsHonoured(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "recall.db")
 	s := mustOpen(t, path, Options{LockTimeout: 10 * time.Millisecond})
-	require.NoError(t, s.Archive(bg, "a", rangeOf(1, "go")))
+	require.NoError(t, s.ArchiveOne(bg, "a", rangeOf(1, "go")))
 	_, err := os.Stat(path + ".lock")
 	require.True(t, errors.Is(err, os.ErrNotExist), "released after each operation")
 
 	require.NoError(t, os.Mkdir(path+".lock", 0o755))
-	err = s.Archive(bg, "a", rangeOf(2, "go"))
+	err = s.ArchiveOne(bg, "a", rangeOf(2, "go"))
 	require.ErrorIs(t, err, ErrLocked)
 	require.Contains(t, err.Error(), path+".lock")
 	require.Contains(t, err.Error(), "remove it when no process uses the store")
@@ -53,7 +53,7 @@ func TestTheLockDirectoryIsHonoured(t *testing.T) {
 	// Released by its holder while an operation waits: the operation goes on.
 	go func() { time.Sleep(20 * time.Millisecond); os.Remove(path + ".lock") }()
 	w := mustOpen(t, path, Options{LockTimeout: time.Minute})
-	require.NoError(t, w.Archive(bg, "a", rangeOf(2, "go")))
+	require.NoError(t, w.ArchiveOne(bg, "a", rangeOf(2, "go")))
 	rs, err := s.Ranges(bg, "a")
 	require.NoError(t, err)
 	require.Len(t, rs, 2)
@@ -96,7 +96,7 @@ func TestGoAndNodeWriteOneFileAtTheSameTime(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	require.NoError(t, cmd.Start())
 	for k := 1; k <= n; k++ {
-		require.NoError(t, s.Archive(bg, "go", rangeOf(k, "go")))
+		require.NoError(t, s.ArchiveOne(bg, "go", rangeOf(k, "go")))
 		_, _, err := s.Find(bg, "go", "wrote row", 10)
 		require.NoError(t, err)
 	}
@@ -162,7 +162,7 @@ func TestTheLockIsWaitedForThenTakenOverWhenStale(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "recall.db")
 	s := mustOpen(t, path, Options{})
 	holdLock(t, path, os.Getpid(), *now)
-	err := s.Archive(bg, "a", rangeOf(1, "go"))
+	err := s.ArchiveOne(bg, "a", rangeOf(1, "go"))
 	require.ErrorIs(t, err, ErrLocked)
 	host, _ := os.Hostname()
 	require.Contains(t, err.Error(), fmt.Sprintf("holder: pid %d on %s (test)", os.Getpid(), host))
@@ -172,15 +172,15 @@ func TestTheLockIsWaitedForThenTakenOverWhenStale(t *testing.T) {
 
 	*sleeps = 0
 	holdLock(t, path, os.Getpid(), now.Add(-StaleAfter-time.Second))
-	require.NoError(t, s.Archive(bg, "a", rangeOf(1, "go")))
+	require.NoError(t, s.ArchiveOne(bg, "a", rangeOf(1, "go")))
 	require.NoError(t, os.Mkdir(path+".lock", 0o755)) // node-sqlite3-wasm's own: no owner
 	old := now.Add(-StaleAfter - time.Minute)
 	require.NoError(t, os.Chtimes(path+".lock", old, old))
-	require.NoError(t, s.Archive(bg, "a", rangeOf(2, "go")))
+	require.NoError(t, s.ArchiveOne(bg, "a", rangeOf(2, "go")))
 	gone := exec.Command(os.Args[0], "-test.run=^$")
 	require.NoError(t, gone.Run())
 	holdLock(t, path, gone.Process.Pid, *now)
-	require.NoError(t, s.Archive(bg, "a", rangeOf(3, "go")))
+	require.NoError(t, s.ArchiveOne(bg, "a", rangeOf(3, "go")))
 	require.Zero(t, *sleeps, "taken over without waiting")
 	_, err = os.Stat(path + ".lock")
 	require.True(t, errors.Is(err, os.ErrNotExist))
@@ -191,14 +191,14 @@ func TestTheLockIsWaitedForThenTakenOverWhenStale(t *testing.T) {
 func TestReadOnlyOption(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "recall.db")
 	w := mustOpen(t, path, Options{})
-	require.NoError(t, w.Archive(bg, "a", rangeOf(1, "go")))
+	require.NoError(t, w.ArchiveOne(bg, "a", rangeOf(1, "go")))
 	require.NoError(t, w.Close())
 	s := mustOpen(t, path, Options{ReadOnly: true})
 	_, total, err := s.Find(bg, "a", "wrote", 10)
 	require.NoError(t, err)
 	require.Equal(t, 4, total)
 	var ce *core.Error
-	for _, err := range []error{s.Archive(bg, "a", rangeOf(2, "go")), s.DeleteSession(bg, "a")} {
+	for _, err := range []error{s.ArchiveOne(bg, "a", rangeOf(2, "go")), s.DeleteSession(bg, "a")} {
 		require.ErrorAs(t, err, &ce)
 		require.Equal(t, core.CodeInvalidState, ce.Code)
 		require.Equal(t, "/path", ce.Path)

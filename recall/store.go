@@ -18,6 +18,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -377,13 +378,20 @@ func (s *Store) countOf(sql, session string) (int, error) {
 // Archive stores one compaction's range and rows (the result of the core's
 // recall.archive) under session, in one transaction. The range id must be the
 // session's next (NextRangeID): another writer that took it first makes this an
-// error, and nothing is written.
-func (s *Store) Archive(ctx context.Context, session string, a core.RecallArchive) (err error) {
+// error, and nothing is written. It is Archive with one part.
+func (s *Store) ArchiveOne(ctx context.Context, session string, a core.RecallArchive) error {
+	return s.Archive(ctx, session, func(yield func(core.RecallArchive, error) bool) { yield(a, nil) })
+}
+
+// Archive stores one compaction's range and rows under session, in one
+// transaction, as they come in parts (host.RecallStore): the first part holds
+// the range, every part rows of it. The range id must be the session's next
+// (NextRangeID): another writer that took it first makes this an error, and
+// nothing is written; so does an error in parts. The store is held from the
+// first part to the commit.
+func (s *Store) Archive(ctx context.Context, session string, parts iter.Seq2[core.RecallArchive, error]) (err error) {
 	if session == "" {
 		return errors.New("ctxcompact: a recall session id must not be empty")
-	}
-	if !core.IsRangeID(a.Range.ID) {
-		return fmt.Errorf("ctxcompact: %q is not a range id r<k>", a.Range.ID)
 	}
 	if err := s.writable(); err != nil {
 		return err
@@ -393,79 +401,133 @@ func (s *Store) Archive(ctx context.Context, session string, a core.RecallArchiv
 		return err
 	}
 	defer unlock()
-	tx, err := s.conn.BeginImmediate()
-	if err != nil {
-		return fmt.Errorf("ctxcompact: archiving %s: %w", a.Range.ID, err)
-	}
-	defer func() {
-		if err != nil {
-			tx.Rollback()
-			err = fmt.Errorf("ctxcompact: archiving %s of session %q: %w", a.Range.ID, session, err)
-		} else if err = tx.Commit(); err != nil {
-			err = fmt.Errorf("ctxcompact: archiving %s: %w", a.Range.ID, err)
+	w := &archiveWriter{s: s, session: session}
+	defer w.close()
+	for a, perr := range parts {
+		if perr != nil {
+			err = perr
+			break
 		}
-	}()
-	n, err := s.rangeCount(session)
+		if err = w.write(a); err != nil {
+			break
+		}
+	}
+	if err == nil && w.tx == nil {
+		err = errors.New("ctxcompact: an archive with no parts")
+	}
+	if w.tx == nil {
+		return err
+	}
+	if err != nil {
+		w.tx.Rollback()
+		return fmt.Errorf("ctxcompact: archiving %s of session %q: %w", w.id, session, err)
+	}
+	if archiveHook != nil {
+		archiveHook()
+	}
+	if err = w.tx.Commit(); err != nil {
+		return fmt.Errorf("ctxcompact: archiving %s: %w", w.id, err)
+	}
+	return nil
+}
+
+// archiveWriter writes an archive's parts in its transaction.
+type archiveWriter struct {
+	s       *Store
+	session string
+	id      string // the range's, from the first part
+	tx      *sqlite3.Txn
+	ms, fs  *sqlite3.Stmt
+}
+
+// write writes a part: the first begins the transaction and writes the range.
+func (w *archiveWriter) write(a core.RecallArchive) error {
+	s := w.s
+	if w.tx == nil {
+		if !core.IsRangeID(a.Range.ID) {
+			return fmt.Errorf("ctxcompact: %q is not a range id r<k>", a.Range.ID)
+		}
+		tx, err := s.conn.BeginImmediate()
+		if err != nil {
+			return fmt.Errorf("ctxcompact: archiving %s: %w", a.Range.ID, err)
+		}
+		w.tx, w.id = &tx, a.Range.ID
+		if err := w.writeRange(a.Range); err != nil {
+			return err
+		}
+	} else if a.Range.ID != "" {
+		return fmt.Errorf("part after the first holds a range (%s)", a.Range.ID)
+	}
+	for _, r := range a.Rows {
+		if r.RangeID != w.id {
+			return fmt.Errorf("row %s belongs to range %s, not %s", r.ID, r.RangeID, w.id)
+		}
+		w.ms.BindText(1, w.session)
+		w.ms.BindText(2, r.ID)
+		w.ms.BindText(3, r.RangeID)
+		w.ms.BindInt(4, r.Position)
+		w.ms.BindText(5, r.Role)
+		w.ms.BindText(6, r.Reason)
+		w.ms.BindText(7, r.JSON)
+		w.ms.BindText(8, r.Text)
+		if err := w.ms.Exec(); err != nil {
+			return err
+		}
+		if w.fs != nil {
+			w.fs.BindInt64(1, s.conn.LastInsertRowID())
+			w.fs.BindText(2, r.Text)
+			if err := w.fs.Exec(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// writeRange checks that the range is the session's next, writes it, and
+// prepares the rows' statements.
+func (w *archiveWriter) writeRange(rg core.RecallRange) error {
+	s := w.s
+	n, err := s.rangeCount(w.session)
 	if err != nil {
 		return err
 	}
-	if want := "r" + strconv.Itoa(n+1); a.Range.ID != want {
+	if want := "r" + strconv.Itoa(n+1); rg.ID != want {
 		return &core.Error{Code: core.CodeInvalidState, Path: "/range/id", Message: fmt.Sprintf(
-			"ctxcompact: the session's next range is %s, not %s: another compaction of the session archived first (nothing of this one is written; compact again)", want, a.Range.ID)}
+			"ctxcompact: the session's next range is %s, not %s: another compaction of the session archived first (nothing of this one is written; compact again)", want, rg.ID)}
 	}
 	rs, _, err := s.conn.Prepare(`INSERT INTO ctxc_ranges (session, id, seq, from_index, to_index, summary) VALUES (?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
 	defer rs.Close()
-	rs.BindText(1, session)
-	rs.BindText(2, a.Range.ID)
+	rs.BindText(1, w.session)
+	rs.BindText(2, rg.ID)
 	rs.BindInt(3, n+1)
-	rs.BindInt(4, a.Range.FromIndex)
-	rs.BindInt(5, a.Range.ToIndex)
-	rs.BindText(6, a.Range.Summary)
+	rs.BindInt(4, rg.FromIndex)
+	rs.BindInt(5, rg.ToIndex)
+	rs.BindText(6, rg.Summary)
 	if err = rs.Exec(); err != nil {
 		return err
 	}
-	ms, _, err := s.conn.Prepare(`INSERT INTO ctxc_messages (session, id, range_id, position, role, reason, json, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
+	if w.ms, _, err = s.conn.Prepare(`INSERT INTO ctxc_messages (session, id, range_id, position, role, reason, json, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
 		return err
 	}
-	defer ms.Close()
-	var fs *sqlite3.Stmt
 	if s.hasFTS {
-		if fs, _, err = s.conn.Prepare(`INSERT INTO ctxc_fts (rowid, text) VALUES (?, ?)`); err != nil {
+		if w.fs, _, err = s.conn.Prepare(`INSERT INTO ctxc_fts (rowid, text) VALUES (?, ?)`); err != nil {
 			return err
 		}
-		defer fs.Close()
-	}
-	for _, r := range a.Rows {
-		if r.RangeID != a.Range.ID {
-			return fmt.Errorf("row %s belongs to range %s, not %s", r.ID, r.RangeID, a.Range.ID)
-		}
-		ms.BindText(1, session)
-		ms.BindText(2, r.ID)
-		ms.BindText(3, r.RangeID)
-		ms.BindInt(4, r.Position)
-		ms.BindText(5, r.Role)
-		ms.BindText(6, r.Reason)
-		ms.BindText(7, r.JSON)
-		ms.BindText(8, r.Text)
-		if err = ms.Exec(); err != nil {
-			return err
-		}
-		if fs != nil {
-			fs.BindInt64(1, s.conn.LastInsertRowID())
-			fs.BindText(2, r.Text)
-			if err = fs.Exec(); err != nil {
-				return err
-			}
-		}
-	}
-	if archiveHook != nil {
-		archiveHook()
 	}
 	return nil
+}
+
+// close finalizes the statements.
+func (w *archiveWriter) close() {
+	for _, st := range []*sqlite3.Stmt{w.ms, w.fs} {
+		if st != nil {
+			st.Close()
+		}
+	}
 }
 
 // archiveHook, when set (by a test), runs in Archive's transaction before its commit.

@@ -77,7 +77,7 @@ func TestArchiveSearchExpand(t *testing.T) {
 	require.Equal(t, "r1", id)
 	tool := `{"role":"tool","tool_call_id":"c","content":"caf\u00e9\nTraceback in src/app.py line 3"}`
 	a := archiveOf(t, "a", "r1", 2, []string{msg("user", "Please fix src/app.py"), callMsg("read_file", `{"path": "src/app.py"}`), tool}, "summary of r1")
-	require.NoError(t, s.Archive(bg, "a", a))
+	require.NoError(t, s.ArchiveOne(bg, "a", a))
 	id, _ = s.NextRangeID(bg, "a")
 	require.Equal(t, "r2", id)
 
@@ -124,10 +124,10 @@ func TestArchiveSearchExpand(t *testing.T) {
 
 func TestArchiveRefusesATakenRangeID(t *testing.T) {
 	s := mustOpen(t, "", Options{})
-	require.NoError(t, s.Archive(bg, "a", archiveOf(t, "a", "r1", 0, []string{msg("user", "one")}, "s1")))
-	err := s.Archive(bg, "a", archiveOf(t, "a", "r1", 0, []string{msg("user", "again")}, "s1"))
+	require.NoError(t, s.ArchiveOne(bg, "a", archiveOf(t, "a", "r1", 0, []string{msg("user", "one")}, "s1")))
+	err := s.ArchiveOne(bg, "a", archiveOf(t, "a", "r1", 0, []string{msg("user", "again")}, "s1"))
 	require.ErrorContains(t, err, "next range is r2")
-	err = s.Archive(bg, "a", archiveOf(t, "a", "r3", 0, []string{msg("user", "skipped")}, "s1"))
+	err = s.ArchiveOne(bg, "a", archiveOf(t, "a", "r3", 0, []string{msg("user", "skipped")}, "s1"))
 	require.Error(t, err)
 	hits, _, _ := s.Find(bg, "a", "again", 0)
 	require.Empty(t, hits, "a refused archive writes nothing")
@@ -139,8 +139,8 @@ func TestSessionsAreSeparateAndDeleteSession(t *testing.T) {
 	for _, opts := range []Options{{}, {ForceLike: true}} {
 		t.Run(fmt.Sprint(opts.ForceLike), func(t *testing.T) {
 			s := mustOpen(t, "", opts)
-			require.NoError(t, s.Archive(bg, "a", archiveOf(t, "a", "r1", 0, []string{msg("user", "secret of a: src/a.py")}, "sa")))
-			require.NoError(t, s.Archive(bg, "b", archiveOf(t, "b", "r1", 0, []string{msg("user", "secret of b: src/b.py")}, "sb")))
+			require.NoError(t, s.ArchiveOne(bg, "a", archiveOf(t, "a", "r1", 0, []string{msg("user", "secret of a: src/a.py")}, "sa")))
+			require.NoError(t, s.ArchiveOne(bg, "b", archiveOf(t, "b", "r1", 0, []string{msg("user", "secret of b: src/b.py")}, "sb")))
 			hits, _, _ := s.Find(bg, "a", "secret", 0)
 			require.Equal(t, []string{"r1.0"}, ids(hits))
 			ms, _ := s.Expand(bg, "a", "r1.0")
@@ -203,8 +203,8 @@ func testSameHits(t *testing.T, window int) {
 	c := corpus(120)
 	for k := 0; k < 4; k++ {
 		a := archiveOf(t, "s", fmt.Sprintf("r%d", k+1), k*30, c[k*30:(k+1)*30], fmt.Sprintf("summary %d mentions src/app.py", k))
-		require.NoError(t, fts.Archive(bg, "s", a))
-		require.NoError(t, like.Archive(bg, "s", a))
+		require.NoError(t, fts.ArchiveOne(bg, "s", a))
+		require.NoError(t, like.ArchiveOne(bg, "s", a))
 	}
 	queries := []string{"src/app.py", "foo.bar", "FOOBAR", "50%_done", "50%", "_done", `a\b`, "café", "CAFÉ", "error",
 		`"error handling"`, "x", "go", "über", "Error src/app.py", "npm build", "tests/ app", "summary", "nothing-here", "py go"}
@@ -235,7 +235,7 @@ func testSameHits(t *testing.T, window int) {
 	require.NoError(t, fts.Close())
 	forced := mustOpen(t, filepath.Join(dir, "fts.db"), Options{ForceLike: true})
 	require.Equal(t, ModeLike, forced.Mode())
-	require.NoError(t, forced.Archive(bg, "s", archiveOf(t, "s", "r5", 200, []string{msg("user", "late addition zebra")}, "s5")))
+	require.NoError(t, forced.ArchiveOne(bg, "s", archiveOf(t, "s", "r5", 200, []string{msg("user", "late addition zebra")}, "s5")))
 	require.NoError(t, forced.Close())
 	reopened := mustOpen(t, filepath.Join(dir, "fts.db"), Options{})
 	hits, _, _ := reopened.Find(bg, "s", "zebra", 0)
@@ -246,9 +246,9 @@ func TestFileStoreSurvivesReopen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "recall.db")
 	s, err := Open(path)
 	require.NoError(t, err)
-	require.NoError(t, s.Archive(bg, "a", archiveOf(t, "a", "r1", 0, []string{msg("user", "remember src/app.py")}, "s")))
+	require.NoError(t, s.ArchiveOne(bg, "a", archiveOf(t, "a", "r1", 0, []string{msg("user", "remember src/app.py")}, "s")))
 	require.NoError(t, s.Close())
-	require.ErrorIs(t, s.Archive(bg, "a", core.RecallArchive{Range: core.RecallRange{ID: "r2"}}), errClosed)
+	require.ErrorIs(t, s.ArchiveOne(bg, "a", core.RecallArchive{Range: core.RecallRange{ID: "r2"}}), errClosed)
 	s2 := mustOpen(t, path, Options{})
 	hits, _, err := s2.Find(bg, "a", "src/app.py", 0)
 	require.NoError(t, err)
@@ -273,7 +273,7 @@ func TestConcurrentSessions(t *testing.T) {
 			session := fmt.Sprintf("s%d", g)
 			for k := 1; k <= 5; k++ {
 				a := archiveOf(t, session, fmt.Sprintf("r%d", k), k*10, []string{msg("user", fmt.Sprintf("goroutine %d range %d", g, k))}, "sum")
-				if err := s.Archive(bg, session, a); err != nil {
+				if err := s.ArchiveOne(bg, session, a); err != nil {
 					errs <- err
 					return
 				}

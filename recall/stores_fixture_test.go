@@ -51,7 +51,7 @@ func writeStoresFixture(t *testing.T, f storesFixture, path string) {
 	defer s.Close()
 	for k, round := range f.WriteOrder {
 		for _, session := range round {
-			require.NoError(t, s.Archive(bg, session, f.Sessions[session][k]))
+			require.NoError(t, s.ArchiveOne(bg, session, f.Sessions[session][k]))
 		}
 	}
 }

@@ -33,7 +33,7 @@ func recallStoreFile(t *testing.T) (path, toolJSON string) {
 		require.False(t, out.Get("error").Exists(), out.Raw)
 		var a core.RecallArchive
 		require.NoError(t, json.Unmarshal([]byte(out.Get("result").Raw), &a))
-		require.NoError(t, st.Archive(context.Background(), s.session, a))
+		require.NoError(t, st.ArchiveOne(context.Background(), s.session, a))
 	}
 	return path, toolJSON
 }
