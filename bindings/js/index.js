@@ -576,6 +576,42 @@ function messagesJSON(messages) {
   return serialize(messages, "/messages", "invalid_messages");
 }
 
+/**
+ * The byte offsets of a JSON array's elements, [start, end) for each in turn, or
+ * null when the bytes are not an array: an archive part's window is sent as the
+ * elements' own bytes, as the first step sent them.
+ */
+function arrayElements(b) {
+  const space = (c) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+  let i = 0;
+  while (i < b.length && space(b[i])) i++;
+  if (b[i] !== 0x5b) return null;
+  const offs = [];
+  let depth = 0;
+  let start = -1;
+  let end = -1;
+  for (i++; i < b.length; i++) {
+    const c = b[i];
+    if (space(c)) continue;
+    if (depth === 0 && (c === 0x2c || c === 0x5d)) {
+      if (start >= 0) offs.push(start, end);
+      start = -1;
+      if (c === 0x5d) return offs;
+      continue;
+    }
+    if (start < 0) start = i;
+    if (c === 0x22) {
+      for (i++; i < b.length && b[i] !== 0x22; i++) if (b[i] === 0x5c) i++;
+    } else if (c === 0x7b || c === 0x5b) {
+      depth++;
+    } else if (c === 0x7d || c === 0x5d) {
+      depth--;
+    }
+    end = i + 1;
+  }
+  return null;
+}
+
 function toResult(r) {
   const out = { messages: r.messages, report: r.report, archived: r.archived ?? [] };
   if (r.system !== undefined) out.system = r.system;
@@ -741,6 +777,11 @@ export class ContextEngine {
    * same event and fields (`head`, the messages' UTF-8 bytes last) with the
    * current state, which only the sequence's end replaces; the step after an
    * archive reads only its resume, so the messages are not sent again.
+   *
+   * An archive comes in parts (docs/SESSION.md "An archive in parts"): the effect
+   * yielded holds `parts`, an iterable the store writes in one transaction, which
+   * asks the core for each part after the first, sending the window of the
+   * messages that part names. The answer is the last part's.
    */
   *#steps(event, head, messages) {
     let tail = messages === undefined ? ["}"] : [`,"messages":`, messages, "}"];
@@ -748,10 +789,25 @@ export class ContextEngine {
     let answer;
     let cause;
     let result;
-    for (;;) {
+    let elems;
+    const step = () => {
       const r = unwrap(this.#c[kEngine]().callParts([`{"op":"session.run","event":${JSON.stringify(event)},"state":${this.#state}` +
         `${resume === undefined ? "" : `,"resume":${resume},"answer":${answer}`}${head}`, ...tail]));
       if (r.result !== undefined) result = r.result;
+      if (!r.done && (r.effect === undefined || r.resume === undefined)) throw new ErrABIMismatch("ctxcompact: session.run neither ended nor asked for an effect");
+      return r;
+    };
+    // The step's messages: the window [from, to) of the event's, byte for byte.
+    const windowOf = (from, to) => {
+      elems ??= arrayElements(messages);
+      if (elems === null || to > elems.length / 2) throw new ErrABIMismatch(`ctxcompact: an archive part names messages ${from}-${to - 1}; the event has ${elems === null ? 0 : elems.length / 2}`);
+      const out = [`,"messages":[`];
+      for (let i = from; i < to; i++) out.push(...(i > from ? [","] : []), messages.subarray(elems[2 * i], elems[2 * i + 1]));
+      out.push("]}");
+      return out;
+    };
+    for (;;) {
+      const r = step();
       if (r.done && r.failed) throw effectError(r.failed, cause);
       if (r.done) {
         if (r.state === undefined || r.state === null) throw new ErrABIMismatch("ctxcompact: session.run ended with no state");
@@ -759,10 +815,33 @@ export class ContextEngine {
         this.#status = r.status;
         return result;
       }
-      if (r.effect === undefined || r.resume === undefined) throw new ErrABIMismatch("ctxcompact: session.run neither ended nor asked for an effect");
-      [answer, cause] = yield r.effect;
       resume = JSON.stringify(r.resume);
-      if (r.effect.type === "archive") tail = ["}"];
+      if (r.effect.type !== "archive") {
+        [answer, cause] = yield r.effect;
+        continue;
+      }
+      let fatal;
+      const parts = (function* () {
+        for (let e = r.effect, k = 0; ; k++) {
+          if (e.part !== k) throw (fatal = new ErrABIMismatch(`ctxcompact: session.run asked for archive part ${e.part} after part ${k - 1}`));
+          const next = e.next;
+          yield e.archive;
+          if (next === undefined) return;
+          try {
+            tail = windowOf(next.from, next.to);
+            answer = '{"ok":null}';
+            const n = step();
+            if (n.done || n.effect.type !== "archive") throw new ErrABIMismatch(`ctxcompact: session.run stopped asking for an archive's parts after part ${k}`);
+            resume = JSON.stringify(n.resume);
+            e = n.effect;
+          } catch (err) {
+            throw (fatal = err);
+          }
+        }
+      })();
+      [answer, cause] = yield { type: "archive", range_id: r.effect.range_id, parts };
+      if (fatal !== undefined) throw fatal;
+      tail = ["}"];
     }
   }
 
@@ -822,7 +901,7 @@ export class ContextEngine {
       case "next_range_id":
         return store.nextRangeId(session);
       case "archive":
-        return then(store.archive(session, effect.archive), () => null);
+        return then(store.archive(session, effect.parts), () => null);
       case "search":
         return then(store.search(session, { terms: effect.terms, fts: effect.fts, like: effect.like }, { limit: effect.limit }),
           (r) => ({ hits: r.hits, total: r.total }));

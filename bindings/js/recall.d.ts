@@ -61,6 +61,11 @@ export interface RecallArchive {
   rows: RecallRow[];
 }
 
+/** A part of an archive after the first (docs/SESSION.md "An archive in parts"): rows of the first part's range. */
+export interface RecallArchivePart {
+  rows: RecallRow[];
+}
+
 export interface StoredRange extends RecallRange {
   seq: number;
 }
@@ -112,8 +117,12 @@ export declare class RecallStore {
   /** The id the next compaction archives under: `r<k>`, k = 1 + the session's ranges. */
   nextRangeId(session: string): string;
   ranges(session: string): StoredRange[];
-  /** Inserts one compaction's rows in one transaction; a range id the session has is refused. */
-  archive(session: string, archived: RecallArchive): { range: string; messages: number };
+  /**
+   * Inserts one compaction's rows in one transaction: one archive, or its parts
+   * (the first holds the range), each written as the iterable gives it; an error
+   * the iterable throws rolls every part back. A range id the session has is refused.
+   */
+  archive(session: string, archived: RecallArchive | Iterable<RecallArchive | RecallArchivePart>): { range: string; messages: number };
   search(session: string, query: string | ParsedQuery, options?: { limit?: number }): RecallSearch;
   /** The originals behind a range or message id (none for an unknown id). */
   expand(session: string, id: string): RecallExpansion;

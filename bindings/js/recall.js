@@ -425,6 +425,16 @@ const int = (v, path) => {
   return v;
 };
 
+/** A message row of range rid, checked, as the INSERT binds it; p is its path. */
+function archiveRow(session, rid, r, p) {
+  if (r === null || typeof r !== "object") throw fail(`recall store: ${p} must be an object`, p);
+  const id = str(r.id, `${p}/id`);
+  const rangeId = str(r.range_id, `${p}/range_id`);
+  if (rangeId !== rid) throw fail(`recall store: ${p}/range_id is ${JSON.stringify(rangeId)}, not the range's ${JSON.stringify(rid)}`, `${p}/range_id`);
+  return [session, id, rangeId, int(r.position, `${p}/position`), str(r.role, `${p}/role`), str(r.reason, `${p}/reason`),
+    str(r.json, `${p}/json`), str(r.text, `${p}/text`)];
+}
+
 const RANGE_ID = /^r[1-9][0-9]*$/;
 
 /** A term as an FTS5 phrase (the core's recall.query writes the same). */
@@ -612,52 +622,80 @@ export class RecallStore {
   }
 
   /**
-   * Inserts one compaction's rows (the result of the core's recall.archive: `{ range:
-   * { id, from_index, to_index, summary }, rows: [{ id, range_id, position, role,
-   * reason, json, text }] }`) under a session, in one transaction. A range id the
-   * session already has is refused (invalid_request at /range/id).
+   * Inserts one compaction's rows under a session, in one transaction: the result
+   * of the core's recall.archive (`{ range: { id, from_index, to_index, summary },
+   * rows: [{ id, range_id, position, role, reason, json, text }] }`), or an
+   * iterable of its parts (docs/SESSION.md "An archive in parts": the first holds
+   * the range, each rows of it), each written as it comes. A range id the session
+   * already has is refused (invalid_state at /range/id); an error thrown by the
+   * parts, or a bad part, rolls every part back and is thrown.
    * @returns {{ range: string, messages: number }}
    */
   archive(session, archived) {
     str(session, "/session");
-    if (archived === null || typeof archived !== "object" || archived.range === null || typeof archived.range !== "object" || !Array.isArray(archived.rows)) {
-      throw fail("recall store: archive() takes the result of recall.archive: { range, rows }", "");
+    const whole = archived !== null && typeof archived === "object" && !Array.isArray(archived) && "range" in archived;
+    const parts = whole ? [archived] : archived;
+    if (parts === null || typeof parts !== "object" || typeof parts[Symbol.iterator] !== "function") {
+      throw fail("recall store: archive() takes the result of recall.archive: { range, rows }, or an iterable of its parts", "");
     }
-    const range = archived.range;
-    const rid = str(range.id, "/range/id");
-    if (!RANGE_ID.test(rid)) throw fail(`recall store: range id ${JSON.stringify(rid)} is not r<k>`, "/range/id");
-    const from = int(range.from_index, "/range/from_index");
-    const to = int(range.to_index, "/range/to_index");
-    const summary = str(range.summary, "/range/summary");
-    const rows = archived.rows.map((r, i) => {
-      const p = `/rows/${i}`;
-      if (r === null || typeof r !== "object") throw fail(`recall store: ${p} must be an object`, p);
-      const id = str(r.id, `${p}/id`);
-      const rangeId = str(r.range_id, `${p}/range_id`);
-      if (rangeId !== rid) throw fail(`recall store: ${p}/range_id is ${JSON.stringify(rangeId)}, not the range's ${JSON.stringify(rid)}`, `${p}/range_id`);
-      return [session, id, rangeId, int(r.position, `${p}/position`), str(r.role, `${p}/role`), str(r.reason, `${p}/reason`),
-        str(r.json, `${p}/json`), str(r.text, `${p}/text`)];
-    });
-    return this.#write(`archive ${rid} of session ${JSON.stringify(session)}`, (d) => {
-      const fts = this.#writableIndex();
-      if (d.get("SELECT 1 AS x FROM ctxc_ranges WHERE session = ? AND id = ?", [session, rid])) {
-        // One code in every runtime: another compaction of the session archived this id first.
-        throw new CompactError("invalid_state", `ctxcompact: recall store: session ${JSON.stringify(session)} already has a range ${rid}: another compaction of the session archived first (nothing of this one is written; compact again)`, "/range/id");
+    const it = parts[Symbol.iterator]();
+    let done = false;
+    let partErr;
+    // The next part; what the parts throw is kept, to be thrown as it is.
+    const pull = () => {
+      try {
+        const r = it.next();
+        done = r.done;
+        return r.value;
+      } catch (err) {
+        done = true;
+        partErr = { err };
+        throw err;
       }
-      const seq = Number(d.get("SELECT count(*) AS n FROM ctxc_ranges WHERE session = ?", [session]).n) + 1;
-      d.run("INSERT INTO ctxc_ranges(session, id, seq, from_index, to_index, summary) VALUES (?, ?, ?, ?, ?, ?)", [session, rid, seq, from, to, summary]);
-      for (const row of rows) {
-        let info;
-        try {
-          info = d.run("INSERT INTO ctxc_messages(session, id, range_id, position, role, reason, json, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row);
-        } catch (err) {
-          if (/UNIQUE/i.test(err?.message ?? "")) throw fail(`recall store: session ${JSON.stringify(session)} already has a message ${row[1]}`, "/rows");
-          throw err;
+    };
+    try {
+      const first = pull();
+      if (done) throw fail("recall store: an archive with no parts", "");
+      if (first === null || typeof first !== "object" || first.range === null || typeof first.range !== "object") {
+        throw fail("recall store: an archive's first part holds its range: { range, rows }", "/range");
+      }
+      const range = first.range;
+      const rid = str(range.id, "/range/id");
+      if (!RANGE_ID.test(rid)) throw fail(`recall store: range id ${JSON.stringify(rid)} is not r<k>`, "/range/id");
+      const from = int(range.from_index, "/range/from_index");
+      const to = int(range.to_index, "/range/to_index");
+      const summary = str(range.summary, "/range/summary");
+      return this.#write(`archive ${rid} of session ${JSON.stringify(session)}`, (d) => {
+        const fts = this.#writableIndex();
+        if (d.get("SELECT 1 AS x FROM ctxc_ranges WHERE session = ? AND id = ?", [session, rid])) {
+          // One code in every runtime: another compaction of the session archived this id first.
+          throw new CompactError("invalid_state", `ctxcompact: recall store: session ${JSON.stringify(session)} already has a range ${rid}: another compaction of the session archived first (nothing of this one is written; compact again)`, "/range/id");
         }
-        if (fts) d.run("INSERT INTO ctxc_fts(rowid, text) VALUES (?, ?)", [info.lastInsertRowid, row[7]]);
-      }
-      return { range: rid, messages: rows.length };
-    });
+        const seq = Number(d.get("SELECT count(*) AS n FROM ctxc_ranges WHERE session = ?", [session]).n) + 1;
+        d.run("INSERT INTO ctxc_ranges(session, id, seq, from_index, to_index, summary) VALUES (?, ?, ?, ?, ?, ?)", [session, rid, seq, from, to, summary]);
+        let n = 0;
+        for (let part = first, k = 0; !done; part = pull(), k++) {
+          if (k > 0 && part?.range !== undefined) throw fail(`recall store: part ${k} of ${rid} holds a range; only the first does`, "/range");
+          if (part === null || typeof part !== "object" || !Array.isArray(part.rows)) throw fail(`recall store: part ${k} of ${rid} must be { rows }`, "/rows");
+          for (const [i, r] of part.rows.entries()) {
+            const row = archiveRow(session, rid, r, `/rows/${n + i}`);
+            let info;
+            try {
+              info = d.run("INSERT INTO ctxc_messages(session, id, range_id, position, role, reason, json, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row);
+            } catch (err) {
+              if (/UNIQUE/i.test(err?.message ?? "")) throw fail(`recall store: session ${JSON.stringify(session)} already has a message ${row[1]}`, "/rows");
+              throw err;
+            }
+            if (fts) d.run("INSERT INTO ctxc_fts(rowid, text) VALUES (?, ?)", [info.lastInsertRowid, row[7]]);
+          }
+          n += part.rows.length;
+        }
+        return { range: rid, messages: n };
+      });
+    } catch (err) {
+      if (!done) it.return?.();
+      throw partErr ? partErr.err : err;
+    }
   }
 
   /**

@@ -118,25 +118,76 @@ test("acceptance: a shared trace compacted twice; a path from the first range fo
     assert.equal(summary, `{"id":"r1.summary","messages":[${JSON.stringify(summaryMessage)}],"truncated":false}`);
   });
 
-test("a 9,000-message compaction is archived whole: every archived message as sent, and the summary", async () => {
-  const store = await RecallStore.open();
-  let stored;
+/** Wraps a store's archive so it keeps each part it is given and can throw at part failAt. */
+function partsOf(store, failAt = -1) {
+  const seen = [];
   const archive = store.archive.bind(store);
-  store.archive = (sessionId, rows) => { stored = rows; return archive(sessionId, rows); };
+  store.archive = (sessionId, parts) => archive(sessionId, (function* () {
+    for (const p of parts) {
+      if (seen.length === failAt) throw (seen.thrown = new Error("the connection dropped"));
+      seen.push(p);
+      yield p;
+    }
+  })());
+  return seen;
+}
+
+test("a 9,000-message compaction is archived in two parts of at most 8,192 messages: every archived message as sent, and the summary", async () => {
+  const store = await RecallStore.open();
+  const seen = partsOf(store);
   const engine = c.engine({ config: LOSSLESS, store, sessionId: "s" });
   const msgs = [{ role: "system", content: "You are a coding agent." }];
   for (let i = 1; i <= 9000; i++) msgs.push({ role: i % 2 ? "user" : "assistant", content: `step ${i} of the build` });
   const res = await engine.compress(msgs, { force: true });
   assert.ok(res.archived.length > 8192, `${res.archived.length} archived`);
-  assert.equal(stored.rows.length, res.archived.length + 1, "every archived message and the summary");
+  assert.equal(seen.length, 2);
+  assert.equal(seen[0].range.id, "r1");
+  assert.equal(seen[1].range, undefined, "the range comes with the first part");
+  const rows = seen.flatMap((p) => p.rows);
+  assert.equal(rows.length, res.archived.length + 1, "every archived message and the summary");
   res.archived.forEach((a, i) => {
-    assert.equal(stored.rows[i].id, `r1.${a.index}`);
-    assert.equal(stored.rows[i].json, JSON.stringify(a.message));
+    assert.equal(rows[i].id, `r1.${a.index}`);
+    assert.equal(rows[i].json, JSON.stringify(a.message));
   });
-  const summary = stored.rows.at(-1);
+  const summary = rows.at(-1);
   assert.equal(summary.id, "r1.summary");
   assert.ok(res.messages.some((m) => !msgs.includes(m) && JSON.stringify(m) === JSON.stringify(JSON.parse(summary.json))));
+  assert.equal(store.expand("s", "r1").messages.length, res.archived.length, "all of them in the store");
   store.close();
+});
+
+test("an archive in parts of 7 messages stores what one part does; a part that fails rolls them all back", { skip: tracesSkip() }, async () => {
+  const messages = loadTrace(traceFile("claude-code-spotter-4d5611e5-precompact.json"));
+  const run = async (part, failAt) => {
+    const store = await RecallStore.open();
+    const seen = partsOf(store, failAt);
+    const engine = c.engine({ config: { ...LOSSLESS, context: { engine: "lossless", archive_part: part } }, store, sessionId: "s" });
+    let error;
+    try {
+      await engine.compress(messages, { force: true });
+    } catch (err) {
+      error = err;
+    }
+    const out = { seen, error, ranges: store.ranges("s"), rows: store.expand("s", "r1").messages, count: engine.compressionCount };
+    store.close();
+    return out;
+  };
+  const whole = await run(8192);
+  assert.equal(whole.error, undefined);
+  assert.equal(whole.seen.length, 1);
+  assert.ok(whole.rows.length > 40);
+  const parted = await run(7);
+  assert.equal(parted.error, undefined);
+  assert.ok(parted.seen.length > 5, `${parted.seen.length} parts`);
+  assert.deepEqual(parted.rows, whole.rows);
+  assert.deepEqual(parted.ranges, whole.ranges);
+  assert.equal(parted.count, 1);
+  const failed = await run(7, 3);
+  assert.equal(failed.error?.message, "ctxcompact: the compaction is not recorded: archiving it as r1 failed: the connection dropped");
+  assert.equal(failed.error, failed.seen.thrown, "the part's own error, with the core's message");
+  assert.deepEqual(failed.ranges, [], "nothing of the range is kept");
+  assert.deepEqual(failed.rows, []);
+  assert.equal(failed.count, 0, "nothing recorded");
 });
 
 test("after the last compaction every archived path and user request is found, and expands to its original", { skip: tracesSkip() }, async () => {

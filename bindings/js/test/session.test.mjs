@@ -43,11 +43,13 @@ for (const t of transcripts) {
       let k = 0;
       // A mismatch is kept here too: the loop answers a performer's error, it must not hide one.
       const mismatches = [];
-      const perform = (effect) => {
+      // The next effect of the script, checked against got (an effect, or an
+      // archive's part: its range and rows), and its answer.
+      const answer = (type, got, part) => {
         const want = step.effects[k++];
         try {
-          assert.ok(want !== undefined, `${where}: effect ${k - 1} is one too many: ${JSON.stringify(effect).slice(0, 300)}`);
-          assert.deepEqual(effect, want.effect, `${where}: effect ${k - 1}`);
+          assert.ok(want !== undefined, `${where}: effect ${k - 1} is one too many: ${JSON.stringify(got).slice(0, 300)}`);
+          assert.deepEqual(got, part ? want.effect.archive : want.effect, `${where}: effect ${k - 1}`);
         } catch (err) {
           mismatches.push(err);
           throw err;
@@ -58,11 +60,18 @@ for (const t of transcripts) {
         }
         if ("error" in want.answer) {
           const { code, message } = want.answer.error;
-          if (effect.type === "summarize") throw new SummaryFailure(code, message);
+          if (type === "summarize") throw new SummaryFailure(code, message);
           assert.equal(code, "store", `${where}: a store effect fails with code store`);
           throw new StoreError(message);
         }
         return want.answer.ok;
+      };
+      // An archive is written as a store writes it: part after part, the
+      // iterable left at the first failure.
+      const perform = (effect) => {
+        if (effect.type !== "archive") return answer(effect.type, effect, false);
+        for (const part of effect.parts) answer("archive", part, true);
+        return null;
       };
       const before = engine.state;
       let result;
