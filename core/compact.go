@@ -32,6 +32,9 @@ type Report struct {
 	SummaryRole       string `json:"summary_role"`
 	SummaryMergedInto *int   `json:"summary_merged_into"`
 	SummaryTokens     int    `json:"summary_tokens"`
+	// SummaryChunks is how many requests the summary took when its turns did
+	// not fit the summarizer's window in one (session.run's compress); 0: one.
+	SummaryChunks int `json:"summary_chunks,omitempty"`
 	// Summarizer is host (the host's LLM) or builtin (the extractive summary).
 	Summarizer     Summarizer `json:"summarizer"`
 	FallbackUsed   bool       `json:"fallback_used"`

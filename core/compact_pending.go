@@ -80,12 +80,22 @@ func keepPending(req params, size int, state string, r *compactRequest, p plan) 
 // takePending removes and returns the begun compaction that a compact.finish
 // request with these fields and state finishes, if one is kept.
 func takePending(req params, state string) (*compactRequest, plan, bool) {
+	return findPending(req, state, true)
+}
+
+// findPending returns the begun compaction of these fields and state, if one is
+// kept, and removes it when take (a compaction summarized in chunks reads it at
+// each chunk and takes it at the last; nothing changes it in between).
+func findPending(req params, state string, take bool) (*compactRequest, plan, bool) {
 	pending.Lock()
 	defer pending.Unlock()
 	for k := len(pending.entries) - 1; k >= 0; k-- {
 		e := pending.entries[k]
 		if e.state != state || !sameParams(e.params, req) {
 			continue
+		}
+		if !take {
+			return e.r, e.p, true
 		}
 		pending.bytes -= e.size
 		pending.entries = append(pending.entries[:k], pending.entries[k+1:]...)

@@ -85,6 +85,10 @@ type sessionResume struct {
 	CompactState string          `json:"compact_state,omitempty"`
 	Config       json.RawMessage `json:"config,omitempty"`
 	PromptTokens int             `json:"prompt_tokens,omitempty"`
+	// Chunks are the runs of a middle summarized chunk by chunk
+	// (summary_chunks.go), Chunk the one asked for.
+	Chunks []IndexRange `json:"chunks,omitempty"`
+	Chunk  int          `json:"chunk,omitempty"`
 	// Report is the compaction's report, recorded once it is archived.
 	Report json.RawMessage `json:"report,omitempty"`
 	// Left is what an archive in parts has still to ask for (session_archive.go).
@@ -309,6 +313,9 @@ func (st *sessionStep) compress() ([]byte, error) {
 		}
 		return st.compressBegin(id)
 	case "summarize":
+		if r := st.resume; r.Chunk+1 < len(r.Chunks) && !st.answer.failed {
+			return st.compressChunk()
+		}
 		return st.compressFinish()
 	case "archive":
 		if st.answer.failed {
@@ -407,29 +414,70 @@ func (st *sessionStep) compressBegin(rangeID string) ([]byte, error) {
 		return st.compressDone(rangeID, r, o)
 	}
 	ask := buildSummaryRequest(r.msgs, pl, r.cfg.Compression)
+	chunks := summaryChunks(r.msgs, pl, r.cfg.Compression)
+	if chunks != nil {
+		ask = buildChunkRequest(r.msgs, pl, r.cfg.Compression, chunks, 0, "")
+	}
 	ask.extra += extra
 	state := r.stateFor(pl)
 	if st.q.owned {
 		keepPending(p, len(st.q.Whole().Raw), state, r, pl)
 	}
-	effect := append([]byte(`{"type":"summarize","request":`), appendSummaryRequest(nil, &ask)...)
-	return st.effect(append(effect, '}'), sessionResume{Step: "summarize", RangeID: rangeID, CompactState: state,
-		Config: json.RawMessage(p["config"].Raw), PromptTokens: int(p["prompt_tokens"].Int())}, nil)
+	return st.effect(summarizeEffect(&ask), sessionResume{Step: "summarize", RangeID: rangeID, CompactState: state,
+		Config: json.RawMessage(p["config"].Raw), PromptTokens: int(p["prompt_tokens"].Int()), Chunks: chunks}, nil)
 }
 
-func (st *sessionStep) compressFinish() ([]byte, error) {
-	p, err := st.compactParams(st.resume.RangeID)
+// summarizeEffect is the effect asking for ask's summary.
+func summarizeEffect(ask *summaryAsk) []byte {
+	effect := append([]byte(`{"type":"summarize","request":`), appendSummaryRequest(nil, ask)...)
+	return append(effect, '}')
+}
+
+// compressChunk answers a chunk's summary with the request of the next chunk,
+// which updates it (summary_chunks.go).
+func (st *sessionStep) compressChunk() ([]byte, error) {
+	v := st.answer.ok
+	if v.Type != gjson.String {
+		return nil, errorf(CodeInvalidRequest, "/answer/ok", "the answer to summarize must be the summary, a string")
+	}
+	r, pl, err := st.begunCompaction(false)
 	if err != nil {
 		return nil, err
 	}
+	extra, err := st.summaryExtra()
+	if err != nil {
+		return nil, err
+	}
+	resume := *st.resume
+	resume.Chunk++
+	ask := buildChunkRequest(r.msgs, pl, r.cfg.Compression, resume.Chunks, resume.Chunk, v.Str)
+	ask.extra += extra
+	return st.effect(summarizeEffect(&ask), resume, nil)
+}
+
+// begunCompaction is the compaction the summarize step's resume began: the one
+// the instance keeps (taken, when take), or the messages planned again.
+func (st *sessionStep) begunCompaction(take bool) (*compactRequest, plan, error) {
+	p, err := st.compactParams(st.resume.RangeID)
+	if err != nil {
+		return nil, plan{}, err
+	}
 	state := st.resume.CompactState
-	r, pl, begun := takePending(p, state)
+	r, pl, begun := findPending(p, state, take)
 	if !begun {
 		if r, pl, err = replanBegun(p, st.q.arrays["messages"], state); err != nil {
-			return nil, err
+			return nil, plan{}, err
 		} else if r == nil {
-			return nil, errorf(CodeInvalidState, "/resume", "the resume does not match these messages and this state: send the same event and state again")
+			return nil, plan{}, errorf(CodeInvalidState, "/resume", "the resume does not match these messages and this state: send the same event and state again")
 		}
+	}
+	return r, pl, nil
+}
+
+func (st *sessionStep) compressFinish() ([]byte, error) {
+	r, pl, err := st.begunCompaction(true)
+	if err != nil {
+		return nil, err
 	}
 	summary, failure := "", ""
 	r.fallbackCode = FallbackEmpty
@@ -446,7 +494,11 @@ func (st *sessionStep) compressFinish() ([]byte, error) {
 		}
 		summary = v.Str
 	}
-	return st.compressDone(st.resume.RangeID, r, r.finish(pl, summary, failure))
+	o := r.finish(pl, summary, failure)
+	if n := len(st.resume.Chunks); n > 0 && !st.answer.failed {
+		o.report.SummaryChunks = n
+	}
+	return st.compressDone(st.resume.RangeID, r, o)
 }
 
 // compressDone records a finished compaction, or, when a lossless session archived

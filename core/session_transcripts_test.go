@@ -76,32 +76,44 @@ func bazelSession() []any {
 	}
 }
 
+// roomySummarizer is the summarizer window of most transcripts.
+const roomySummarizer = 16000
+
 func sessionScripts() []scriptTranscript {
 	small := smallSession(6)
-	lossless := map[string]any{"model": map[string]any{"context_length": 2000}, "compression": map[string]any{"protect_last_n": 4},
+	// The sessions are small beside a 2,000-token window; the summarizer's own
+	// window is larger, so one request holds the summarized turns (the chunk
+	// transcripts set a small one).
+	roomyTiny := map[string]any{"model": map[string]any{"context_length": 2000}, "compression": map[string]any{"protect_last_n": 4, "summary_context_length": roomySummarizer}}
+	chunky := map[string]any{"model": map[string]any{"context_length": 2000}, "compression": map[string]any{"protect_last_n": 4, "summary_context_length": 2500}}
+	lossless := map[string]any{"model": map[string]any{"context_length": 2000}, "compression": map[string]any{"protect_last_n": 4, "summary_context_length": roomySummarizer},
 		"context": map[string]any{"engine": "lossless"}}
-	parted := map[string]any{"model": map[string]any{"context_length": 2000}, "compression": map[string]any{"protect_last_n": 4},
+	parted := map[string]any{"model": map[string]any{"context_length": 2000}, "compression": map[string]any{"protect_last_n": 4, "summary_context_length": roomySummarizer},
 		"context": map[string]any{"engine": "lossless", "archive_part": 4}}
 	anthropic := map[string]any{"model": map[string]any{"name": "claude-sonnet-4-5", "provider": "anthropic", "context_length": 200000}}
 	compaction := map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "compaction", "content": "The user asked to port the build to Bazel; the Makefile only runs go build."}}}
 	summary := "## Goal\nRefactor the parser module into a lexer and a grammar.\n## Progress\n- Read src/parser_0.py .. src/parser_5.py"
 	search := map[string]any{"hits": []any{map[string]any{"id": "r1.7", "range_id": "r1", "position": 7, "role": "tool", "text": "def parser3():\n    return 3"}}, "total": 1}
 	return []scriptTranscript{
-		{"compress-host-summary", "a compressor compaction: one summarize effect, the report recorded (count, estimate, breaker)", tinyWindow,
+		{"compress-host-summary", "a compressor compaction: one summarize effect, the report recorded (count, estimate, breaker)", roomyTiny,
 			[]scriptStep{{EventCompress, map[string]any{"messages": small, "force": true}, []any{ok(summary)}}}},
-		{"compress-summarizer-timeout", "a summarizer timeout is an answer: the extractive fallback, fallback_code timeout, recorded", tinyWindow,
+		{"compress-summarizer-timeout", "a summarizer timeout is an answer: the extractive fallback, fallback_code timeout, recorded", roomyTiny,
 			[]scriptStep{{EventCompress, map[string]any{"messages": small, "force": true}, []any{failAnswer("timeout", "the summarizer did not answer within 120000 ms")}}}},
-		{"compress-summary-contract", "divergence 5: the summarizer gets the SummaryRequest and answers a string; a blank one is fallback_code empty", tinyWindow,
+		{"compress-in-chunks", "too big already: turns beyond the summarizer's window (summary_context_length) are summarized chunk after chunk, each request updating the answer to the one before; the report counts the chunks", chunky,
+			[]scriptStep{{EventCompress, map[string]any{"messages": small, "force": true}, []any{ok(summary), ok(summary + "\n- Read the handlers"), ok(summary + "\n- Read the handlers\n- Split the lexer out")}}}},
+		{"compress-chunk-failure-falls-back", "a summarizer failure on a later chunk is the extractive fallback of the whole middle, as for one request", chunky,
+			[]scriptStep{{EventCompress, map[string]any{"messages": small, "force": true}, []any{ok(summary), failAnswer("error", "the input is too long")}}}},
+		{"compress-summary-contract", "divergence 5: the summarizer gets the SummaryRequest and answers a string; a blank one is fallback_code empty", roomyTiny,
 			[]scriptStep{{EventCompress, map[string]any{"messages": small, "force": true}, []any{ok("   ")}}}},
-		{"compress-focus-and-memory", "divergence 4: the focus topic and the memory context are added to the summary request by the core", tinyWindow,
+		{"compress-focus-and-memory", "divergence 4: the focus topic and the memory context are added to the summary request by the core", roomyTiny,
 			[]scriptStep{{EventCompress, map[string]any{"messages": small, "force": true, "focus": "the lexer's tokens", "memory_context": "The user prefers pytest."}, []any{ok(summary)}}}},
 		{"compress-instructions-and-focus", "steering: the config's compression.instructions and the event's focus reach the summary request; the builtin summary keeps a Focus section",
-			map[string]any{"model": map[string]any{"context_length": 2000}, "compression": map[string]any{"protect_last_n": 4, "instructions": "Keep every file path."}},
+			map[string]any{"model": map[string]any{"context_length": 2000}, "compression": map[string]any{"protect_last_n": 4, "instructions": "Keep every file path.", "summary_context_length": roomySummarizer}},
 			[]scriptStep{
 				{EventCompress, map[string]any{"messages": small, "force": true, "focus": "parser_3"}, []any{ok(summary)}},
 				{EventCompress, map[string]any{"messages": small, "force": true, "focus": "parser_3", "summarizer": "builtin"}, nil},
 			}},
-		{"compress-builtin-below-threshold", "the builtin summarizer asks for nothing; a compaction below the threshold records its report without compacting", tinyWindow,
+		{"compress-builtin-below-threshold", "the builtin summarizer asks for nothing; a compaction below the threshold records its report without compacting", roomyTiny,
 			[]scriptStep{
 				{EventCompress, map[string]any{"messages": small, "force": true, "summarizer": "builtin", "output": "refs"}, nil},
 				{EventCompress, map[string]any{"messages": smallSession(1), "summarizer": "builtin", "prompt_tokens": 100}, nil},
@@ -119,9 +131,9 @@ func sessionScripts() []scriptTranscript {
 			[]scriptStep{{EventCompress, map[string]any{"messages": small, "force": true}, []any{ok("r1"), ok(summary), ok(nil), failAnswer("store", "disk I/O error")}}}},
 		{"lossless-no-range-id", "store failure before the compaction: the store gave no range id", lossless,
 			[]scriptStep{{EventCompress, map[string]any{"messages": small, "force": true}, []any{failAnswer("store", "unable to open database file")}}}},
-		{"compress-cancelled", "cancellation while the summarizer runs: nothing recorded", tinyWindow,
+		{"compress-cancelled", "cancellation while the summarizer runs: nothing recorded", roomyTiny,
 			[]scriptStep{{EventCompress, map[string]any{"messages": small, "force": true}, []any{cancelAnswer}}}},
-		{"agent-asks-for-a-compaction", "steering: the context tools of every engine; context_status reads the meter, compact_now makes should_compress say requested and forces the next compress with its focus, which clears it", tinyWindow,
+		{"agent-asks-for-a-compaction", "steering: the context tools of every engine; context_status reads the meter, compact_now makes should_compress say requested and forces the next compress with its focus, which clears it", roomyTiny,
 			[]scriptStep{
 				{EventTools, map[string]any{"format": "anthropic"}, nil},
 				{EventToolCall, map[string]any{"name": "context_status", "arguments": "{}"}, nil},
@@ -139,9 +151,9 @@ func sessionScripts() []scriptTranscript {
 				{EventToolCall, map[string]any{"name": "context_expand", "arguments": map[string]any{}}, nil},
 				{EventToolCall, map[string]any{"name": "context_search", "arguments": map[string]any{"query": "lexer"}}, []any{failAnswer("store", "disk I/O error")}},
 			}},
-		{"tool-call-compressor-has-no-tools", "a compressor engine answers every tool call with an error answer, asking nothing", tinyWindow,
+		{"tool-call-compressor-has-no-tools", "a compressor engine answers every tool call with an error answer, asking nothing", roomyTiny,
 			[]scriptStep{{EventToolCall, map[string]any{"name": "context_search", "arguments": map[string]any{"query": "x"}}, nil}}},
-		{"usage-trigger-model-reset", "the engine's own events: usage, the trigger, a model switch, a reset", tinyWindow,
+		{"usage-trigger-model-reset", "the engine's own events: usage, the trigger, a model switch, a reset", roomyTiny,
 			[]scriptStep{
 				{EventUsage, map[string]any{"usage": map[string]any{"input_tokens": 1200, "cache_read_input_tokens": 400, "output_tokens": 50}}, nil},
 				{EventShouldCompress, map[string]any{}, nil},
@@ -367,7 +379,7 @@ func TestSessionTranscriptsSayWhatTheyCover(t *testing.T) {
 func TestSessionCompressKeepsItsCompaction(t *testing.T) {
 	dropPending()
 	defer dropPending()
-	start, e := callOp(t, "engine.start", map[string]any{"config": tinyWindow})
+	start, e := callOp(t, "engine.start", map[string]any{"config": map[string]any{"model": map[string]any{"context_length": 2000}, "compression": map[string]any{"protect_last_n": 4, "summary_context_length": roomySummarizer}}})
 	require.Nil(t, e)
 	msgs, err := marshal(smallSession(6))
 	require.NoError(t, err)

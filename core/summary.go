@@ -118,15 +118,29 @@ func (e *escapedText) raw(body string) { e.b = jsonraw.AppendRawBody(e.b, body) 
 // turns, bounded to fit the summarizer's window.
 func buildSummaryRequest(msgs []message, p plan, cc CompressionConfig) summaryAsk {
 	prev, prevIdx := previousSummary(msgs, p.headEnd, p.tailStart)
+	return buildSummaryAsk(msgs, p, cc, promptSpan{from: p.headEnd, to: p.tailStart, n: 1}, prev, prevIdx)
+}
+
+// promptSpan is the turns a summary prompt covers: the whole middle (n 1), or
+// chunk k of n (summary_chunks.go).
+type promptSpan struct{ from, to, k, n int }
+
+// last reports whether the span ends the middle.
+func (s promptSpan) last() bool { return s.k == s.n-1 }
+
+// buildSummaryAsk writes the prompt of span: prev is the summary it updates (the
+// previous compaction's, or the chunk before's), at index prevIdx of the messages
+// (-1: not one of them), left out of the turns.
+func buildSummaryAsk(msgs []message, p plan, cc CompressionConfig, span promptSpan, prev string, prevIdx int) summaryAsk {
 	window := summarizerWindow(p, cc)
-	req := summaryAsk{iterative: prev != "", middle: IndexRange{From: p.headEnd, To: p.tailStart},
+	req := summaryAsk{iterative: prev != "", middle: IndexRange{From: span.from, To: span.to},
 		extra: summaryGuidance(cc.Instructions, p.focus)}
 	req.targetTokens, req.maxTokens = summaryAskSize(p, cc)
 	// Characters the serialized turns may use: the window less the answer, the
 	// template and the previous summary, at ~4 characters per token.
 	budget := (window-req.maxTokens-summaryReserve)*roughCharsPerToken - len(prev)
 	req.writePrompt = func(dst []byte) []byte {
-		return appendSummaryPrompt(dst, msgs, p, prev, prevIdx, budget, req.targetTokens, req.maxTokens)
+		return appendSummaryPrompt(dst, msgs, p, span, prev, prevIdx, budget, req.targetTokens, req.maxTokens)
 	}
 	return req
 }
@@ -151,10 +165,14 @@ func summaryAskSize(p plan, cc CompressionConfig) (target, maxTokens int) {
 	return target, int(float64(target) * summaryOutFactor)
 }
 
-// appendSummaryPrompt appends the escaped prompt of buildSummaryRequest to dst.
-func appendSummaryPrompt(dst []byte, msgs []message, p plan, prev string, prevIdx, budget, targetTokens, maxTokens int) []byte {
+// appendSummaryPrompt appends the escaped prompt of buildSummaryAsk to dst.
+func appendSummaryPrompt(dst []byte, msgs []message, p plan, span promptSpan, prev string, prevIdx, budget, targetTokens, maxTokens int) []byte {
 	e := escapedText{b: dst}
-	if prev != "" {
+	if span.k > 0 {
+		e.text("The turns being summarized are too many for one request, so they come in " + strconv.Itoa(span.n) + " parts. Below is the summary of the turns before part " + strconv.Itoa(span.k+1) + ", then the turns of part " + strconv.Itoa(span.k+1) + ". Update the summary: keep what is still true, move items from In Progress to Done when the turns show they were finished, add the new progress, decisions, files and errors, and drop what is obsolete. Do not start over.\n\n<previous_summary>\n")
+		e.text(prev)
+		e.text("\n</previous_summary>\n\n")
+	} else if prev != "" {
 		e.text("Below is the summary written at the previous compaction, then the conversation turns that happened after it (or that were not covered by it). Update the summary: keep what is still true, move items from In Progress to Done when the turns show they were finished, add the new progress, decisions, files and errors, and drop what is obsolete. Do not start over.\n\n<previous_summary>\n")
 		e.text(prev)
 		e.text("\n</previous_summary>\n\n")
@@ -162,12 +180,12 @@ func appendSummaryPrompt(dst []byte, msgs []message, p plan, prev string, prevId
 		e.text("Summarize the conversation turns below.\n\n")
 	}
 	e.text("<turns>\n")
-	serializeTurns(&e, msgs, p.calls, p.headEnd, p.tailStart, prevIdx, budget)
+	serializeTurns(&e, msgs, p.calls, span.from, span.to, prevIdx, budget)
 	e.text("</turns>\n\nWrite the summary in Markdown with exactly these sections, in this order:\n")
 	for _, s := range summarySections {
 		e.text("## " + s + "\n")
 	}
-	if p.activeRequest >= 0 {
+	if p.activeRequest >= 0 && span.last() {
 		e.text("\nThe user's newest request (turn #" + strconv.Itoa(p.activeRequest) + ") is still open. It will be quoted after your summary as written: do not repeat it; under Next Steps, say what remains to do for it.\n")
 	}
 	e.text("\nAim for about " + formatCount(targetTokens) + " tokens (at most " + formatCount(maxTokens) + "). Output only the summary.")
@@ -180,45 +198,8 @@ func appendSummaryPrompt(dst []byte, msgs []message, p plan, prev string, prevId
 // turns are left out. Sizes are worked out from character counts first, so the
 // turns are rendered once.
 func serializeTurns(e *escapedText, msgs []message, calls callIndex, from, to, skip, budget int) {
-	type size struct{ content, header int }
-	sizes := make([]size, to-from)
-	argChars := make([][]int, to-from)
-	texts := make([]string, to-from) // the text of array contents, rendered below
-	for i := from; i < to; i++ {
-		m := &msgs[i]
-		sz := size{header: turnHeaderEstimate}
-		if len(m.contentRaw) > 0 && m.contentRaw[0] == '"' {
-			sz.content = m.contentChars()
-		} else if len(m.contentRaw) > 0 && m.contentRaw[0] == '[' {
-			texts[i-from] = m.text()
-			sz.content = utf8.RuneCountInString(texts[i-from])
-		}
-		for k := range m.calls {
-			c := &m.calls[k]
-			n := len(c.args.Raw)
-			if c.args.Type == gjson.String {
-				n = c.argsChars()
-			}
-			argChars[i-from] = append(argChars[i-from], n)
-		}
-		sizes[i-from] = sz
-	}
-	clip := func(n, h, t int) int {
-		if n <= h+t+40 {
-			return n
-		}
-		return h + t + 40
-	}
-	turnSize := func(k, h, t int) int {
-		if from+k == skip {
-			return 0
-		}
-		n := sizes[k].header + clip(sizes[k].content, h, t)
-		for _, a := range argChars[k] {
-			n += turnHeaderEstimate/2 + clip(a, h/2, t/2)
-		}
-		return n
-	}
+	ts := sizeTurns(msgs, from, to, skip)
+	turnSize, sizes := ts.turn, ts.sizes
 	total := func(h, t int) int {
 		sum := 0
 		for k := range sizes {
@@ -226,6 +207,7 @@ func serializeTurns(e *escapedText, msgs []message, calls callIndex, from, to, s
 		}
 		return sum
 	}
+	texts := ts.texts
 	headC, tailC := bodyHeadChars, bodyTailChars
 	for total(headC, tailC) > budget && headC+tailC > minBodyChars {
 		headC, tailC = headC/2, tailC/2
@@ -240,6 +222,60 @@ func serializeTurns(e *escapedText, msgs []message, calls callIndex, from, to, s
 		e.text("…[turns #" + strconv.Itoa(from) + "–#" + strconv.Itoa(first-1) + " omitted to fit the summarizer's window]…\n\n")
 	}
 	renderTurns(e, msgs, calls, texts[first-from:], first, to, skip, headC, tailC, kept)
+}
+
+// turnSizes is the size in characters of each turn of msgs[from:to] as
+// serializeTurns writes it, with bodies cut to a head and a tail.
+type turnSizes struct {
+	from, skip int
+	sizes      []turnSize
+	argChars   [][]int
+	texts      []string // the text of array contents, rendered later
+}
+
+type turnSize struct{ content, header int }
+
+// sizeTurns measures msgs[from:to] (skip, a previous summary, counts nothing).
+func sizeTurns(msgs []message, from, to, skip int) turnSizes {
+	ts := turnSizes{from: from, skip: skip, sizes: make([]turnSize, to-from), argChars: make([][]int, to-from), texts: make([]string, to-from)}
+	for i := from; i < to; i++ {
+		m := &msgs[i]
+		sz := turnSize{header: turnHeaderEstimate}
+		if len(m.contentRaw) > 0 && m.contentRaw[0] == '"' {
+			sz.content = m.contentChars()
+		} else if len(m.contentRaw) > 0 && m.contentRaw[0] == '[' {
+			ts.texts[i-from] = m.text()
+			sz.content = utf8.RuneCountInString(ts.texts[i-from])
+		}
+		for k := range m.calls {
+			c := &m.calls[k]
+			n := len(c.args.Raw)
+			if c.args.Type == gjson.String {
+				n = c.argsChars()
+			}
+			ts.argChars[i-from] = append(ts.argChars[i-from], n)
+		}
+		ts.sizes[i-from] = sz
+	}
+	return ts
+}
+
+// turn is the size of turn from+k with bodies cut to h + t characters.
+func (ts turnSizes) turn(k, h, t int) int {
+	if ts.from+k == ts.skip {
+		return 0
+	}
+	clip := func(n, h, t int) int {
+		if n <= h+t+40 {
+			return n
+		}
+		return h + t + 40
+	}
+	n := ts.sizes[k].header + clip(ts.sizes[k].content, h, t)
+	for _, a := range ts.argChars[k] {
+		n += turnHeaderEstimate/2 + clip(a, h/2, t/2)
+	}
+	return n
 }
 
 // turnHeaderEstimate is the rough size of a turn's header line ("[#12 tool result
