@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -99,4 +100,56 @@ func TestAgentToolsOfACompressorEngine(t *testing.T) {
 	if err != nil || !strings.Contains(status, `"compaction_requested":false`) || !strings.Contains(status, `"compactions":1`) || ce.Status().CompactionRequested {
 		t.Fatalf("context_status after the compaction: %s, %v", status, err)
 	}
+}
+
+// TestCompressInChunks: a ContextEngine whose summarizer's window is a third of
+// what one summary request would take gets the summary in chunks, each request
+// fitting that window (a summarizer refusing larger ones never refuses), the
+// last one's answer in the conversation.
+func TestCompressInChunks(t *testing.T) {
+	ctx := context.Background()
+	e := sharedEngine(t)
+	var messages json.RawMessage
+	for _, tr := range loadTraces(t) {
+		if tr.name == "claude-code-spotter-4d5611e5-precompact.json" {
+			messages = tr.messages
+		}
+	}
+	if messages == nil {
+		t.Fatal("the trace is not among the shared traces")
+	}
+	const window = 11000 // one request: about 33,000 tokens (core's TestSummaryInChunksFitsTheSummarizer)
+	var asked, refused, largest int
+	summarize := func(ctx context.Context, r core.SummaryRequest) (string, error) {
+		b, _ := json.Marshal(r.Messages)
+		n, err := e.TokensCount(ctx, b, TokensCountOptions{Encoding: "o200k_base"})
+		if err != nil {
+			return "", err
+		}
+		if n.Total+r.MaxTokens > window {
+			refused++
+			return "", fmt.Errorf("the input is %d tokens; the window is %d", n.Total+r.MaxTokens, window)
+		}
+		asked++
+		largest = max(largest, n.Total)
+		return fmt.Sprintf("## Goal\nKeep going.\n- request %d read turns %d-%d", asked, r.Middle.From, r.Middle.To-1), nil
+	}
+	ce, err := NewContextEngine(ctx, e, json.RawMessage(fmt.Sprintf(`{"model":{"context_length":64000},"compression":{"summary_context_length":%d}}`, window)),
+		ContextEngineOptions{Summarize: summarize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := ce.Compress(ctx, messages, CompressOptions{Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := res.Report
+	if refused != 0 || rep.FallbackUsed || rep.SummaryChunks < 3 || rep.SummaryChunks != asked {
+		t.Fatalf("refused %d, fallback %v, %d chunks of %d requests", refused, rep.FallbackUsed, rep.SummaryChunks, asked)
+	}
+	summary := string(res.Messages[rep.HeadEnd])
+	if !strings.Contains(summary, fmt.Sprintf("- request %d read turns", asked)) {
+		t.Fatalf("the last chunk's answer is not the summary: %.300s", summary)
+	}
+	t.Logf("%d requests, the largest %d tokens of a %d-token window", asked, largest, window)
 }

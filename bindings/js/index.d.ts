@@ -455,6 +455,8 @@ export interface CompactReport {
   /** Output index of the tail message the summary was merged into, if merged. */
   summary_merged_into: number | null;
   summary_tokens: number;
+  /** How many summary requests the summary took when its turns did not fit the summarizer's window in one (a context engine's compress, docs/STEERING.md); absent: one. */
+  summary_chunks?: number;
   /** "" when nothing was summarized. */
   summarizer: "host" | "builtin" | "";
   fallback_used: boolean;

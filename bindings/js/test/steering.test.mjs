@@ -4,6 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { CompactError, Compactor, ContextEngine } from "../index.js";
+import { loadTrace, traceFile, tracesSkip } from "./helpers.mjs";
 
 /** A coding session whose middle reads five modules, one of them the ledger. */
 function conversation() {
@@ -65,4 +66,30 @@ test("a compressor engine gives the agent context_status and compact_now", async
   assert.equal(status.window, 3000);
   assert.ok(Array.isArray(status.last_compaction.summarized_messages));
   assert.match(JSON.parse(engine.handleToolCall("compact_now", { focus: 3 })).error, /focus must be a string/);
+});
+
+test("a summarizer window too small for one request gets the summary in chunks, each request fitting it", { skip: tracesSkip() }, async () => {
+  const messages = loadTrace(traceFile("claude-code-spotter-4d5611e5-precompact.json"));
+  const c = await Compactor.create();
+  const window = 11000; // one request would take about 33,000 tokens
+  const asked = [];
+  let refused = 0;
+  const summarize = async (req) => {
+    const n = c.countTokens(req.messages, { encoding: "o200k_base" }).total;
+    if (n + req.max_tokens > window) {
+      refused++;
+      throw new Error(`the input is ${n + req.max_tokens} tokens; the window is ${window}`);
+    }
+    asked.push(req.middle);
+    return `## Goal\nKeep going.\n- request ${asked.length} read turns ${req.middle.from}-${req.middle.to - 1}`;
+  };
+  const engine = c.engine({ config: { model: { context_length: 64000 }, compression: { summary_context_length: window } }, summarize });
+  const res = await engine.compress(messages, { force: true });
+  assert.equal(refused, 0, "no request above the window");
+  assert.equal(res.report.fallback_used, false);
+  assert.ok(asked.length >= 3, `${asked.length} requests`);
+  assert.equal(res.report.summary_chunks, asked.length);
+  asked.forEach((m, i) => { if (i > 0) assert.equal(m.from, asked[i - 1].to, "the chunks follow each other"); });
+  assert.deepEqual([asked[0].from, asked.at(-1).to], [res.report.summarized.from, res.report.summarized.to]);
+  assert.match(JSON.stringify(res.messages[res.report.head_end]), new RegExp(`request ${asked.length} read turns`));
 });
