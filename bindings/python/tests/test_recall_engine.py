@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import ctxcompact
-from ctxcompact import ContextEngine, OptionError
+from ctxcompact import ContextEngine, OptionError, _engine
 from ctxcompact.recall import RecallStore
 
 
@@ -59,23 +59,35 @@ def test_a_lossless_compaction_is_one_session_run_sequence(compactor, monkeypatc
     and the store gets the range and rows in one archive."""
     with ContextEngine(LOSSLESS, compactor=compactor, session_id="s1") as e:
         ops = []
-        run = compactor._run
+        run, session_run = compactor._run, _engine._session_run
 
         def counting(op, parts, run=run):
             ops.append(op)
             return run(op, parts)
 
+        def counting_steps(c, parts):
+            ops.append(b"session.run")
+            return session_run(c, parts)
+
         archives = []
         archive = e.store.archive
-        monkeypatch.setattr(e.store, "archive", lambda session, rows: archives.append(rows) or archive(session, rows))
+
+        def listing(session, parts):
+            archives.append(list(parts))
+            return archive(session, archives[-1])
+
+        monkeypatch.setattr(e.store, "archive", listing)
         monkeypatch.setattr(compactor, "_run", counting)
+        monkeypatch.setattr(_engine, "_session_run", counting_steps)
         e.compress(conversation(30), force=True)
         monkeypatch.setattr(compactor, "_run", run)
+        monkeypatch.setattr(_engine, "_session_run", session_run)
         assert set(ops) == {b"session.run"} and len(ops) == 3  # range id, archive, the end
-        assert len(e.last_archived) > 8 and len(archives) == 1
-        assert e.last_range == {k: archives[0]["range"][k] for k in ("id", "from_index", "to_index", "summary")}
+        assert len(e.last_archived) > 8 and len(archives) == 1 and len(archives[0]) == 1  # one part
+        (one,) = archives[0]
+        assert e.last_range == {k: one["range"][k] for k in ("id", "from_index", "to_index", "summary")}
         assert [r["id"] for r in e.store.messages("s1", "r1")] == [
-            r["id"] for r in archives[0]["rows"] if r["reason"] != "summary"]
+            r["id"] for r in one["rows"] if r["reason"] != "summary"]
 
 
 def test_a_given_store_is_not_closed_by_the_engine(compactor):
@@ -92,7 +104,7 @@ import os  # noqa: E402
 import re  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
-from typing import Any, Dict, List  # noqa: E402
+from typing import Any, Dict, List, Tuple  # noqa: E402
 
 from conftest import conversation, load_trace, need_trace  # noqa: E402
 
@@ -437,3 +449,172 @@ def test_queries_past_the_cores_bounds_are_error_results(compactor, tmp_path: Pa
                     call()
                 assert ei.value.code == "invalid_request" and ei.value.path == "/query", ei.value
         assert json.loads(e.handle_tool_call("context_search", {"query": words(31) + " line"}))["total"] == 0
+
+
+# --- an archive in parts (docs/SESSION.md "An archive in parts") ------------------------------
+
+PARTS_TRACE = "claude-code-spotter-4d5611e5-precompact.json"
+
+
+class PartsStore(RecallStore):
+    """A RecallStore that counts the archive parts it writes, and whose parts
+    iterable raises at part fail_at (None: never)."""
+
+    def __init__(self, *args: Any, fail_at: Any = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.parts: List[Dict[str, Any]] = []
+        self.fail_at = fail_at
+
+    def archive(self, session: str, parts: Any) -> Any:
+        def counted() -> Any:
+            for n, part in enumerate(parts):
+                if n == self.fail_at:
+                    raise RuntimeError(f"the disk went away at part {n}")
+                self.parts.append({k: v for k, v in part.items() if k != "rows"})
+                yield part
+
+        return super().archive(session, counted())
+
+
+def lossless(archive_part: Any = None) -> Dict[str, Any]:
+    cfg: Dict[str, Any] = json.loads(json.dumps(LOSSLESS))
+    if archive_part is not None:
+        cfg["context"]["archive_part"] = archive_part
+    return cfg
+
+
+def stored_rows(store: RecallStore) -> List[tuple]:
+    assert store._conn is not None
+    return store._conn.execute("SELECT session, id, range_id, position, role, reason, json, text"
+                               " FROM ctxc_messages ORDER BY id").fetchall()
+
+
+def compact_with(compactor: Any, msgs: List[Dict[str, Any]], archive_part: Any,
+                 summarize: Any = None) -> Tuple[Any, List[Dict[str, Any]], PartsStore]:
+    store = PartsStore(compactor=compactor)
+    with ContextEngine(lossless(archive_part), compactor=compactor, store=store, session_id="s",
+                       summarize=summarize) as e:
+        out = e.compress(msgs, force=True)
+        return e, out, store
+
+
+def test_an_archive_in_parts_stores_what_one_part_does(compactor):
+    """A lossless compress of a shared trace with archive_part 7 writes the range
+    and the rows the default (one part) does, in more than 5 parts, and gives the
+    same messages and report."""
+    trace = load_trace(need_trace(PARTS_TRACE))
+    one_e, one_out, one = compact_with(compactor, trace, None)
+    many_e, many_out, many = compact_with(compactor, trace, 7)
+    try:
+        assert len(one.parts) == 1 and "range" in one.parts[0] and "next" not in one.parts[0]
+        assert len(many.parts) > 5, len(many.parts)
+        assert "range" in many.parts[0] and all("range" not in p for p in many.parts[1:])
+        assert one.ranges("s") == many.ranges("s") and [r["id"] for r in many.ranges("s")] == ["r1"]
+        assert one.expand_rows("s", "r1") == many.expand_rows("s", "r1") != []
+        assert stored_rows(one) == stored_rows(many)
+        assert len(stored_rows(many)) == len(many_e.last_archived) + 1  # and the summary's row
+        assert one_out == many_out and one_e.last_report == many_e.last_report
+        assert one_e.last_range == many_e.last_range == many.ranges("s")[0]
+        assert many_e.compression_count == 1
+    finally:
+        one.close()
+        many.close()
+
+
+def test_parts_hold_each_original_byte_for_byte(compactor):
+    """Windows of messages with non-ASCII text, escapes, brackets and quotes in
+    their strings: every archived original is stored as the binding sent it."""
+    msgs = conversation(30)
+    for i, m in enumerate(msgs[2:-2], 2):
+        m["content"] = f'caf\u00e9 {i} \U0001F600 "quoted]" {{[\\]}}, \\"end\n' + (m["content"] or "")
+    _, _, one = compact_with(compactor, msgs, None)
+    e, _, many = compact_with(compactor, msgs, 4)
+    try:
+        assert len(many.parts) > 5
+        assert stored_rows(one) == stored_rows(many)
+        for a in e.last_archived:
+            assert many.messages("s", f"r1.{a['index']}")[0]["json"] == compact_json(msgs[a["index"]])
+    finally:
+        one.close()
+        many.close()
+
+
+def test_a_failing_part_records_nothing(compactor):
+    """The parts iterable raises at part 3: compress raises that error (with the
+    core's message), nothing is stored, the state and its count are unchanged."""
+    trace = load_trace(need_trace(PARTS_TRACE))
+    store = PartsStore(compactor=compactor, fail_at=3)
+    with ContextEngine(lossless(7), compactor=compactor, store=store, session_id="s") as e:
+        before = e.state
+        with pytest.raises(RuntimeError) as ei:
+            e.compress(trace, force=True)
+        assert "the compaction is not recorded" in str(ei.value) and "the disk went away at part 3" in str(ei.value)
+        assert isinstance(ei.value.__cause__, RuntimeError)
+        assert len(store.parts) == 3
+        assert store.ranges("s") == [] and stored_rows(store) == []
+        assert e.compression_count == 0 and e.state == before
+        assert e.last_range is None
+        # The next compaction archives as r1, all of it.
+        store.fail_at = None
+        e.compress(trace, force=True)
+        assert [r["id"] for r in store.ranges("s")] == ["r1"] and e.compression_count == 1
+    store.close()
+
+
+def test_a_core_error_on_a_window_ends_the_sequence_with_it(compactor, monkeypatch):
+    """A window the core refuses (bytes not the first step's) rolls the parts back
+    and is the sequence's error, not an answered effect."""
+    from ctxcompact import CompactError
+
+    store = PartsStore(compactor=compactor)
+    real = _engine._SessionRun.window
+
+    def tampered(self: Any, nxt: Any) -> bytes:
+        w = real(self, nxt)
+        return w[:-1] + b',{"role":"user","content":"x"}]' if nxt["from"] > 0 else w
+
+    monkeypatch.setattr(_engine._SessionRun, "window", tampered)
+    with ContextEngine(lossless(4), compactor=compactor, store=store, session_id="s") as e:
+        before = e.state
+        with pytest.raises(CompactError) as ei:
+            e.compress(conversation(30), force=True)
+        assert ei.value.path == "/messages", ei.value
+        assert store.ranges("s") == [] and stored_rows(store) == [] and len(store.parts) == 1
+        assert e.state == before
+    store.close()
+
+
+def test_array_elements_are_the_exact_bytes():
+    """The scanner behind the windows: each element of an array, byte for byte,
+    strings with escapes and brackets skipped, whitespace around left out."""
+    import random
+
+    from ctxcompact._engine import _array_elements
+
+    rng = random.Random(7)
+    pieces = ['"a]b"', '"\\"]"', '"\\\\"', '{"k":[1,{"x":"}"}]}', "[]", "{}", "3", "-1.5e3", "true", "null",
+              '"caf\u00e9 \U0001F600"', '{"a":"\\u005d,"}', '[[[]],[{}]]']
+    for _ in range(200):
+        elems = [rng.choice(pieces) for _ in range(rng.randrange(0, 8))]
+        sp = lambda: rng.choice(["", " ", "\n\t", "\r\n "])  # noqa: E731
+        b = ("[" + sp() + ("," + sp()).join(e + sp() for e in elems) + "]").encode("utf-8")
+        got = [b[x:y].decode("utf-8") for x, y in _array_elements(b)]
+        assert got == elems, b
+        assert [json.loads(g) for g in got] == json.loads(b)
+    assert _array_elements(b"[]") == [] and _array_elements(b'{"a":[1]}') == []
+
+
+def test_a_step_sends_back_the_resume_the_core_wrote():
+    """The resume goes back as the core wrote it (a parted archive's summary row is
+    copied from it): its bytes, not a re-encoding; a reply in another layout is
+    parsed whole, an error envelope raises."""
+    from ctxcompact import CompactError
+    from ctxcompact._engine import _session_reply
+
+    resume = '{"v":1,"summary":{"content":"3\u201312 <b>\\u2028</b>"},"n":1.50}'.encode("utf-8")
+    out = b'{"result":{"done":false,"effect":{"type":"x","s":",\\"resume\\":"},"resume":' + resume + b',"result":[]}}'
+    reply, raw = _session_reply(out)
+    assert reply == json.loads(out)["result"] and raw == resume
+    assert _session_reply(b'{"result": {"done": true}}') == ({"done": True}, None)
+    with pytest.raises(CompactError):
+        _session_reply(b'{"error":{"code":"internal","message":"x"}}')

@@ -187,6 +187,46 @@ def test_archive_is_one_transaction():
             s.archive("", archive_rows("r3", 0, msgs, "x"))
 
 
+def test_archive_in_parts_is_one_transaction():
+    """An archive as an iterable of parts (the range in the first): every part's
+    rows in order; a part that is malformed, holds a range after the first, has a
+    row of another range, or an iterable that raises: nothing written."""
+    with RecallStore() as s:
+        msgs = session_msgs("alpha")
+        whole = archive_rows("r1", 0, msgs, "in two parts")
+        first = {"range": whole["range"], "rows": whole["rows"][:3]}
+        second = {"rows": whole["rows"][3:]}
+        assert s.archive("a", [first, second]) == whole["range"]
+        assert [json.loads(j) for j in s.expand_rows("a", "r1")] == msgs
+        assert s._conn is not None
+        ids = [r for (r,) in s._conn.execute("SELECT id FROM ctxc_messages WHERE session = 'a' ORDER BY rowid")]
+        assert ids == [r["id"] for r in whole["rows"]]
+
+        def raising():
+            yield archive_rows("r2", 0, msgs[:2], "first part")
+            raise RuntimeError("the core failed")
+
+        other = archive_rows("r2", 0, msgs[:2], "x")
+        other["rows"][0]["range_id"] = "r1"
+        for bad, want in [
+            (lambda: s.archive("a", raising()), RuntimeError),
+            (lambda: s.archive("a", [archive_rows("r2", 0, msgs[:2], "x"), archive_rows("r2", 2, msgs[2:], "y")]),
+             OptionError),
+            (lambda: s.archive("a", [archive_rows("r2", 0, msgs[:2], "x"), {"rows": "no"}]), OptionError),
+            (lambda: s.archive("a", [{"rows": whole["rows"]}]), OptionError),
+            (lambda: s.archive("a", [other]), OptionError),
+            (lambda: s.archive("a", []), OptionError),
+            (lambda: s.archive("a", "r2"), OptionError),
+            (lambda: s.archive("a", iter([first])), CompactError),  # r1 is taken
+        ]:
+            with pytest.raises(want):
+                bad()
+            assert [r["id"] for r in s.ranges("a")] == ["r1"]
+            assert s.count_rows("a", "part") == 1  # r1's summary row only
+            assert not s._conn.in_transaction
+        assert s.next_range_id("a") == "r2"
+
+
 def test_expand_rows_by_range_and_message():
     with RecallStore() as s:
         msgs = fill(s, "a", "alpha")

@@ -304,7 +304,10 @@ def test_context_engine_with_openai_summarizer(model, messages):
         out = engine.compress(messages)
     assert engine.last_report["summarizer"] == "host" and engine.last_report["fallback_used"] is False
     assert len(out) < len(messages)
-    assert [r.kind for r in model.requests] == ["summary"]
+    # The trace is far above the 16K window: its middle comes in chunks that fit it.
+    chunks = engine.last_report.get("summary_chunks", 1)
+    assert chunks > 1
+    assert [r.kind for r in model.requests] == ["summary"] * chunks
 
 
 def test_async_client_summarizer_needs_acompact(model, compactor, messages):

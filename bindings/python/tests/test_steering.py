@@ -8,7 +8,9 @@ import re
 
 import pytest
 
-from ctxcompact import CompactError, Compactor
+from ctxcompact import CompactError, Compactor, ContextEngine
+
+from conftest import load_trace, need_trace
 
 CONFIG = {"model": {"context_length": 3000}, "compression": {"instructions": "Keep every file path."}}
 
@@ -85,3 +87,33 @@ def test_a_compressor_engine_gives_the_agent_context_status_and_compact_now():
     assert (status["compaction_requested"], status["compactions"], status["window"]) == (False, 1, 3000)
     assert isinstance(status["last_compaction"]["summarized_messages"], list)
     assert "focus must be a string" in json.loads(engine.handle_tool_call("compact_now", {"focus": 3}))["error"]
+
+
+def test_a_small_summarizer_window_gets_the_summary_in_chunks(compactor):
+    """A summarizer whose window is a third of what one summary request would
+    take (about 33,000 tokens) gets the summary in chunks, each request fitting
+    it: a summarizer refusing larger input never refuses."""
+    messages = load_trace(need_trace("claude-code-spotter-4d5611e5-precompact.json"))
+    window = 11000
+    asked, refused = [], []
+
+    def summarize(req):
+        n = compactor.count_tokens(req["messages"], "o200k_base")["total"]
+        if n + req["max_tokens"] > window:
+            refused.append(n)
+            raise RuntimeError(f"the input is {n + req['max_tokens']} tokens; the window is {window}")
+        asked.append(req["middle"])
+        return f"## Goal\nKeep going.\n- request {len(asked)} read turns {req['middle']['from']}-{req['middle']['to'] - 1}"
+
+    engine = ContextEngine({"model": {"context_length": 64000}, "compression": {"summary_context_length": window}},
+                           summarize=summarize, compactor=compactor)
+    out = engine.compress(messages, force=True)
+    rep = engine.last_report
+    assert refused == [], "no request above the window"
+    assert rep["fallback_used"] is False
+    assert len(asked) >= 3
+    assert rep["summary_chunks"] == len(asked)
+    for a, b in zip(asked, asked[1:]):
+        assert b["from"] == a["to"], "the chunks follow each other"
+    assert (asked[0]["from"], asked[-1]["to"]) == (rep["summarized"]["from"], rep["summarized"]["to"])
+    assert f"request {len(asked)} read turns" in json.dumps(out[rep["head_end"]])

@@ -14,8 +14,9 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, NoReturn, Optional, Sequence, Tuple, Union, cast
+from typing import TYPE_CHECKING, Any, Callable, Dict, Generator, List, NoReturn, Optional, Sequence, Tuple, Union, cast
 
 from ._check import (
     check_bool,
@@ -31,12 +32,14 @@ from ._compactor import (
     DEFAULT_TIMEOUT,
     Compactor,
     SyncSummarizer,
+    _envelope,
     _messages_json,
     _own_trim,
     _result,
     _run_sync_summarizer,
     dumps,
     dumps_at,
+    parse_response,
 )
 from ._errors import CompactError, OptionError
 from ._types import (
@@ -211,7 +214,8 @@ class ContextEngine:
     # -- session.run: the engine's sequences (docs/SESSION.md) -------------------------------
 
     def _session(self, event: str, fields: Sequence[Tuple[bytes, bytes]] = (),
-                 perform: Optional[Callable[[Dict[str, Any]], Any]] = None) -> Any:
+                 perform: Optional[Callable[[Dict[str, Any]], Any]] = None,
+                 got: Optional[Dict[str, Any]] = None) -> Any:
         """Run ``event`` to its end over the core's ``session.run`` and return the
         sequence's result (None: none). Each step sends the event, the current
         state, the last step's resume and the effect's answer, then ``fields`` (the
@@ -219,67 +223,108 @@ class ContextEngine:
         core asks for (default: the recall store's effects) and returns the answer's
         value, or raises _EffectFailed for an error answer; anything else it raises
         (a cancellation, a programming error) stops the sequence, nothing recorded.
-        The step after an archive reads only its resume: the messages are not sent
-        again.
+        An archive is the store's (_archive, its range kept in ``got["range"]``),
+        whatever ``perform`` is: its parts come from steps of their own. The steps
+        after an archive read only their resume: the messages are not sent again.
         The lock is held for each step, never while an effect runs. A sequence the
         core ends as failed raises the failed effect's own error, with the core's
         message (the state is unchanged)."""
+        if got is None:
+            got = {}
         if perform is None:
-            got: Dict[str, Any] = {}
-            perform = lambda effect: self._perform(effect, got)  # noqa: E731
-        head = [(b"event", dumps(event))]
-        resume: Optional[bytes] = None
+            store_effect = got
+            perform = lambda effect: self._perform(effect, store_effect)  # noqa: E731
+        run = _SessionRun(self, event, fields)
         answer = b"null"
-        result: Any = None
         cause: Optional[BaseException] = None
         while True:
-            with self._lock:
-                parts = head + [(b"state", dumps(self._state))]
-                if resume is not None:
-                    parts += [(b"resume", resume), (b"answer", answer)]
-                r = cast(Dict[str, Any], self._compactor._run(b"session.run", parts + list(fields)))
-                failed = r.get("failed")
-                if r.get("done") and failed is None:
-                    if not isinstance(r.get("state"), dict):
-                        raise CompactError("internal", "session.run ended with no state")
-                    self._state = r["state"]
-                    self._set_status(r["status"])
-            if "result" in r:
-                result = r["result"]
+            r = run.step(answer)
+            failed = r.get("failed")
             if failed is not None:
                 err = _effect_error(cause, failed)
                 raise err from cause
             if r.get("done"):
-                return result
-            effect, resume_obj = r.get("effect"), r.get("resume")
-            if not isinstance(effect, dict) or resume_obj is None:
-                raise CompactError("internal", "session.run neither ended nor asked for an effect")
-            if effect.get("type") == "archive":
-                fields = [f for f in fields if f[0] != b"messages"]
+                return run.result
+            effect: Dict[str, Any] = r["effect"]
             try:
-                ok = perform(effect)
+                if effect.get("type") == "archive":
+                    run.send = None  # from now on: the resume says what the core needs
+                    self._archive(run, effect, got)
+                    ok = None
+                else:
+                    ok = perform(effect)
             except _EffectFailed as f:
                 cause = f.__cause__
                 answer = b'{"error":' + dumps({"code": f.code, "message": f.message}) + b"}"
             else:
                 cause = None
                 answer = b'{"ok":' + dumps(ok) + b"}"
-            resume = dumps(resume_obj)
+
+    def _archive(self, run: "_SessionRun", first: Dict[str, Any], got: Dict[str, Any]) -> None:
+        """An archive effect: the store writes its archive and those of the parts
+        after it (docs/SESSION.md "An archive in parts") in one transaction. Each
+        later part is the core's answer (ok null) to the part before, asked for by
+        the store's iteration with that part's window of the event's messages; the
+        last part's answer is left to the caller (None, or _EffectFailed "store"
+        with the store's error), after the store committed or rolled back. A step
+        that fails or does not give the next part ends the sequence with its own
+        error (raised here, after the rollback, not answered)."""
+        store, session = self.store, self.session_id  # the store has its own lock
+        fatal: List[BaseException] = []
+        last = [False]  # the part without next went to the store
+
+        def parts() -> Generator[Dict[str, Any], None, None]:
+            effect, part = first, 0
+            while True:
+                if effect.get("part") != part:
+                    fatal.append(CompactError(
+                        "internal", f"session.run asked for archive part {effect.get('part')!r} after part {part - 1}"))
+                    raise fatal[0]
+                nxt = effect.get("next")
+                last[0] = nxt is None
+                yield effect["archive"]
+                if nxt is None:
+                    return
+                try:
+                    run.send = run.window(nxt)
+                    r = run.step(b'{"ok":null}')
+                except BaseException as e:
+                    fatal.append(e)
+                    raise
+                finally:
+                    run.send = None
+                effect = r.get("effect") or {}
+                if r.get("done") or r.get("failed") is not None or effect.get("type") != "archive":
+                    fatal.append(CompactError(
+                        "internal", f"session.run stopped asking for an archive's parts after part {part}"))
+                    raise fatal[0]
+                part += 1
+
+        it = parts()
+        try:
+            got["range"] = store.archive(session, it)
+        except Exception as e:
+            if fatal:
+                raise fatal[0]
+            raise _EffectFailed("store", str(e)) from e
+        finally:
+            it.close()
+        if fatal:  # a store that went on after the error
+            raise fatal[0]
+        if not last[0]:
+            raise CompactError("internal", "the recall store returned before it read an archive's last part")
 
     def _perform(self, effect: Dict[str, Any], got: Dict[str, Any]) -> Any:
         """An effect of the engine's sequences: the summarizer, or the recall store
-        (what it archived is kept in ``got["range"]``)."""
+        (an archive is _archive's)."""
         t = effect.get("type")
         if t == "summarize":
             return _summary_answer(_run_sync_summarizer(self._summarize, effect["request"], self._timeout))
-        if t not in ("next_range_id", "archive", "search", "expand"):
+        if t not in ("next_range_id", "search", "expand"):
             raise CompactError("internal", f"session.run asked for an unknown effect {t!r}")
         store, session = self.store, self.session_id  # the store has its own lock
         if t == "next_range_id":
             return _store_call(lambda: store.next_range_id(session))
-        if t == "archive":
-            got["range"] = _store_call(lambda: store.archive(session, effect["archive"]))
-            return None
         if t == "search":
             from ._recall import find_rows
 
@@ -497,7 +542,7 @@ class ContextEngine:
         # Lossless: the originals are archived before the report is recorded; a
         # failed archive raises here and records nothing (the caller keeps its input).
         got: Dict[str, Any] = {}
-        r = self._session("compress", fields, lambda effect: self._perform(effect, got))
+        r = self._session("compress", fields, got=got)
         res = _result(msgs, r)
         self.last_report = res.report
         self.last_archived = res.archived
@@ -809,6 +854,145 @@ class CompactionEngine(ContextEngine):
         **options: Any,
     ) -> None:
         super().__init__(config, summarize=summarize, **options)
+
+
+class _SessionRun:
+    """One event's sequence between its steps (host/session.go's sessionRun): the
+    fields every step sends, the messages the next step sends (the event's at
+    first; a window of them while an archive comes in parts; none after an
+    archive), the last step's resume and the sequence's result."""
+
+    def __init__(self, engine: ContextEngine, event: str, fields: Sequence[Tuple[bytes, bytes]]) -> None:
+        self.engine = engine
+        self.head = [(b"event", dumps(event))]
+        self.fields = [f for f in fields if f[0] != b"messages"]
+        #: the event's messages as the first step sends them.
+        self.messages: Optional[bytes] = next((v for k, v in fields if k == b"messages"), None)
+        self.send = self.messages
+        self.resume: Optional[bytes] = None
+        self.result: Any = None
+        self._elems: Optional[List[Tuple[int, int]]] = None
+
+    def step(self, answer: bytes) -> Dict[str, Any]:
+        """Send answer (unless this is the first step) and return the core's reply:
+        an effect to perform (its resume kept for the next step), a failure, or the
+        end, whose state and status the engine takes."""
+        e = self.engine
+        with e._lock:
+            parts = self.head + [(b"state", dumps(e._state))]
+            if self.resume is not None:
+                parts += [(b"resume", self.resume), (b"answer", answer)]
+            parts += self.fields
+            if self.send is not None:
+                parts.append((b"messages", self.send))
+            r, resume = _session_run(e._compactor, parts)
+            failed = r.get("failed")
+            if r.get("done") and failed is None:
+                if not isinstance(r.get("state"), dict):
+                    raise CompactError("internal", "session.run ended with no state")
+                e._state = r["state"]
+                e._set_status(r["status"])
+        if "result" in r:
+            self.result = r["result"]
+        if failed is None and not r.get("done"):
+            if not isinstance(r.get("effect"), dict) or r.get("resume") is None:
+                raise CompactError("internal", "session.run neither ended nor asked for an effect")
+            self.resume = resume if resume is not None else dumps(r["resume"])
+        return r
+
+    def window(self, nxt: Any) -> bytes:
+        """The messages of an archive part's next: the event's messages [from, to),
+        each element byte for byte as the first step sent it."""
+        f = nxt.get("from") if isinstance(nxt, dict) else None
+        t = nxt.get("to") if isinstance(nxt, dict) else None
+        if type(f) is not int or type(t) is not int or not 0 <= f <= t:
+            raise CompactError("internal", f"session.run asked for an archive part with a bad next {nxt!r}")
+        if self.messages is None:
+            raise CompactError("internal", "session.run asked for a window of messages the event does not have")
+        if self._elems is None:
+            self._elems = _array_elements(self.messages)
+        if t > len(self._elems):
+            raise CompactError("internal", f"an archive part names messages {f}-{t - 1}; the event has {len(self._elems)}")
+        m = memoryview(self.messages)
+        return b"[" + b",".join(m[a:b] for a, b in self._elems[f:t]) + b"]"
+
+
+def _session_run(compactor: Compactor, parts: Sequence[Tuple[bytes, bytes]]) -> Tuple[Dict[str, Any], Optional[bytes]]:
+    """One session.run step: the core's reply, and its resume as the core wrote it
+    (sent back unchanged, as docs/SESSION.md asks: an archive's summary row is
+    copied from it byte for byte)."""
+    return _session_reply(compactor._p().call(_envelope(b"session.run", parts)))
+
+
+_DECODER = json.JSONDecoder()
+_REPLY = '{"result":{'
+
+
+def _session_reply(out: bytes) -> Tuple[Dict[str, Any], Optional[bytes]]:
+    """A session.run response envelope: the reply (its members read one by one,
+    each parsed once) and the resume's bytes; an error envelope raises its
+    CompactError. Anything but the core's compact reply is parsed whole, the
+    resume None."""
+    text = out.decode("utf-8")
+    if not text.startswith(_REPLY):
+        return cast(Dict[str, Any], parse_response(out)), None
+    reply: Dict[str, Any] = {}
+    resume: Optional[bytes] = None
+    i = len(_REPLY)
+    try:
+        while text[i] == '"':
+            key, i = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
+            if text[i] != ":":
+                break
+            start = i + 1
+            reply[key], i = _DECODER.raw_decode(text, start)
+            if key == "resume":
+                resume = text[start:i].encode("utf-8")
+            if text[i] != ",":
+                break
+            i += 1
+        if text[i:] == "}}":
+            return reply, resume
+    except (IndexError, ValueError):
+        pass
+    return cast(Dict[str, Any], parse_response(out)), None
+
+
+#: A JSON string (escapes and all) or a bracket or comma: what _array_elements reads.
+_JSON_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},]', re.S)
+_JSON_SPACE = b" \t\n\r"
+
+
+def _array_elements(b: bytes) -> List[Tuple[int, int]]:
+    """The [start, end) byte offsets of the elements of the JSON array b: a scan
+    that skips strings and counts brackets, so an element is its own bytes,
+    untouched (the core checks a window's bytes). [] when b is no array."""
+    elems: List[Tuple[int, int]] = []
+    depth, start = 0, 0
+    for m in _JSON_TOKEN.finditer(b):
+        c = b[m.start()]
+        if c == 0x22:  # a string
+            continue
+        if depth == 0:
+            if c != 0x5B:  # [
+                return []
+            depth, start = 1, m.end()
+        elif depth == 1 and c in (0x2C, 0x5D):  # , ]
+            a, z = start, m.start()
+            while a < z and b[a] in _JSON_SPACE:
+                a += 1
+            while z > a and b[z - 1] in _JSON_SPACE:
+                z -= 1
+            if a < z or c == 0x2C:
+                elems.append((a, z))
+            if c == 0x5D:
+                return elems
+            start = m.end()
+        elif c in (0x5B, 0x7B):  # [ {
+            depth += 1
+        elif c != 0x2C:
+            depth -= 1
+    return elems
 
 
 def _check_store(store: Any) -> Any:

@@ -26,7 +26,7 @@ import sqlite3
 import threading
 import time
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union, cast
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union, cast
 
 from ._check import check_int, check_opt_int
 from ._errors import CompactError, OptionError
@@ -643,56 +643,40 @@ class RecallStore:
             (n,) = self._c().execute("SELECT COUNT(*) FROM ctxc_ranges WHERE session = ?", (session,)).fetchone()
         return f"r{int(n) + 1}"
 
-    def archive(self, session: str, rows: Union[ArchiveRows, Dict[str, Any]]) -> RecallRange:
-        """Insert one compaction's archive (the result of the core's
-        ``recall.archive``: ``{"range": {...}, "rows": [...]}``) in one transaction.
-        A range id the session has already is ``invalid_state`` (nothing written)."""
+    def archive(
+        self, session: str, parts: Union[ArchiveRows, Dict[str, Any], Iterable[Dict[str, Any]]]
+    ) -> RecallRange:
+        """Insert one compaction's archive in one transaction: ``{"range": {...},
+        "rows": [...]}`` (the core's ``recall.archive`` result: one part), or an
+        iterable of parts as a lossless compaction's archive effects bring them
+        (docs/SESSION.md "An archive in parts"): the first with the range, the
+        later ones rows only, every row of the range. Each part is written as it
+        comes (a ContextEngine's iterable runs the core's step for the next one), so
+        no more than one part's rows are held at once; the store is held from the
+        first part to the commit. Nothing is written unless every part is: a
+        malformed part (``invalid_request`` at ``/rows`` or ``/range``), an
+        exception the iterable raises (raised as it is), or a range id the session
+        has already (``invalid_state`` at ``/range/id``) rolls it all back."""
         session = _check_session(session)
-        if not isinstance(rows, dict) or not isinstance(rows.get("range"), dict) or not isinstance(rows.get("rows"), list):
-            raise OptionError('rows must be the recall.archive result {"range": {...}, "rows": [...]}', "/rows")
-        rng = cast(Dict[str, Any], rows["range"])
-        try:
-            range_row = (
-                session, str(rng["id"]), int(rng["from_index"]), int(rng["to_index"]), str(rng["summary"]),
-            )
-            msg_rows = [
-                (session, str(r["id"]), str(r["range_id"]), int(r["position"]), str(r["role"]),
-                 str(r["reason"]), _json_text(r["json"]), str(r["text"]))
-                for r in cast(List[Dict[str, Any]], rows["rows"])
-            ]
-        except (KeyError, TypeError, ValueError) as e:
-            raise OptionError(f"malformed archive rows: {e!r}", "/rows") from e
+        checked: Iterator[Tuple[Tuple[str, int, int, str], List[Tuple[Any, ...]]]]
+        if isinstance(parts, dict):
+            checked = iter((_archive_part(parts, None),))  # checked before the store is taken
+        elif isinstance(parts, (str, bytes, bytearray)) or not hasattr(parts, "__iter__"):
+            raise OptionError('parts must be the recall.archive result {"range": {...}, "rows": [...]}'
+                              f" or an iterable of archive parts, not {type(parts).__name__}", "/rows")
+        else:
+            checked = _archive_parts(iter(parts))
+        range_row: Optional[Tuple[str, str, int, int, str]] = None
         with self._guard():
             conn = self._write()
-            conn.execute("BEGIN IMMEDIATE")
             try:
-                (seq,) = conn.execute(
-                    "SELECT COALESCE(MAX(seq), 0) + 1 FROM ctxc_ranges WHERE session = ?", (session,)
-                ).fetchone()
-                try:
-                    conn.execute(
-                        "INSERT INTO ctxc_ranges (session, id, seq, from_index, to_index, summary)"
-                        " VALUES (?, ?, ?, ?, ?, ?)",
-                        (range_row[0], range_row[1], seq) + range_row[2:],
-                    )
-                except sqlite3.IntegrityError as e:
-                    raise CompactError(
-                        "invalid_state", f"session {session!r} already has a range {range_row[1]!r}", "/range/id"
-                    ) from e
-                index = self.file_fts == "fts5"
-                for row in msg_rows:
-                    try:
-                        cur = conn.execute(
-                            "INSERT INTO ctxc_messages (session, id, range_id, position, role, reason, json, text)"
-                            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                            row,
-                        )
-                    except sqlite3.IntegrityError as e:
-                        raise CompactError(
-                            "invalid_state", f"session {session!r} already has a message {row[1]!r}", "/rows"
-                        ) from e
-                    if index:
-                        conn.execute("INSERT INTO ctxc_fts (rowid, text) VALUES (?, ?)", (cur.lastrowid, row[7]))
+                for rng, msg_rows in checked:
+                    if range_row is None:
+                        range_row = (session,) + rng
+                        self._begin_range(conn, session, range_row)
+                    self._insert_rows(conn, session, msg_rows)
+                if range_row is None:
+                    raise OptionError("an archive with no parts", "/rows")
                 if _before_commit is not None:
                     _before_commit()
                 conn.execute("COMMIT")
@@ -700,6 +684,40 @@ class RecallStore:
                 _rollback(conn)
                 raise
         return {"id": range_row[1], "from_index": range_row[2], "to_index": range_row[3], "summary": range_row[4]}
+
+    def _begin_range(self, conn: sqlite3.Connection, session: str, range_row: Tuple[str, str, int, int, str]) -> None:
+        """Begin an archive's transaction and insert its range, the session's next."""
+        conn.execute("BEGIN IMMEDIATE")
+        (seq,) = conn.execute(
+            "SELECT COALESCE(MAX(seq), 0) + 1 FROM ctxc_ranges WHERE session = ?", (session,)
+        ).fetchone()
+        try:
+            conn.execute(
+                "INSERT INTO ctxc_ranges (session, id, seq, from_index, to_index, summary)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (range_row[0], range_row[1], seq) + range_row[2:],
+            )
+        except sqlite3.IntegrityError as e:
+            raise CompactError(
+                "invalid_state", f"session {session!r} already has a range {range_row[1]!r}", "/range/id"
+            ) from e
+
+    def _insert_rows(self, conn: sqlite3.Connection, session: str, msg_rows: List[Tuple[Any, ...]]) -> None:
+        """Insert an archive part's message rows (and their index entries)."""
+        index = self.file_fts == "fts5"
+        for row in msg_rows:
+            try:
+                cur = conn.execute(
+                    "INSERT INTO ctxc_messages (session, id, range_id, position, role, reason, json, text)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (session,) + row,
+                )
+            except sqlite3.IntegrityError as e:
+                raise CompactError(
+                    "invalid_state", f"session {session!r} already has a message {row[0]!r}", "/rows"
+                ) from e
+            if index:
+                conn.execute("INSERT INTO ctxc_fts (rowid, text) VALUES (?, ?)", (cur.lastrowid, row[6]))
 
     def delete_session(self, session: str) -> int:
         """Remove a session's ranges and messages (and their index entries); returns
@@ -918,3 +936,48 @@ def _json_text(v: Any) -> str:
     if isinstance(v, str):
         return v
     return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+
+
+def _archive_parts(parts: Iterator[Any]) -> Iterator[Tuple[Tuple[str, int, int, str], List[Tuple[Any, ...]]]]:
+    """An archive's parts, each checked as it comes (_archive_part): the range is
+    the first part's, and each one's rows must be of it."""
+    range_id: Optional[str] = None
+    for part in parts:
+        rng, rows = _archive_part(part, range_id)
+        range_id = rng[0]
+        yield rng, rows
+
+
+def _archive_part(part: Any, range_id: Optional[str]) -> Tuple[Tuple[str, int, int, str], List[Tuple[Any, ...]]]:
+    """An archive part's range and message rows, checked. range_id is the range's
+    id from the first part (None: this is the first, which must hold the range; a
+    later one must not): every row must be of it."""
+    if not isinstance(part, dict) or not isinstance(part.get("rows"), list):
+        raise OptionError('an archive part must be {"range": {...}, "rows": [...]} (the range in the first'
+                          " part only)", "/rows")
+    rng = part.get("range")
+    if range_id is None and not isinstance(rng, dict):
+        raise OptionError('rows must be the recall.archive result {"range": {...}, "rows": [...]}', "/rows")
+    if range_id is not None and "range" in part:
+        raise OptionError(f"an archive part after the first holds a range ({_range_id(rng)})", "/range")
+    try:
+        if range_id is None:
+            r = cast(Dict[str, Any], rng)
+            range_row = (str(r["id"]), int(r["from_index"]), int(r["to_index"]), str(r["summary"]))
+        else:
+            range_row = (range_id, 0, 0, "")  # the first part's id; the rest unused
+        msg_rows = [
+            (str(r["id"]), str(r["range_id"]), int(r["position"]), str(r["role"]),
+             str(r["reason"]), _json_text(r["json"]), str(r["text"]))
+            for r in cast(List[Dict[str, Any]], part["rows"])
+        ]
+    except (KeyError, TypeError, ValueError) as e:
+        raise OptionError(f"malformed archive rows: {e!r}", "/rows") from e
+    for row in msg_rows:
+        if row[1] != range_row[0]:
+            raise OptionError(f"archive row {row[0]!r} belongs to range {row[1]!r}, not {range_row[0]!r}", "/rows")
+    return range_row, msg_rows
+
+
+def _range_id(rng: Any) -> str:
+    return str(rng.get("id")) if isinstance(rng, dict) else repr(rng)

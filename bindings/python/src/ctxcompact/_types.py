@@ -247,6 +247,9 @@ class CompactReport(TypedDict, total=False):
     summary_role: Literal["user", "assistant", "merged", ""]
     summary_merged_into: Optional[int]
     summary_tokens: int
+    #: summary requests the summary took when its turns did not fit the
+    #: summarizer's window in one (a context engine's compress); absent: one.
+    summary_chunks: int
     summarizer: Literal["host", "builtin", ""]
     fallback_used: bool
     fallback_reason: str
