@@ -35,6 +35,9 @@ type Report struct {
 	// SummaryChunks is how many requests the summary took when its turns did
 	// not fit the summarizer's window in one (session.run's compress); 0: one.
 	SummaryChunks int `json:"summary_chunks,omitempty"`
+	// Prepared: the summary was prepared ahead of the trigger and spliced into
+	// the grown conversation (a context engine's background compaction).
+	Prepared bool `json:"prepared,omitempty"`
 	// Summarizer is host (the host's LLM) or builtin (the extractive summary).
 	Summarizer     Summarizer `json:"summarizer"`
 	FallbackUsed   bool       `json:"fallback_used"`

@@ -66,6 +66,10 @@ type CompressionConfig struct {
 	// Instructions is standing guidance added to every summary request (what to
 	// keep, how to write it); the builtin summary cannot follow free text.
 	Instructions string `json:"instructions,omitempty"`
+	// PrepareRatio is the share of the threshold at which a context engine's
+	// should_compress says to prepare the next compaction in the background
+	// (session_prepare.go); 0 means DefaultPrepareRatio.
+	PrepareRatio float64 `json:"prepare_ratio,omitempty"`
 	// Native holds the keys of provider-native compaction (native.go); json "-" keeps
 	// them out of compact.begin's fingerprint, which they do not change.
 	Native NativeConfig `json:"-"`
@@ -269,7 +273,7 @@ func parseConfig(v gjson.Result, path string) (Config, error) {
 	c := root.object("compression", append([]string{"enabled", "threshold", "model_thresholds", "target_ratio",
 		"tail_mode", "prune_first", "protect_first_n", "protect_last_n", "min_tail_user_messages",
 		"codex_gpt55_autoraise", "small_context_floor", "small_context_limit",
-		"hygiene_threshold", "summary_context_length", "instructions"}, nativeConfigKeys...)...)
+		"hygiene_threshold", "summary_context_length", "instructions", "prepare_ratio"}, nativeConfigKeys...)...)
 	cc := &cfg.Compression
 	c.boolean("enabled", &cc.Enabled)
 	c.fraction("threshold", &cc.Threshold, false)
@@ -289,6 +293,7 @@ func parseConfig(v gjson.Result, path string) (Config, error) {
 	c.fraction("hygiene_threshold", &cc.HygieneThreshold, false)
 	c.integer("summary_context_length", &cc.SummaryContextLength, 0, maxContextLength)
 	c.str("instructions", &cc.Instructions)
+	c.fraction("prepare_ratio", &cc.PrepareRatio, false)
 	if len(cc.Instructions) > maxInstructionsBytes {
 		c.fail(c.at("instructions"), "instructions must be at most %d bytes, got %d", maxInstructionsBytes, len(cc.Instructions))
 	}

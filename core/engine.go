@@ -43,6 +43,9 @@ type EngineState struct {
 	// Requested is a compaction the agent asked for (compact_now), until the next
 	// compaction is recorded.
 	Requested *CompactionRequest `json:"compaction_requested,omitempty"`
+	// Prepared is a compaction summarized ahead of the trigger, until a
+	// compaction is recorded (session_prepare.go).
+	Prepared *PreparedCompaction `json:"prepared,omitempty"`
 }
 
 // EngineCompaction is what the engine keeps of a compaction's report.
@@ -173,6 +176,7 @@ func (s *EngineState) RecordCompaction(r Report) {
 		TokensAfter: r.TokensAfter, FallbackUsed: r.FallbackUsed, FallbackCode: r.FallbackCode,
 		TokensBefore: r.TokensBefore, Summarized: r.Summarized, Pruned: len(r.Pruned)}
 	s.Requested = nil // a compaction ran, whether or not it was the one asked for
+	s.Prepared = nil  // spliced, or made stale by it
 }
 
 // ModelUpdate is a model switch (or a fallback to another model).
@@ -217,6 +221,7 @@ func (s *EngineState) UpdateModel(m ModelUpdate) error {
 		return err
 	}
 	s.Config, s.BaseURL, s.APIMode, s.BreakerTokens = merged, m.BaseURL, m.APIMode, nil
+	s.Prepared = nil // prepared for another window and summarizer
 	return nil
 }
 
@@ -415,8 +420,12 @@ func stepShouldCompress(s *EngineState, req opRequest) (map[string]any, error) {
 		prompt = n
 	}
 	r := s.ShouldCompress(prompt)
-	return map[string]any{"should_compress": r.ShouldCompress, "reason": r.Reason,
-		"prompt_tokens": r.PromptTokens, "threshold_tokens": r.ThresholdTokens}, nil
+	out := map[string]any{"should_compress": r.ShouldCompress, "reason": r.Reason,
+		"prompt_tokens": r.PromptTokens, "threshold_tokens": r.ThresholdTokens}
+	if s.shouldPrepare(r) {
+		out["prepare_compaction"] = true
+	}
+	return out, nil
 }
 
 // stepRecord records a compaction's report.

@@ -53,7 +53,7 @@ var sessionCommon = []string{"op", "state", "event", "resume", "answer"}
 
 // sessionFields are each event's own fields.
 var sessionFields = map[string][]string{
-	EventCompress:       {"messages", "format", "system", "config", "force", "prompt_tokens", "output", "summarizer", "focus", "memory_context"},
+	EventCompress:       {"messages", "format", "system", "config", "force", "prompt_tokens", "output", "summarizer", "focus", "memory_context", "prepare"},
 	EventToolCall:       {"name", "arguments"},
 	EventUsage:          {"usage"},
 	EventShouldCompress: {"prompt_tokens"},
@@ -89,6 +89,10 @@ type sessionResume struct {
 	// (summary_chunks.go), Chunk the one asked for.
 	Chunks []IndexRange `json:"chunks,omitempty"`
 	Chunk  int          `json:"chunk,omitempty"`
+	// Prepare marks a compaction prepared ahead of the trigger, begun at
+	// compression count PrepareCount (session_prepare.go).
+	Prepare      bool `json:"prepare,omitempty"`
+	PrepareCount int  `json:"prepare_count,omitempty"`
 	// Report is the compaction's report, recorded once it is archived.
 	Report json.RawMessage `json:"report,omitempty"`
 	// Left is what an archive in parts has still to ask for (session_archive.go).
@@ -299,7 +303,10 @@ func (st *sessionStep) compress() ([]byte, error) {
 	}
 	switch step {
 	case "start":
-		if st.lossless() {
+		if _, err := boolParam(st.q.params, "prepare"); err != nil {
+			return nil, err
+		}
+		if st.lossless() && !st.preparing() {
 			return st.effect([]byte(`{"type":"next_range_id"}`), sessionResume{Step: "range"}, nil)
 		}
 		return st.compressBegin("")
@@ -315,6 +322,9 @@ func (st *sessionStep) compress() ([]byte, error) {
 	case "summarize":
 		if r := st.resume; r.Chunk+1 < len(r.Chunks) && !st.answer.failed {
 			return st.compressChunk()
+		}
+		if st.resume.Prepare {
+			return st.prepareFinish()
 		}
 		return st.compressFinish()
 	case "archive":
@@ -367,6 +377,9 @@ func (st *sessionStep) compactParams(rangeID string) (params, error) {
 	if prompt > 0 {
 		p["prompt_tokens"] = gjson.Parse(strconv.Itoa(prompt))
 	}
+	if st.preparing() { // ahead of the trigger, by definition below it
+		p["force"] = gjson.Parse("true")
+	}
 	if rq := st.state.Requested; rq != nil { // the agent asked for it (compact_now)
 		p["force"] = gjson.Parse("true")
 		if _, given := p["focus"]; !given && rq.Focus != "" {
@@ -409,8 +422,19 @@ func (st *sessionStep) compressBegin(rangeID string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	preparing := st.preparing()
+	if !preparing {
+		if o := st.splice(r, p["config"].Raw); o != nil {
+			return st.compressDone(rangeID, r, o)
+		}
+	}
 	o, pl, done := r.begin()
-	if done {
+	switch {
+	case done && preparing && pl.tailStart <= pl.headEnd:
+		return st.prepareEnd(nil, "nothing to summarize")
+	case done && preparing:
+		return st.keepPrepared(r, pl, p["config"].Raw, "", st.state.CompressionCount)
+	case done:
 		return st.compressDone(rangeID, r, o)
 	}
 	ask := buildSummaryRequest(r.msgs, pl, r.cfg.Compression)
@@ -424,7 +448,44 @@ func (st *sessionStep) compressBegin(rangeID string) ([]byte, error) {
 		keepPending(p, len(st.q.Whole().Raw), state, r, pl)
 	}
 	return st.effect(summarizeEffect(&ask), sessionResume{Step: "summarize", RangeID: rangeID, CompactState: state,
-		Config: json.RawMessage(p["config"].Raw), PromptTokens: int(p["prompt_tokens"].Int()), Chunks: chunks}, nil)
+		Config: json.RawMessage(p["config"].Raw), PromptTokens: int(p["prompt_tokens"].Int()), Chunks: chunks,
+		Prepare: preparing, PrepareCount: prepareCount(preparing, st.state.CompressionCount)}, nil)
+}
+
+// prepareCount is the compression count a preparation began at (0 for a
+// compaction that is not one: the resume leaves it out).
+func prepareCount(preparing bool, count int) int {
+	if preparing {
+		return count
+	}
+	return 0
+}
+
+// preparing reports whether the compress event prepares a compaction ahead of
+// the trigger (its "prepare" field).
+func (st *sessionStep) preparing() bool {
+	if st.resume != nil && st.resume.Step == "summarize" {
+		return st.resume.Prepare
+	}
+	return st.q.params.Get("prepare").Type == gjson.True
+}
+
+// prepareFinish ends a preparation with the summarizer's answer: the prepared
+// compaction kept, or, when the summarizer failed, none (the compaction at the
+// trigger then summarizes as usual).
+func (st *sessionStep) prepareFinish() ([]byte, error) {
+	if st.answer.failed {
+		return st.prepareEnd(nil, "the summarizer failed: "+fallbackFailure(FallbackCode(st.answer.code), st.answer.message))
+	}
+	v := st.answer.ok
+	if v.Type != gjson.String {
+		return nil, errorf(CodeInvalidRequest, "/answer/ok", "the answer to summarize must be the summary, a string")
+	}
+	r, pl, err := st.begunCompaction(true)
+	if err != nil {
+		return nil, err
+	}
+	return st.keepPrepared(r, pl, string(st.resume.Config), v.Str, st.resume.PrepareCount)
 }
 
 // summarizeEffect is the effect asking for ask's summary.

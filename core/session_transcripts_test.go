@@ -81,6 +81,8 @@ const roomySummarizer = 16000
 
 func sessionScripts() []scriptTranscript {
 	small := smallSession(6)
+	grown := append(append([]any{}, small...), say("The lexer tests are written."), user("Run them."))
+	edited := append(append([]any{}, small[:1]...), append([]any{user("Refactor the lexer module.")}, small[2:]...)...)
 	// The sessions are small beside a 2,000-token window; the summarizer's own
 	// window is larger, so one request holds the summarized turns (the chunk
 	// transcripts set a small one).
@@ -153,6 +155,23 @@ func sessionScripts() []scriptTranscript {
 			}},
 		{"tool-call-compressor-has-no-tools", "a compressor engine answers every tool call with an error answer, asking nothing", roomyTiny,
 			[]scriptStep{{EventToolCall, map[string]any{"name": "context_search", "arguments": map[string]any{"query": "x"}}, nil}}},
+		{"background-compaction-spliced", "compaction that never blocks: at prepare_ratio of the threshold should_compress says prepare_compaction; a compress with prepare summarizes ahead and keeps it; at the trigger the compress splices it into the grown conversation, asking nothing", roomyTiny,
+			[]scriptStep{
+				{EventShouldCompress, map[string]any{"prompt_tokens": 1300}, nil},
+				{EventCompress, map[string]any{"messages": small, "prepare": true}, []any{ok(summary)}},
+				{EventShouldCompress, map[string]any{"prompt_tokens": 1400}, nil},
+				{EventCompress, map[string]any{"messages": grown, "prompt_tokens": 1600}, nil},
+			}},
+		{"background-compaction-discarded-when-the-prefix-changed", "a prepared compaction whose messages changed is discarded: the compress at the trigger summarizes the conversation it is given", roomyTiny,
+			[]scriptStep{
+				{EventCompress, map[string]any{"messages": small, "prepare": true}, []any{ok(summary)}},
+				{EventCompress, map[string]any{"messages": edited, "prompt_tokens": 1600}, []any{ok(summary + "\n- The request changed")}},
+			}},
+		{"background-compaction-lossless", "a lossless engine prepares without a range id; the splice at the trigger reserves it and archives what the prepared compaction summarized", lossless,
+			[]scriptStep{
+				{EventCompress, map[string]any{"messages": small, "prepare": true}, []any{ok(summary)}},
+				{EventCompress, map[string]any{"messages": grown, "prompt_tokens": 1600}, []any{ok("r1"), ok(nil)}},
+			}},
 		{"usage-trigger-model-reset", "the engine's own events: usage, the trigger, a model switch, a reset", roomyTiny,
 			[]scriptStep{
 				{EventUsage, map[string]any{"usage": map[string]any{"input_tokens": 1200, "cache_read_input_tokens": 400, "output_tokens": 50}}, nil},

@@ -24,7 +24,7 @@ const chunkCharsPerToken = 3
 func summaryChunks(msgs []message, p plan, cc CompressionConfig) []IndexRange {
 	prev, prevIdx := previousSummary(msgs, p.headEnd, p.tailStart)
 	target, maxTokens := summaryAskSize(p, cc)
-	room := (summarizerWindow(p, cc) - maxTokens - summaryReserve) * chunkCharsPerToken
+	free := summarizerWindow(p, cc) - maxTokens - summaryReserve
 	ts := sizeTurns(msgs, p.headEnd, p.tailStart, prevIdx)
 	sizes := make([]int, len(ts.sizes))
 	total := 0
@@ -32,9 +32,11 @@ func summaryChunks(msgs []message, p plan, cc CompressionConfig) []IndexRange {
 		sizes[k] = ts.turn(k, bodyHeadChars, bodyTailChars)
 		total += sizes[k]
 	}
-	if total <= room-len(prev) {
+	// One request when they fit it as buildSummaryRequest sizes it.
+	if total <= free*roughCharsPerToken-len(prev) {
 		return nil
 	}
+	room := free * chunkCharsPerToken
 	// Each chunk leaves room for the summary it updates: the previous
 	// compaction's, or the answer to the chunk before, asked to be about target
 	// tokens (a longer answer makes the next chunk's excerpts shorter).

@@ -1,0 +1,149 @@
+package core
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// Compaction that never blocks (docs/STEERING.md): below the trigger, at
+// prepare_ratio of it, should_compress says "prepare"; the host then runs a
+// compress event with "prepare": true in the background while the conversation
+// goes on. That compaction is summarized as any other but not applied: the state
+// keeps it (EngineState.Prepared), and when the trigger comes, compress splices
+// it into the grown conversation: the same head and summary, the old tail and
+// everything appended since verbatim after it. The splice is taken only when the
+// conversation still starts with the messages the prepared compaction planned
+// over (their bytes), the config and focus are the same, the plan over those
+// messages gives the same boundaries, and the result fits under the threshold;
+// otherwise compress compacts as it would have, and the prepared one goes.
+
+// DefaultPrepareRatio is compression.prepare_ratio's default: preparation starts
+// at 85% of the threshold (at a 32K window: 20,400 of 24,000 tokens).
+const DefaultPrepareRatio = 0.85
+
+// PreparedCompaction is a compaction summarized ahead of the trigger.
+type PreparedCompaction struct {
+	// Messages is the conversation's length when it was prepared; HeadEnd and
+	// TailStart its plan's boundaries over them.
+	Messages  int `json:"messages"`
+	HeadEnd   int `json:"head_end"`
+	TailStart int `json:"tail_start"`
+	// Prefix is the FNV-1a of the messages before TailStart (their JSON bytes),
+	// Config that of the compaction's config.
+	Prefix string `json:"prefix"`
+	Config string `json:"config"`
+	// Summarizer wrote Summary (the host's answer; "" for the builtin one, which
+	// the splice writes again from the same turns).
+	Summarizer Summarizer `json:"summarizer"`
+	Summary    string     `json:"summary,omitempty"`
+	Focus      string     `json:"focus,omitempty"`
+	// Count is compression_count when it began: a compaction recorded since
+	// makes it stale.
+	Count int `json:"count"`
+}
+
+// prepareRatio is the config's prepare_ratio.
+func prepareRatio(cc CompressionConfig) float64 {
+	if cc.PrepareRatio > 0 {
+		return cc.PrepareRatio
+	}
+	return DefaultPrepareRatio
+}
+
+// shouldPrepare reports whether a compaction should be prepared now: the prompt
+// is at prepare_ratio of the threshold or above, but below it, and none is
+// prepared.
+func (s EngineState) shouldPrepare(r ShouldCompressResult) bool {
+	if r.Reason != ReasonBelowThreshold || s.Prepared != nil {
+		return false
+	}
+	cfg, _ := ParseConfig(s.Config)
+	return float64(r.PromptTokens) >= prepareRatio(cfg.Compression)*float64(r.ThresholdTokens)
+}
+
+// prefixHash is the FNV-1a of msgs' JSON.
+func prefixHash(msgs []message) string {
+	h := fnv64a(fnvOffset64)
+	for i := range msgs {
+		h = h.string(msgs[i].raw).byte(0)
+	}
+	return "fnv64:" + strconv.FormatUint(uint64(h), 16)
+}
+
+// configHash is the FNV-1a of a config's JSON.
+func configHash(raw string) string {
+	return "fnv64:" + strconv.FormatUint(uint64(fnv64a(fnvOffset64).string(raw)), 16)
+}
+
+// planPrefix is the plan of the request's first n messages, as a compaction of
+// those alone would place it.
+func (r *compactRequest) planPrefix(n int) plan {
+	all := r.msgs
+	r.msgs = all[:n]
+	p := r.plan()
+	r.msgs = all
+	return p
+}
+
+// splice is the prepared compaction applied to r's conversation, or nil when it
+// does not apply (see above).
+func (st *sessionStep) splice(r *compactRequest, config string) *compactOutcome {
+	pc := st.state.Prepared
+	if pc == nil || pc.Count != st.state.CompressionCount || len(r.msgs) < pc.Messages || pc.TailStart > pc.Messages ||
+		configHash(config) != pc.Config || r.focus != pc.Focus || prefixHash(r.msgs[:pc.TailStart]) != pc.Prefix {
+		return nil
+	}
+	p := r.planPrefix(pc.Messages)
+	if p.headEnd != pc.HeadEnd || p.tailStart != pc.TailStart || p.tailStart <= p.headEnd {
+		return nil
+	}
+	summarizer := r.summarizer
+	r.summarizer = pc.Summarizer
+	o := r.finish(p, pc.Summary, "")
+	r.summarizer = summarizer
+	if !o.report.Fits {
+		return nil
+	}
+	o.report.Prepared = true
+	return o
+}
+
+// keepPrepared ends a preparation: the compaction of plan p, summarized (summary:
+// the host's answer, "" for the builtin summary), kept in the state, unless one
+// was recorded since it began (count).
+func (st *sessionStep) keepPrepared(r *compactRequest, p plan, config, summary string, count int) ([]byte, error) {
+	if st.state.CompressionCount != count {
+		return st.prepareEnd(nil, "a compaction was recorded while this one was prepared")
+	}
+	pc := &PreparedCompaction{Messages: len(r.msgs), HeadEnd: p.headEnd, TailStart: p.tailStart,
+		Prefix: prefixHash(r.msgs[:p.tailStart]), Config: configHash(config), Summarizer: r.summarizer,
+		Summary: summary, Focus: r.focus, Count: count}
+	st.state.Prepared = pc
+	return st.prepareEnd(pc, "")
+}
+
+// prepareEnd is a preparation's result: {"prepared": {messages, head_end,
+// tail_start} or null, "reason"}.
+func (st *sessionStep) prepareEnd(pc *PreparedCompaction, reason string) ([]byte, error) {
+	var res struct {
+		Prepared *struct {
+			Messages  int `json:"messages"`
+			HeadEnd   int `json:"head_end"`
+			TailStart int `json:"tail_start"`
+		} `json:"prepared"`
+		Reason string `json:"reason,omitempty"`
+	}
+	if pc != nil {
+		res.Prepared = &struct {
+			Messages  int `json:"messages"`
+			HeadEnd   int `json:"head_end"`
+			TailStart int `json:"tail_start"`
+		}{pc.Messages, pc.HeadEnd, pc.TailStart}
+	}
+	res.Reason = reason
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	return st.done(func(dst []byte) []byte { return append(dst, b...) })
+}
