@@ -14,12 +14,15 @@ import (
 // everything appended since verbatim after it. The splice is taken only when the
 // conversation still starts with the messages the prepared compaction planned
 // over (their bytes), the config and focus are the same, the plan over those
-// messages gives the same boundaries, and the result fits under the threshold;
+// messages gives the same boundaries, and the result leaves the room under the
+// threshold a compaction leaves for the turns that follow;
 // otherwise compress compacts as it would have, and the prepared one goes.
 
 // DefaultPrepareRatio is compression.prepare_ratio's default: preparation starts
-// at 85% of the threshold (at a 32K window: 20,400 of 24,000 tokens).
-const DefaultPrepareRatio = 0.85
+// at 60% of the threshold (at a 32K window: 14,400 of 24,000 tokens), the ratio
+// that left the fewest requests waiting in the replay of the shared traces with
+// a summarizer two requests slow (docs/STEERING.md).
+const DefaultPrepareRatio = 0.6
 
 // PreparedCompaction is a compaction summarized ahead of the trigger.
 type PreparedCompaction struct {
@@ -37,6 +40,9 @@ type PreparedCompaction struct {
 	Summarizer Summarizer `json:"summarizer"`
 	Summary    string     `json:"summary,omitempty"`
 	Focus      string     `json:"focus,omitempty"`
+	// Tokens is the conversation's size when it was prepared (the event's
+	// prompt_tokens, else the estimate).
+	Tokens int `json:"tokens"`
 	// Count is compression_count when it began: a compaction recorded since
 	// makes it stale.
 	Count int `json:"count"`
@@ -52,13 +58,20 @@ func prepareRatio(cc CompressionConfig) float64 {
 
 // shouldPrepare reports whether a compaction should be prepared now: the prompt
 // is at prepare_ratio of the threshold or above, but below it, and none is
-// prepared.
+// prepared, or the one prepared is older than half the way from there to the
+// threshold (a fresher one leaves less to carry verbatim at the splice; the
+// kept one stays usable until it lands).
 func (s EngineState) shouldPrepare(r ShouldCompressResult) bool {
-	if r.Reason != ReasonBelowThreshold || s.Prepared != nil {
+	if r.Reason != ReasonBelowThreshold {
 		return false
 	}
 	cfg, _ := ParseConfig(s.Config)
-	return float64(r.PromptTokens) >= prepareRatio(cfg.Compression)*float64(r.ThresholdTokens)
+	threshold := float64(r.ThresholdTokens)
+	level := prepareRatio(cfg.Compression) * threshold
+	if s.Prepared != nil {
+		level = float64(s.Prepared.Tokens) + (threshold-level)/2
+	}
+	return float64(r.PromptTokens) >= level
 }
 
 // prefixHash is the FNV-1a of msgs' JSON.
@@ -101,7 +114,9 @@ func (st *sessionStep) splice(r *compactRequest, config string) *compactOutcome 
 	r.summarizer = pc.Summarizer
 	o := r.finish(p, pc.Summary, "")
 	r.summarizer = summarizer
-	if !o.report.Fits {
+	// It must leave the room a compaction leaves for the turns that follow, or
+	// the next requests would compact again at once.
+	if o.report.TokensAfter > r.thr.ThresholdTokens-p.roomMargin {
 		return nil
 	}
 	o.report.Prepared = true
@@ -117,7 +132,7 @@ func (st *sessionStep) keepPrepared(r *compactRequest, p plan, config, summary s
 	}
 	pc := &PreparedCompaction{Messages: len(r.msgs), HeadEnd: p.headEnd, TailStart: p.tailStart,
 		Prefix: prefixHash(r.msgs[:p.tailStart]), Config: configHash(config), Summarizer: r.summarizer,
-		Summary: summary, Focus: r.focus, Count: count}
+		Summary: summary, Focus: r.focus, Tokens: r.tokensBefore(), Count: count}
 	st.state.Prepared = pc
 	return st.prepareEnd(pc, "")
 }

@@ -19,12 +19,12 @@ import (
 
 func init() {
 	commands["replay"] = command{
-		summary: "replay recorded sessions as the agent lived them, compacting at the default trigger: replay FILE... --window N [--config FILE] [--json] [--html OUT.html] [--wasm] [--needed-uses all|args]",
+		summary: "replay recorded sessions as the agent lived them, compacting at the default trigger: replay FILE... --window N [--config FILE] [--json] [--html OUT.html] [--wasm] [--needed-uses all|args] [--summarizer-latency N]",
 		run:     runReplay,
 	}
 }
 
-const replayUsage = `usage: ctxcompact replay FILE... --window N [--config FILE] [--json] [--html OUT.html] [--wasm] [--needed-uses all|args]
+const replayUsage = `usage: ctxcompact replay FILE... --window N [--config FILE] [--json] [--html OUT.html] [--wasm] [--needed-uses all|args] [--summarizer-latency N]
 
 Replays each recorded session (a FILE holding {"messages": [...]} or a bare array) as
 the agent lived it: the live context starts with the first message; before each
@@ -71,6 +71,16 @@ line per trace on stderr):
                 summarizer "host" (0 for a compaction that summarizes nothing)
 --json adds uses (the --needed-uses), messages (in the file), requests (assistant
 turns replayed) and, when a compaction failed, first_error.
+
+--summarizer-latency N replays a context engine that prepares each compaction in the
+background (docs/STEERING.md): when its should_compress says prepare_compaction (at
+compression.prepare_ratio of the trigger), it sends the summarizer the live context,
+whose answer lands N requests later; at the trigger its compress splices the landed
+compaction into the grown context, and the request waits (for the one in flight, or a
+blocking compaction) when none has landed. The same trace is also replayed blocking.
+The table adds, and --json's background object holds: ready (compactions a landed
+preparation was spliced into, and their share), waited (the requests that waited),
+blocking compactions, and billed vs blocking (the ratio of the two replays' billed).
 The estimate is ceil(characters/4) + 4 per message, text content and tool-call names
 and arguments counted; the trigger ignores the config's threshold, as replay.py does.
 `
@@ -87,6 +97,7 @@ func runReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print one JSON line per trace instead of the table")
 	htmlOut := fs.String("html", "", "also write a self-contained page with a chart per trace to this file")
 	useWasm := fs.Bool("wasm", false, "run the embedded WebAssembly module on wazero instead of the native core (same numbers)")
+	latency := fs.Int("summarizer-latency", 0, "replay a context engine that prepares each compaction in the background, its summary back N requests after it was asked for; 0: compact at the trigger, blocking")
 	uses := fs.String("needed-uses", neededUsesAll, "what of an assistant message counts as a use of a fact for needed and recalled: all (its text, tool-call names and argument values) or args (its tool-call argument values)")
 	files, err := fileArgs(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -102,6 +113,8 @@ func runReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return errors.New("ctxcompact replay: --window N is required")
 	case *window <= 0:
 		return fmt.Errorf("ctxcompact replay: --window must be a positive number of tokens, got %d", *window)
+	case *latency < 0:
+		return fmt.Errorf("ctxcompact replay: --summarizer-latency must be a number of requests, 0 or more, got %d", *latency)
 	case *uses != neededUsesAll && *uses != neededUsesArgs:
 		return fmt.Errorf("ctxcompact replay: --needed-uses must be %s or %s, got %q", neededUsesAll, neededUsesArgs, *uses)
 	}
@@ -119,7 +132,12 @@ func runReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	call := callerFor(*useWasm, true, stderr)
 	results := make([]*replayResult, 0, len(files))
 	for i, file := range files {
-		r := replayTrace(filepath.Base(file), traces[i], *window, cfg, call, *uses)
+		var r *replayResult
+		if *latency > 0 {
+			r = replayTraceBackground(filepath.Base(file), traces[i], *window, cfg, call, *uses, *latency)
+		} else {
+			r = replayTrace(filepath.Base(file), traces[i], *window, cfg, call, *uses, nil)
+		}
 		results = append(results, r)
 		if *asJSON {
 			b, _ := marshalNoEscape(r)
@@ -215,6 +233,8 @@ type replayResult struct {
 	Messages             int    `json:"messages"`
 	Requests             int    `json:"requests"`
 	FirstError           string `json:"first_error,omitempty"`
+	// Background is --summarizer-latency's (replay_latency.go).
+	Background *replayBackgroundResult `json:"background,omitempty"`
 
 	trigger float64
 	turns   []replayTurn
@@ -266,7 +286,10 @@ func replayTrigger(window int) float64 {
 
 // replayTrace replays one trace's messages through call with the compaction config
 // cfg, counting as uses of a fact what uses names (neededUsesAll or neededUsesArgs).
-func replayTrace(name string, msgs []string, window int, cfg []byte, call caller, uses string) *replayResult {
+//
+// bg, when not nil, is a context engine that prepares each compaction in the
+// background (replay_latency.go); nil compacts at the trigger, blocking.
+func replayTrace(name string, msgs []string, window int, cfg []byte, call caller, uses string, bg *replayBackground) *replayResult {
 	r := &replayResult{Trace: name, Window: window, Messages: len(msgs), Uses: uses, trigger: replayTrigger(window)}
 	live := []*replayMsg{newReplayMsg(msgs[0])}
 	needed := newNeededLater(msgs, uses, live[0])
@@ -288,11 +311,26 @@ func replayTrace(name string, msgs []string, window int, cfg []byte, call caller
 		}
 		turn := replayTurn{At: at, Before: sum(live)}
 		t := turn.Before
+		if bg != nil && float64(t) < r.trigger {
+			if err := bg.prepare(live, t, len(r.turns), cfg); err != nil {
+				r.Errors++
+				if r.FirstError == "" {
+					r.FirstError = err.Error()
+				}
+			}
+		}
 		if float64(t) >= r.trigger {
 			if pre < 0 {
 				pre = billed
 			}
-			out, srTokens, err := replayCompact(live, cfg, call)
+			var out []*replayMsg
+			var srTokens int
+			var err error
+			if bg != nil {
+				out, srTokens, err = bg.compact(live, len(r.turns), cfg)
+			} else {
+				out, srTokens, err = replayCompact(live, cfg, call)
+			}
 			if err != nil {
 				r.Errors++
 				turn.Failed = true
@@ -365,16 +403,8 @@ func replayTrace(name string, msgs []string, window int, cfg []byte, call caller
 // context and the estimated size of the summary request a host summarizer would
 // have been sent for the same compaction.
 func replayCompact(live []*replayMsg, cfg []byte, call caller) ([]*replayMsg, int, error) {
-	var arr bytes.Buffer
-	arr.WriteByte('[')
-	for i, m := range live {
-		if i > 0 {
-			arr.WriteString(", ")
-		}
-		arr.WriteString(m.pyJSON())
-	}
-	arr.WriteByte(']')
-	res, err := opResult(call, "compact.begin", compactParams(true, "builtin", cfg, "", "", arr.String()))
+	arr := replayArray(live)
+	res, err := opResult(call, "compact.begin", compactParams(true, "builtin", cfg, "", "", arr))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -386,14 +416,35 @@ func replayCompact(live []*replayMsg, cfg []byte, call caller) ([]*replayMsg, in
 		out = append(out, newReplayMsg(m.Raw))
 		return true
 	})
-	srTokens := 0
-	if ask, err := opResult(call, "compact.begin", compactParams(true, "host", cfg, "", "", arr.String())); err == nil && !ask.Get("done").Bool() {
+	return out, replaySummaryRequestTokens(arr, cfg, call), nil
+}
+
+// replayArray is the live context as replay.py sends it.
+func replayArray(live []*replayMsg) string {
+	var arr bytes.Buffer
+	arr.WriteByte('[')
+	for i, m := range live {
+		if i > 0 {
+			arr.WriteString(", ")
+		}
+		arr.WriteString(m.pyJSON())
+	}
+	arr.WriteByte(']')
+	return arr.String()
+}
+
+// replaySummaryRequestTokens is the estimated size of the summary request a
+// host summarizer would be sent to compact the messages arr (0 when the
+// compaction summarizes nothing).
+func replaySummaryRequestTokens(arr string, cfg []byte, call caller) int {
+	n := 0
+	if ask, err := opResult(call, "compact.begin", compactParams(true, "host", cfg, "", "", arr)); err == nil && !ask.Get("done").Bool() {
 		ask.Get("summary_request.messages").ForEach(func(_, m gjson.Result) bool {
-			srTokens += replayEstimate(m)
+			n += replayEstimate(m)
 			return true
 		})
 	}
-	return out, srTokens, nil
+	return n
 }
 
 // replayEstimate is replay.py's estimate of one message: ceil(characters/4) + 4,
@@ -558,12 +609,24 @@ func writeReplayTable(w io.Writer, results []*replayResult, window int, uses str
 	fmt.Fprintf(w, "window %s tokens, compacting at %s (estimate: ceil(chars/4) + 4 per message); needed later: %s\n\n",
 		groupDigits(int64(window)), groupDigits(int64(replayTrigger(window))), neededUsesText(uses))
 	head := []string{"trace", "requests", "compactions", "errors", "overflows", "peak", "billed", "paths", "asks", "needed", "recalled", "summary requests"}
-	rows := [][]string{head}
-	for _, r := range results {
-		rows = append(rows, replayRow(r.Trace, r))
+	background := len(results) > 0 && results[0].Background != nil
+	if background {
+		fmt.Fprintf(w, "prepared in the background, the summary back %d requests after it was asked for; blocking: the same replay compacting at the trigger\n\n", results[0].Background.Latency)
+		head = append(head, "ready", "waited", "blocking compactions", "billed vs blocking")
 	}
+	rows := [][]string{head}
 	tot := replayTotals(results)
-	rows = append(rows, replayRow(replayTotalName(len(results)), tot))
+	for _, r := range append(append([]*replayResult{}, results...), tot) {
+		name := r.Trace
+		if r == tot {
+			name = replayTotalName(len(results))
+		}
+		row := replayRow(name, r)
+		if b := r.Background; background && b != nil {
+			row = append(row, fmt.Sprintf("%d (%.3f)", b.Ready, b.ReadyShare), fmt.Sprint(b.Waited), fmt.Sprint(b.BlockingCompactions), fmt.Sprintf("%.3f", b.BilledRatio))
+		}
+		rows = append(rows, row)
+	}
 	widths := make([]int, len(head))
 	for _, row := range rows {
 		for i, c := range row {
@@ -610,6 +673,21 @@ func replayTotals(results []*replayResult) *replayResult {
 		tot.Needed += r.Needed
 		tot.Recalled += r.Recalled
 		tot.SummaryRequestTokens += r.SummaryRequestTokens
+		if b := r.Background; b != nil {
+			if tot.Background == nil {
+				tot.Background = &replayBackgroundResult{Latency: b.Latency}
+			}
+			t := tot.Background
+			t.Ready += b.Ready
+			t.Waited += b.Waited
+			t.BlockingCompactions += b.BlockingCompactions
+			t.BlockingOverflows += b.BlockingOverflows
+			t.BlockingBilled += b.BlockingBilled
+			t.BlockingSummaryRequestTokens += b.BlockingSummaryRequestTokens
+		}
+	}
+	if tot.Background != nil {
+		tot.Background.fill(tot.Compactions, tot.Billed)
 	}
 	return &tot
 }

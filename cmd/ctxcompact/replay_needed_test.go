@@ -146,13 +146,13 @@ var neededSession = []string{
 func TestNeededLaterRules(t *testing.T) {
 	cfg := []byte(`{"model":{"context_length":100}}`)
 	calls := 0
-	all := replayTrace("needed", neededSession, 100, cfg, fakeCompactor(t, &calls), neededUsesAll)
+	all := replayTrace("needed", neededSession, 100, cfg, fakeCompactor(t, &calls), neededUsesAll, nil)
 	require.Equal(t, 2, all.Compactions)
 	require.Equal(t, "all", all.Uses)
 	require.Equal(t, 3, all.Needed, "src/lost_file.go and err_beta at message 6, ZETA_NAME at 8")
 	require.Equal(t, 1, all.Recalled, "ZETA_NAME only")
 
-	args := replayTrace("needed", neededSession, 100, cfg, fakeCompactor(t, &calls), neededUsesArgs)
+	args := replayTrace("needed", neededSession, 100, cfg, fakeCompactor(t, &calls), neededUsesArgs, nil)
 	require.Equal(t, "args", args.Uses)
 	require.Equal(t, 2, args.Needed, "err_beta is in message 6's text, not its arguments")
 	require.Equal(t, 1, args.Recalled)
@@ -167,12 +167,12 @@ func TestNeededLaterRules(t *testing.T) {
 		}
 		return []byte(`{"result":{"done":true,"messages":` + e.Get("messages").Raw + `,"report":{},"archived":[]}}`), nil
 	}
-	kept := replayTrace("kept", neededSession, 100, cfg, keepAll, neededUsesAll)
+	kept := replayTrace("kept", neededSession, 100, cfg, keepAll, neededUsesAll, nil)
 	require.Positive(t, kept.Compactions)
 	require.Zero(t, kept.Needed)
 	twice := []string{neededSession[0], neededSession[1], `{"role":"assistant","content":"reading"}`,
 		`{"role":"user","content":"` + strings.Repeat("y", 200) + `"}`, neededSession[1], `{"role":"assistant","content":"mode_alpha is on"}`}
-	kept = replayTrace("twice", twice, 100, cfg, keepAll, neededUsesAll)
+	kept = replayTrace("twice", twice, 100, cfg, keepAll, neededUsesAll, nil)
 	require.Equal(t, 1, kept.Compactions)
 	require.Equal(t, 1, kept.Needed)
 	require.Equal(t, 1, kept.Recalled)
@@ -248,7 +248,7 @@ func TestReplayNeededMatchesNeededLaterPy(t *testing.T) {
 // TestReplayNeededOutputs: the table's columns and header, the page's, and the flag.
 func TestReplayNeededOutputs(t *testing.T) {
 	calls := 0
-	r := replayTrace("needed.json", neededSession, 100, []byte(`{"model":{"context_length":100}}`), fakeCompactor(t, &calls), neededUsesArgs)
+	r := replayTrace("needed.json", neededSession, 100, []byte(`{"model":{"context_length":100}}`), fakeCompactor(t, &calls), neededUsesArgs, nil)
 	var b strings.Builder
 	writeReplayTable(&b, []*replayResult{r, r}, 100, neededUsesArgs)
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")

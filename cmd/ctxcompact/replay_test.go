@@ -160,7 +160,7 @@ var madeUpSession = []string{
 // names src/keep.go but not src/lost.go, and holds the second request only.
 func TestReplayRules(t *testing.T) {
 	calls := 0
-	r := replayTrace("made-up", madeUpSession, 100, []byte(`{"model":{"context_length":100}}`), fakeCompactor(t, &calls), neededUsesAll)
+	r := replayTrace("made-up", madeUpSession, 100, []byte(`{"model":{"context_length":100}}`), fakeCompactor(t, &calls), neededUsesAll, nil)
 	require.Equal(t, 4, calls, "two compactions, each with its summary request")
 	require.Equal(t, 2, r.Compactions)
 	require.Zero(t, r.Errors)
@@ -189,7 +189,7 @@ func TestReplayFailuresAndRounding(t *testing.T) {
 		return []byte(`{"error":{"code":"invalid_messages","message":"ctxcompact: no","path":"/messages"}}`), nil
 	}
 	session := []string{`{"role":"user","content":"` + strings.Repeat("y", 240) + `"}`, `{"role":"assistant","content":"a"}`}
-	r := replayTrace("refused", session, 50, []byte(`{}`), refuse, neededUsesAll)
+	r := replayTrace("refused", session, 50, []byte(`{}`), refuse, neededUsesAll, nil)
 	require.Equal(t, 1, r.Errors)
 	require.Zero(t, r.Compactions)
 	require.Equal(t, 1, r.Overflows)
@@ -197,12 +197,12 @@ func TestReplayFailuresAndRounding(t *testing.T) {
 	require.Equal(t, int64(80), r.Billed)
 	require.Equal(t, "ctxcompact: no", r.FirstError)
 	require.True(t, r.turns[0].Failed)
-	r = replayTrace("refused", session, 64, []byte(`{}`), refuse, neededUsesAll)
+	r = replayTrace("refused", session, 64, []byte(`{}`), refuse, neededUsesAll, nil)
 	require.Equal(t, 64, r.Peak)
 	require.Zero(t, r.Overflows, "a request of exactly the window fits")
 
 	never := func([]byte) ([]byte, error) { return nil, errors.New("must not be called") }
-	r = replayTrace("small", []string{`{"role":"user","content":"` + strings.Repeat("y", 24) + `"}`, `{"role":"assistant","content":"a"}`}, 1000, []byte(`{}`), never, neededUsesAll)
+	r = replayTrace("small", []string{`{"role":"user","content":"` + strings.Repeat("y", 24) + `"}`, `{"role":"assistant","content":"a"}`}, 1000, []byte(`{}`), never, neededUsesAll, nil)
 	require.Equal(t, 10, r.Peak)
 	require.Equal(t, int64(12), r.Billed, "round half to even")
 	require.Equal(t, [2]int{1, 1}, r.Asks)
@@ -272,6 +272,7 @@ func TestReplayFlagErrors(t *testing.T) {
 		{[]string{"replay", "--window", "1000", cliTempFile(t, "obj.json", `{"msgs": []}`)}, `must hold {"messages": [...]}`},
 		{[]string{"replay", "--window", "1000", "--config", cliTempFile(t, "c.json", `{`), good}, "not valid JSON at line"},
 		{[]string{"replay", "--window", "1000", "--config", filepath.Join(t.TempDir(), "none.json"), good}, "none.json"},
+		{[]string{"replay", "--window", "1000", "--summarizer-latency", "-1", good}, "--summarizer-latency must be a number of requests"},
 	} {
 		code, out, errOut := cliRun(t, "", c.args...)
 		require.NotEqual(t, 0, code, "%v", c.args)
@@ -330,12 +331,12 @@ func TestReplayPageInChromium(t *testing.T) {
 	}
 	calls := 0
 	cfg := []byte(`{"model":{"context_length":100}}`)
-	compacted := replayTrace("compacted.json", madeUpSession, 100, cfg, fakeCompactor(t, &calls), neededUsesAll)
+	compacted := replayTrace("compacted.json", madeUpSession, 100, cfg, fakeCompactor(t, &calls), neededUsesAll, nil)
 	refuse := func([]byte) ([]byte, error) {
 		return []byte(`{"error":{"code":"internal","message":"ctxcompact: no","path":""}}`), nil
 	}
-	refused := replayTrace("refused <&>.json", []string{`{"role":"user","content":"` + strings.Repeat("y", 420) + `"}`, `{"role":"assistant","content":"a"}`}, 100, []byte(`{}`), refuse, neededUsesAll)
-	quiet := replayTrace("quiet.json", madeUpSession[:3], 100, []byte(`{}`), refuse, neededUsesAll)
+	refused := replayTrace("refused <&>.json", []string{`{"role":"user","content":"` + strings.Repeat("y", 420) + `"}`, `{"role":"assistant","content":"a"}`}, 100, []byte(`{}`), refuse, neededUsesAll, nil)
+	quiet := replayTrace("quiet.json", madeUpSession[:3], 100, []byte(`{}`), refuse, neededUsesAll, nil)
 	page, err := replayPage([]*replayResult{compacted, refused, quiet}, 100, "", neededUsesAll)
 	require.NoError(t, err)
 	src := string(page)
@@ -400,4 +401,41 @@ func TestReplayPageInChromium(t *testing.T) {
 	}
 	require.Greater(t, purple, 2*20, "two compaction dots of radius 4 rendered")
 	require.Greater(t, blue, 100, "the request-size line rendered")
+}
+
+// TestReplayBackground: --summarizer-latency N on the shared traces (through the
+// wasm module too): every compaction is ready or waited, none of the requests is
+// above the window, the blocking replay is the plain replay's, and the shares
+// are what docs/STEERING.md reports (at the default prepare_ratio, latency 2).
+func TestReplayBackground(t *testing.T) {
+	traces := sharedTraces(t)
+	for _, c := range []struct {
+		window      int
+		ready, comp int
+	}{{32000, 26, 29}, {64000, 8, 8}} {
+		args := append([]string{"replay", "--json", "--summarizer-latency", "2", "--window", fmt.Sprint(c.window)}, traces...)
+		code, out, errOut := cliRun(t, "", args...)
+		require.Equal(t, 0, code, errOut)
+		code, plain, errOut := cliRun(t, "", append([]string{"replay", "--json", "--window", fmt.Sprint(c.window)}, traces...)...)
+		require.Equal(t, 0, code, errOut)
+		rows, plainRows := jsonLines(t, out), jsonLines(t, plain)
+		require.Len(t, rows, len(plainRows))
+		ready, comp := 0, 0
+		for i, r := range rows {
+			b := r["background"].(map[string]any)
+			require.EqualValues(t, r["compactions"], b["ready"].(float64)+b["waited"].(float64), "%s", r["trace"])
+			require.EqualValues(t, 0, r["overflows"], "%s", r["trace"])
+			require.LessOrEqual(t, r["peak"], float64(c.window))
+			require.Equal(t, plainRows[i]["compactions"], b["blocking_compactions"])
+			require.Equal(t, plainRows[i]["billed"], b["blocking_billed"])
+			ready += int(b["ready"].(float64))
+			comp += int(r["compactions"].(float64))
+		}
+		require.Equal(t, [2]int{c.ready, c.comp}, [2]int{ready, comp}, "window %d: ready of compactions", c.window)
+	}
+	code, native, _ := cliRun(t, "", "replay", "--json", "--summarizer-latency", "2", "--window", "32000", traces[0])
+	require.Equal(t, 0, code)
+	code, wasm, errOut := cliRun(t, "", "replay", "--json", "--wasm", "--summarizer-latency", "2", "--window", "32000", traces[0])
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, native, wasm, "--wasm: the same numbers")
 }
