@@ -424,7 +424,7 @@ func (st *sessionStep) compressBegin(rangeID string) ([]byte, error) {
 	}
 	preparing := st.preparing()
 	if !preparing {
-		if o := st.splice(r, p["config"].Raw); o != nil {
+		if o := st.splice(r); o != nil {
 			return st.compressDone(rangeID, r, o)
 		}
 	}
@@ -433,7 +433,7 @@ func (st *sessionStep) compressBegin(rangeID string) ([]byte, error) {
 	case done && preparing && pl.tailStart <= pl.headEnd:
 		return st.prepareEnd(nil, "nothing to summarize")
 	case done && preparing:
-		return st.keepPrepared(r, pl, p["config"].Raw, "", st.state.CompressionCount)
+		return st.keepPrepared(r, pl, "", st.state.CompressionCount)
 	case done:
 		return st.compressDone(rangeID, r, o)
 	}
@@ -485,7 +485,7 @@ func (st *sessionStep) prepareFinish() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return st.keepPrepared(r, pl, string(st.resume.Config), v.Str, st.resume.PrepareCount)
+	return st.keepPrepared(r, pl, v.Str, st.resume.PrepareCount)
 }
 
 // summarizeEffect is the effect asking for ask's summary.

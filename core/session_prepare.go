@@ -1,9 +1,6 @@
 package core
 
-import (
-	"encoding/json"
-	"strconv"
-)
+import "strconv"
 
 // Compaction that never blocks (docs/STEERING.md): below the trigger, at
 // prepare_ratio of it, should_compress says "prepare"; the host then runs a
@@ -83,9 +80,14 @@ func prefixHash(msgs []message) string {
 	return "fnv64:" + strconv.FormatUint(uint64(h), 16)
 }
 
-// configHash is the FNV-1a of a config's JSON.
-func configHash(raw string) string {
-	return "fnv64:" + strconv.FormatUint(uint64(fnv64a(fnvOffset64).string(raw)), 16)
+// configHash is the FNV-1a of the request's parsed config (as stateFor hashes
+// it: the same config written by another encoder has the same hash).
+func (r *compactRequest) configHash() string {
+	c := r.cfg
+	c.Context = ContextConfig{} // the context engine does not change a compaction
+	b, _ := marshal(c)
+	h := fnv64a(fnvOffset64).bytes(b).byte(boolByte(c.Compression.protectLastNSet)).byte(boolByte(c.Compression.targetRatioSet))
+	return "fnv64:" + strconv.FormatUint(uint64(h), 16)
 }
 
 // planPrefix is the plan of the request's first n messages, as a compaction of
@@ -100,10 +102,10 @@ func (r *compactRequest) planPrefix(n int) plan {
 
 // splice is the prepared compaction applied to r's conversation, or nil when it
 // does not apply (see above).
-func (st *sessionStep) splice(r *compactRequest, config string) *compactOutcome {
+func (st *sessionStep) splice(r *compactRequest) *compactOutcome {
 	pc := st.state.Prepared
 	if pc == nil || pc.Count != st.state.CompressionCount || len(r.msgs) < pc.Messages || pc.TailStart > pc.Messages ||
-		configHash(config) != pc.Config || r.focus != pc.Focus || prefixHash(r.msgs[:pc.TailStart]) != pc.Prefix {
+		r.configHash() != pc.Config || r.focus != pc.Focus || prefixHash(r.msgs[:pc.TailStart]) != pc.Prefix {
 		return nil
 	}
 	p := r.planPrefix(pc.Messages)
@@ -126,39 +128,38 @@ func (st *sessionStep) splice(r *compactRequest, config string) *compactOutcome 
 // keepPrepared ends a preparation: the compaction of plan p, summarized (summary:
 // the host's answer, "" for the builtin summary), kept in the state, unless one
 // was recorded since it began (count).
-func (st *sessionStep) keepPrepared(r *compactRequest, p plan, config, summary string, count int) ([]byte, error) {
+func (st *sessionStep) keepPrepared(r *compactRequest, p plan, summary string, count int) ([]byte, error) {
 	if st.state.CompressionCount != count {
 		return st.prepareEnd(nil, "a compaction was recorded while this one was prepared")
 	}
 	pc := &PreparedCompaction{Messages: len(r.msgs), HeadEnd: p.headEnd, TailStart: p.tailStart,
-		Prefix: prefixHash(r.msgs[:p.tailStart]), Config: configHash(config), Summarizer: r.summarizer,
+		Prefix: prefixHash(r.msgs[:p.tailStart]), Config: r.configHash(), Summarizer: r.summarizer,
 		Summary: summary, Focus: r.focus, Tokens: r.tokensBefore(), Count: count}
 	st.state.Prepared = pc
 	return st.prepareEnd(pc, "")
 }
 
-// prepareEnd is a preparation's result: {"prepared": {messages, head_end,
-// tail_start} or null, "reason"}.
+// PrepareResult is the result of a compress event with prepare: the compaction
+// kept, or null and why not.
+type PrepareResult struct {
+	Prepared *PreparedSpan `json:"prepared"`
+	Reason   string        `json:"reason,omitempty"`
+}
+
+// PreparedSpan is what a prepared compaction covers: the conversation's first
+// Messages messages, summarizing [HeadEnd, TailStart).
+type PreparedSpan struct {
+	Messages  int `json:"messages"`
+	HeadEnd   int `json:"head_end"`
+	TailStart int `json:"tail_start"`
+}
+
+// prepareEnd ends a preparation with its result.
 func (st *sessionStep) prepareEnd(pc *PreparedCompaction, reason string) ([]byte, error) {
-	var res struct {
-		Prepared *struct {
-			Messages  int `json:"messages"`
-			HeadEnd   int `json:"head_end"`
-			TailStart int `json:"tail_start"`
-		} `json:"prepared"`
-		Reason string `json:"reason,omitempty"`
-	}
+	res := PrepareResult{Reason: reason}
 	if pc != nil {
-		res.Prepared = &struct {
-			Messages  int `json:"messages"`
-			HeadEnd   int `json:"head_end"`
-			TailStart int `json:"tail_start"`
-		}{pc.Messages, pc.HeadEnd, pc.TailStart}
+		res.Prepared = &PreparedSpan{Messages: pc.Messages, HeadEnd: pc.HeadEnd, TailStart: pc.TailStart}
 	}
-	res.Reason = reason
-	b, err := json.Marshal(res)
-	if err != nil {
-		return nil, err
-	}
+	b := mustMarshal(res)
 	return st.done(func(dst []byte) []byte { return append(dst, b...) })
 }

@@ -214,24 +214,7 @@ func (ce *ContextEngine) Compress(ctx context.Context, messages json.RawMessage,
 			str("summarizer", string(summarizer)).str("focus", opts.Focus).str("memory_context", opts.MemoryContext).
 			raw("messages", messages)
 	}
-	perform := func(ctx context.Context, effect *sessionEffect) (json.RawMessage, error) {
-		if effect.Type != core.EffectSummarize {
-			return ce.storeEffects(ctx, effect)
-		}
-		var req core.SummaryRequest
-		if err := json.Unmarshal([]byte(effect.field("request").Raw), &req); err != nil {
-			return nil, fmt.Errorf("%w: decoding a summary request: %w", ErrABIMismatch, err)
-		}
-		summary, failure, err := runSummarize(ctx, ce.summarize, req, ce.timeout)
-		switch {
-		case err != nil:
-			return nil, err
-		case failure != nil:
-			return nil, summarizerFailure(failure)
-		}
-		return appendString(nil, summary), nil
-	}
-	raw, err := ce.runSession(ctx, core.EventCompress, fields, perform)
+	raw, err := ce.runSession(ctx, core.EventCompress, fields, ce.summarizeEffect)
 	if err != nil {
 		return core.CompactResult{}, err
 	}
@@ -305,4 +288,67 @@ func (ce *ContextEngine) State() json.RawMessage {
 	ce.mu.Lock()
 	defer ce.mu.Unlock()
 	return bytes.Clone(ce.state)
+}
+
+// summarizeEffect performs a compress event's effects: the summarizer's, and
+// the store's.
+func (ce *ContextEngine) summarizeEffect(ctx context.Context, effect *sessionEffect) (json.RawMessage, error) {
+	if effect.Type != core.EffectSummarize {
+		return ce.storeEffects(ctx, effect)
+	}
+	var req core.SummaryRequest
+	if err := json.Unmarshal([]byte(effect.field("request").Raw), &req); err != nil {
+		return nil, fmt.Errorf("%w: decoding a summary request: %w", ErrABIMismatch, err)
+	}
+	summary, failure, err := runSummarize(ctx, ce.summarize, req, ce.timeout)
+	switch {
+	case err != nil:
+		return nil, err
+	case failure != nil:
+		return nil, summarizerFailure(failure)
+	}
+	return appendString(nil, summary), nil
+}
+
+// ShouldPrepare reports whether to prepare the next compaction in the background
+// now (docs/STEERING.md, "Compaction that never blocks"): the prompt
+// (promptTokens when > 0, else the last reported) is at
+// compression.prepare_ratio of the threshold but below it, and no compaction
+// is prepared, or the one prepared is old. Start PrepareCompaction then, without
+// waiting for it.
+func (ce *ContextEngine) ShouldPrepare(ctx context.Context, promptTokens int) (bool, error) {
+	res, err := ce.runSession(ctx, core.EventShouldCompress, func(r *request) {
+		r.raw("prompt_tokens", promptTokensParam(promptTokens))
+	}, nil)
+	return gjson.GetBytes(res, "prepare_compaction").Bool(), err
+}
+
+// PrepareCompaction summarizes messages ahead of the trigger with the engine's
+// summarizer and keeps the compaction in the session instead of applying it:
+// the Compress at the trigger splices it into the grown conversation (the same
+// head and summary, everything after verbatim) without calling the summarizer,
+// when the conversation still starts with these messages. It is safe to run
+// beside the session's other calls (the engine's lock is held for each step,
+// not while the summarizer runs). The result's Prepared is nil, with a Reason,
+// when nothing was kept: nothing to summarize, the summarizer failed, or a
+// compaction was recorded meanwhile. opts.Force and opts.Output do not apply.
+func (ce *ContextEngine) PrepareCompaction(ctx context.Context, messages json.RawMessage, opts CompressOptions) (core.PrepareResult, error) {
+	var out core.PrepareResult
+	summarizer := core.SummarizerHost
+	if ce.summarize == nil {
+		summarizer = core.SummarizerBuiltin
+	}
+	fields := func(r *request) {
+		r.str("format", string(opts.Format)).raw("system", opts.System).raw("config", opts.Config).
+			num("prompt_tokens", opts.PromptTokens).str("summarizer", string(summarizer)).str("focus", opts.Focus).
+			str("memory_context", opts.MemoryContext).flag("prepare", true).raw("messages", messages)
+	}
+	raw, err := ce.runSession(ctx, core.EventCompress, fields, ce.summarizeEffect)
+	if err != nil {
+		return out, err
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return out, fmt.Errorf("%w: decoding the prepared compaction: %w", ErrABIMismatch, err)
+	}
+	return out, nil
 }

@@ -153,3 +153,84 @@ func TestCompressInChunks(t *testing.T) {
 	}
 	t.Logf("%d requests, the largest %d tokens of a %d-token window", asked, largest, window)
 }
+
+// TestBackgroundCompaction: ShouldPrepare says so below the trigger; a
+// PrepareCompaction whose summarizer is still running holds nothing up (the
+// session answers ShouldCompress and usage meanwhile); the Compress at the
+// trigger splices it into the grown conversation without calling the
+// summarizer, the messages appended since verbatim after the summary.
+func TestBackgroundCompaction(t *testing.T) {
+	ctx := context.Background()
+	var prefix []json.RawMessage
+	if err := json.Unmarshal(steeringConversation(), &prefix); err != nil {
+		t.Fatal(err)
+	}
+	grown := append(append([]json.RawMessage{}, prefix...),
+		json.RawMessage(`{"role":"assistant","content":"The parser test fails on empty input."}`),
+		json.RawMessage(`{"role":"user","content":"Fix that first."}`))
+	asked, release := make(chan core.SummaryRequest, 1), make(chan struct{})
+	calls := 0
+	ce, err := NewContextEngine(ctx, sharedEngine(t), json.RawMessage(`{"model":{"context_length":3000}}`), ContextEngineOptions{
+		Summarize: func(_ context.Context, r core.SummaryRequest) (string, error) {
+			calls++
+			select {
+			case asked <- r:
+			default: // a later chunk's request
+			}
+			<-release
+			return "## Goal\nFix the failing tests, the parser's first.", nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	threshold := ce.Status().ThresholdTokens
+	if should, err := ce.ShouldPrepare(ctx, threshold*7/10); err != nil || !should {
+		t.Fatalf("ShouldPrepare at 70%% of the threshold: %v, %v", should, err)
+	}
+	if should, _ := ce.ShouldPrepare(ctx, threshold/2); should {
+		t.Fatal("ShouldPrepare at half the threshold (below prepare_ratio 0.6)")
+	}
+	done := make(chan core.PrepareResult)
+	go func() {
+		res, err := ce.PrepareCompaction(ctx, mustJoin(prefix), CompressOptions{})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	<-asked // the summarizer is running: the session goes on
+	if err := ce.UpdateFromResponse(ctx, json.RawMessage(`{"prompt_tokens":2100,"completion_tokens":40}`)); err != nil {
+		t.Fatal(err)
+	}
+	if should, err := ce.ShouldCompress(ctx, 0); err != nil || should {
+		t.Fatalf("ShouldCompress while the summary is prepared: %v, %v", should, err)
+	}
+	close(release)
+	prepared := <-done
+	if prepared.Prepared == nil || prepared.Prepared.Messages != len(prefix) {
+		t.Fatalf("prepared: %+v", prepared)
+	}
+	if should, _ := ce.ShouldPrepare(ctx, threshold*7/10); should {
+		t.Fatal("ShouldPrepare with a fresh one kept")
+	}
+	before := calls
+	res, err := ce.Compress(ctx, mustJoin(grown), CompressOptions{PromptTokens: threshold + 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Report.Prepared || !res.Report.Compacted || calls != before {
+		t.Fatalf("the splice: prepared %v, compacted %v, %d summarizer calls at the trigger", res.Report.Prepared, res.Report.Compacted, calls-before)
+	}
+	n := len(res.Messages)
+	if string(res.Messages[n-2]) != string(grown[len(grown)-2]) || string(res.Messages[n-1]) != string(grown[len(grown)-1]) {
+		t.Fatalf("the messages appended since are not verbatim at the end: %s", res.Messages[n-2:])
+	}
+	if !strings.Contains(string(res.Messages[res.Report.HeadEnd]), "the parser's first") {
+		t.Fatalf("the prepared summary is not in the conversation: %.200s", res.Messages[res.Report.HeadEnd])
+	}
+}
+
+func mustJoin(msgs []json.RawMessage) json.RawMessage {
+	b, _ := json.Marshal(msgs)
+	return b
+}

@@ -201,6 +201,8 @@ export interface CompressionConfig {
   summary_context_length?: number;
   /** Standing guidance added to every summary request, at most 8,000 bytes (default none; docs/STEERING.md). */
   instructions?: string;
+  /** Share of the threshold at which a context engine's shouldPrepare() says to prepare the next compaction in the background (default 0.6; docs/STEERING.md). */
+  prepare_ratio?: number;
   /** Opt in to OpenAI server-side compaction (gpt-5.6 family on api.openai.com or the ChatGPT Codex backend) (default false). */
   codex_responses_native?: boolean;
   /** Its compact_threshold, clamped to threshold_tokens − 8192 (default 200000). */
@@ -256,6 +258,8 @@ export interface ContextConfig {
    * the range (r<k>), and the agent gets the context_search / context_expand tools.
    */
   engine?: "compressor" | "lossless";
+  /** Input messages one part of a lossless archive spans, 1 to 1,000,000 (default 8,192; docs/SESSION.md "An archive in parts"). */
+  archive_part?: number;
 }
 
 // ---------------------------------------------------------------------------
@@ -457,6 +461,8 @@ export interface CompactReport {
   summary_tokens: number;
   /** How many summary requests the summary took when its turns did not fit the summarizer's window in one (a context engine's compress, docs/STEERING.md); absent: one. */
   summary_chunks?: number;
+  /** The summary was prepared ahead of the trigger and spliced into the grown conversation (prepareCompaction(), docs/STEERING.md). */
+  prepared?: boolean;
   /** "" when nothing was summarized. */
   summarizer: "host" | "builtin" | "";
   fallback_used: boolean;
@@ -1070,6 +1076,15 @@ export interface CompressOptions {
   system?: string | ContentPart[] | GeminiSystemInstruction;
 }
 
+/** prepareCompaction()'s options: compress()'s but force. */
+export type PrepareCompactionOptions = Omit<CompressOptions, "force">;
+
+/** What prepareCompaction() kept: the conversation's first `messages` messages, summarizing [head_end, tail_start); null, with the reason, when nothing was kept. */
+export interface PrepareCompactionResult {
+  prepared: { messages: number; head_end: number; tail_start: number } | null;
+  reason?: string;
+}
+
 export interface PrepareRequestOptions {
   /** The prompt's current size (default: the last reported prompt tokens). */
   tokens?: number;
@@ -1299,6 +1314,10 @@ export declare class ContextEngine {
   updateFromResponse(usage: Usage | null | undefined): EngineUsage;
   /** Whether the last reported (or given) prompt size calls for compaction; the breaker holds it back. */
   shouldCompress(promptTokens?: number): boolean;
+  /** Whether to start prepareCompaction() now: the prompt is at compression.prepare_ratio of the threshold but below it, and none is prepared (or it is old). */
+  shouldPrepare(promptTokens?: number): boolean;
+  /** Summarizes the messages ahead of the trigger and keeps the compaction; compress() at the trigger splices it into the grown conversation without calling the summarizer (docs/STEERING.md). */
+  prepareCompaction(messages: Item[], options?: PrepareCompactionOptions): Promise<PrepareCompactionResult>;
   /** Compacts with the state's config, the last prompt tokens and the summarizer, then records the report. */
   compress<M extends Item>(messages: M[], options?: CompressOptions): Promise<CompactResult<M>>;
   /** Switches the model (threshold re-resolved, breaker cleared). */

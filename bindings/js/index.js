@@ -85,6 +85,7 @@ const COMPRESS_OPTIONS = {
   currentTokens: [T.count], focusTopic: [T.string], force: [T.boolean], timeoutMs: [T.positiveMs, "timeout"],
   signal: [T.signal], format: [T.string], system: [T.system], memoryContext: [T.string],
 };
+const { force: _force, ...PREPARE_COMPACTION_OPTIONS } = COMPRESS_OPTIONS;
 const UPDATE_MODEL_OPTIONS = { provider: [T.string], baseUrl: [T.string], apiKey: [T.string], apiMode: [T.string] };
 const PREPARE_OPTIONS = { tokens: [T.count], manual: [T.boolean] };
 
@@ -892,6 +893,18 @@ export class ContextEngine {
     return next.value;
   }
 
+  /** A compress sequence's effects: the summarizer's (within timeoutMs), and the store's. */
+  #compressEffect(timeoutMs, signal) {
+    const summarize = this.#summarize;
+    return async (effect) => {
+      if (effect.type !== "summarize") return this.#storeEffect(effect);
+      if (!summarize) throw new ErrABIMismatch("ctxcompact: session.run asked for a summary of a builtin compaction");
+      const got = await runSummarizer(summarize, effect.request, timeoutMs, signal);
+      if ("summary" in got) return got.summary;
+      throw new SummaryFailure(got.code, got.message);
+    };
+  }
+
   /** The recall store's effects (a lossless session's): its answer's value. */
   #storeEffect(effect) {
     const store = this.#store;
@@ -941,6 +954,40 @@ export class ContextEngine {
   }
 
   /**
+   * Whether to prepare the next compaction in the background now (docs/STEERING.md,
+   * "Compaction that never blocks"): the last reported (or the given) prompt size
+   * is at compression.prepare_ratio of the threshold but below it, and no
+   * compaction is prepared, or the one prepared is old. Start prepareCompaction()
+   * then, without awaiting it.
+   */
+  shouldPrepare(promptTokens) {
+    checkValue("shouldPrepare()", "promptTokens", "prompt_tokens", promptTokens, T.count);
+    return this.#runSync("should_compress", field("prompt_tokens", promptTokens)).prepare_compaction === true;
+  }
+
+  /**
+   * Summarizes the messages ahead of the trigger with this engine's summarizer and
+   * keeps the compaction instead of applying it: the compress() at the trigger
+   * splices it into the grown conversation (the same head and summary, everything
+   * after it verbatim) without calling the summarizer, when the conversation still
+   * starts with these messages. The engine goes on answering while it runs.
+   * Resolves to `{ prepared: { messages, head_end, tail_start } | null, reason? }`
+   * (null: nothing to summarize, the summarizer failed, or a compaction was
+   * recorded meanwhile).
+   * @param {import("./index.d.ts").Message[]} messages
+   * @param {import("./index.d.ts").PrepareCompactionOptions} [options]
+   */
+  async prepareCompaction(messages, options) {
+    const o = checkOptions("prepareCompaction()", options, PREPARE_COMPACTION_OPTIONS);
+    const encoded = utf8(messagesJSON(messages));
+    const { signal } = o;
+    if (signal?.aborted) throw abortReason(signal);
+    const head = `${field("format", o.format)}${systemField(o.system)}${field("prompt_tokens", o.currentTokens)}` +
+      `,"summarizer":"${this.#summarize ? "host" : "builtin"}"${field("focus", o.focusTopic)}${field("memory_context", o.memoryContext)},"prepare":true`;
+    return this.#runAsync("compress", head, encoded, this.#compressEffect(o.timeoutMs ?? this.#timeoutMs ?? DEFAULT_TIMEOUT_MS, signal), signal);
+  }
+
+  /**
    * Compacts with the state's config, the given or last reported prompt tokens and
    * this engine's summarizer, then records the report (compression count, the
    * breaker). `focusTopic` and `memoryContext` are added to a summarizer's
@@ -961,14 +1008,7 @@ export class ContextEngine {
     const head = `${field("format", o.format)}${systemField(o.system)}${field("force", o.force)}` +
       `${field("prompt_tokens", o.currentTokens)},"output":"refs","summarizer":"${summarize ? "host" : "builtin"}"` +
       `${field("focus", o.focusTopic)}${field("memory_context", o.memoryContext)}`;
-    const perform = async (effect) => {
-      if (effect.type !== "summarize") return this.#storeEffect(effect);
-      if (!summarize) throw new ErrABIMismatch("ctxcompact: session.run asked for a summary of a builtin compaction");
-      const got = await runSummarizer(summarize, effect.request, timeoutMs, signal);
-      if ("summary" in got) return got.summary;
-      throw new SummaryFailure(got.code, got.message);
-    };
-    const res = await this.#runAsync("compress", head, encoded, perform, signal);
+    const res = await this.#runAsync("compress", head, encoded, this.#compressEffect(timeoutMs, signal), signal);
     return toResult(materialize(res, messages));
   }
 

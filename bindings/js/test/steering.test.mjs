@@ -93,3 +93,37 @@ test("a summarizer window too small for one request gets the summary in chunks, 
   assert.deepEqual([asked[0].from, asked.at(-1).to], [res.report.summarized.from, res.report.summarized.to]);
   assert.match(JSON.stringify(res.messages[res.report.head_end]), new RegExp(`request ${asked.length} read turns`));
 });
+
+test("background compaction: prepareCompaction runs beside the session; compress at the trigger splices it, asking the summarizer nothing", async () => {
+  const prefix = conversation();
+  const grown = [...prefix, { role: "assistant", content: "The parser test fails on empty input." }, { role: "user", content: "Fix that first." }];
+  let calls = 0;
+  let release;
+  const running = new Promise((resolve) => { release = resolve; });
+  let started;
+  const asked = new Promise((resolve) => { started = resolve; });
+  const engine = await ContextEngine.create({ config: { model: { context_length: 3000 } }, summarize: async () => {
+    calls++;
+    started();
+    await running;
+    return "## Goal\nFix the failing tests, the parser's first.";
+  } });
+  const threshold = engine.getStatus().threshold_tokens;
+  assert.equal(engine.shouldPrepare(Math.floor(threshold * 0.7)), true);
+  assert.equal(engine.shouldPrepare(Math.floor(threshold * 0.5)), false, "below prepare_ratio 0.6");
+  const preparing = engine.prepareCompaction(prefix);
+  await asked; // the summarizer is running: the session goes on
+  engine.updateFromResponse({ prompt_tokens: 2100, completion_tokens: 40 });
+  assert.equal(engine.shouldCompress(), false);
+  release();
+  const prepared = await preparing;
+  assert.equal(prepared.prepared?.messages, prefix.length);
+  assert.equal(engine.shouldPrepare(Math.floor(threshold * 0.7)), false, "a fresh one is kept");
+  const res = await engine.compress(grown, { currentTokens: threshold + 100 });
+  assert.equal(res.report.prepared, true);
+  assert.equal(calls, 1, "the summarizer was asked once, ahead");
+  assert.deepEqual(res.messages.slice(-2), grown.slice(-2));
+  assert.equal(res.messages.at(-1), grown.at(-1), "the caller's own objects");
+  assert.match(JSON.stringify(res.messages[res.report.head_end]), /the parser's first/);
+  await assert.rejects(engine.prepareCompaction(prefix, { force: true }), (e) => e instanceof CompactError && e.path === "/force");
+});

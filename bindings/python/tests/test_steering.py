@@ -117,3 +117,46 @@ def test_a_small_summarizer_window_gets_the_summary_in_chunks(compactor):
         assert b["from"] == a["to"], "the chunks follow each other"
     assert (asked[0]["from"], asked[-1]["to"]) == (rep["summarized"]["from"], rep["summarized"]["to"])
     assert f"request {len(asked)} read turns" in json.dumps(out[rep["head_end"]])
+
+
+def test_background_compaction_is_spliced_at_the_trigger():
+    """prepare_compaction in a thread while the session goes on; the compress at
+    the trigger splices it into the grown conversation, asking the summarizer
+    nothing, the messages appended since verbatim after the summary."""
+    import threading
+
+    prefix = conversation()
+    grown = prefix + [{"role": "assistant", "content": "The parser test fails on empty input."},
+                      {"role": "user", "content": "Fix that first."}]
+    asked, release = threading.Event(), threading.Event()
+    calls = []
+
+    def summarize(req):
+        calls.append(req)
+        asked.set()
+        assert release.wait(30)
+        return "## Goal\nFix the failing tests, the parser's first."
+
+    engine = ContextEngine({"model": {"context_length": 3000}}, summarize=summarize)
+    threshold = engine.get_status()["threshold_tokens"]
+    assert engine.should_prepare(int(threshold * 0.7)) is True
+    assert engine.should_prepare(int(threshold * 0.5)) is False, "below prepare_ratio 0.6"
+    out = {}
+    worker = threading.Thread(target=lambda: out.update(engine.prepare_compaction(prefix)))
+    worker.start()
+    assert asked.wait(30)  # the summarizer is running: the session goes on
+    engine.update_from_response({"prompt_tokens": 2100, "completion_tokens": 40})
+    assert engine.should_compress() is False
+    release.set()
+    worker.join(30)
+    assert out["prepared"]["messages"] == len(prefix)
+    assert engine.should_prepare(int(threshold * 0.7)) is False, "a fresh one is kept"
+    before = len(calls)
+    res = engine.compress(grown, current_tokens=threshold + 100)
+    assert engine.last_report["prepared"] is True
+    assert len(calls) == before, "the summarizer is not asked at the trigger"
+    assert res[-2:] == grown[-2:] and res[-1] is grown[-1]
+    assert "the parser's first" in json.dumps(res[engine.last_report["head_end"]])
+    with pytest.raises(CompactError) as e:
+        engine.prepare_compaction(prefix, force=True)
+    assert e.value.path == "/force"

@@ -522,23 +522,9 @@ class ContextEngine:
         state (compression count, the breaker); ``last_report`` and ``last_archived``
         hold it and the archived originals."""
         reject_unknown("compress", unknown, _COMPRESS_OPTIONS)
-        ct = check_opt_int("current_tokens", current_tokens)
-        focus = check_opt_str("focus_topic", focus_topic)
-        memory = check_str("memory_context", memory_context)
         force = check_bool("force", force)
-        msgs, mj = _messages_json(messages)
-        if self.lossless:  # the archive keeps the originals' text as UTF-8
-            mj = _dumps_utf8(msgs, "invalid_messages", "/messages", "messages")
-        fields = [(b"output", b'"refs"'), (b"summarizer", b'"builtin"' if self._summarize is None else b'"host"')]
-        if force:
-            fields.append((b"force", b"true"))
-        if ct is not None and ct > 0:  # else the session's last reported prompt tokens
-            fields.append((b"prompt_tokens", dumps(ct)))
-        if focus:
-            fields.append((b"focus", dumps(focus)))
-        if memory:
-            fields.append((b"memory_context", dumps(memory)))
-        fields.append((b"messages", mj))
+        msgs, fields = self._compress_fields(messages, current_tokens, focus_topic, memory_context)
+        fields[:0] = [(b"output", b'"refs"')] + ([(b"force", b"true")] if force else [])
         # Lossless: the originals are archived before the report is recorded; a
         # failed archive raises here and records nothing (the caller keeps its input).
         got: Dict[str, Any] = {}
@@ -548,6 +534,58 @@ class ContextEngine:
         self.last_archived = res.archived
         self.last_range = cast(Optional[RecallRange], got.get("range"))
         return res.messages
+
+    def _compress_fields(self, messages: List[Message], current_tokens: Optional[int], focus_topic: Optional[str],
+                         memory_context: str) -> Tuple[List[Any], List[Tuple[bytes, bytes]]]:
+        """The checked messages and the fields of a compress event, the messages last."""
+        ct = check_opt_int("current_tokens", current_tokens)
+        focus = check_opt_str("focus_topic", focus_topic)
+        memory = check_str("memory_context", memory_context)
+        msgs, mj = _messages_json(messages)
+        if self.lossless:  # the archive keeps the originals' text as UTF-8
+            mj = _dumps_utf8(msgs, "invalid_messages", "/messages", "messages")
+        fields = [(b"summarizer", b'"builtin"' if self._summarize is None else b'"host"')]
+        if ct is not None and ct > 0:  # else the session's last reported prompt tokens
+            fields.append((b"prompt_tokens", dumps(ct)))
+        if focus:
+            fields.append((b"focus", dumps(focus)))
+        if memory:
+            fields.append((b"memory_context", dumps(memory)))
+        fields.append((b"messages", mj))
+        return msgs, fields
+
+    def should_prepare(self, prompt_tokens: Optional[int] = None, **unknown: NoReturn) -> bool:
+        """Whether to prepare the next compaction in the background now
+        (docs/STEERING.md, "Compaction that never blocks"): the prompt (default:
+        the last reported one) is at ``compression.prepare_ratio`` of the
+        threshold but below it, and no compaction is prepared, or the one prepared
+        is old. Start ``prepare_compaction`` then, in a thread, without waiting."""
+        reject_unknown("should_prepare", unknown, ("prompt_tokens",))
+        pt = check_opt_int("prompt_tokens", prompt_tokens)
+        r = self._session("should_compress", [] if pt is None else [(b"prompt_tokens", dumps(pt))])
+        return bool(r.get("prepare_compaction"))
+
+    def prepare_compaction(
+        self,
+        messages: List[Message],
+        current_tokens: Optional[int] = None,
+        focus_topic: Optional[str] = None,
+        memory_context: str = "",
+        **unknown: NoReturn,
+    ) -> Dict[str, Any]:
+        """Summarize messages ahead of the trigger with the engine's summarizer and
+        keep the compaction instead of applying it: the ``compress`` at the
+        trigger splices it into the grown conversation (the same head and summary,
+        everything after it verbatim) without calling the summarizer, when the
+        conversation still starts with these messages. Safe to run in a thread
+        beside the engine's other calls (the lock is held for each step, not while
+        the summarizer runs). Returns ``{"prepared": {"messages", "head_end",
+        "tail_start"} or None, "reason"}`` (None: nothing to summarize, the
+        summarizer failed, or a compaction was recorded meanwhile)."""
+        reject_unknown("prepare_compaction", unknown, ("messages", "current_tokens", "focus_topic", "memory_context"))
+        _, fields = self._compress_fields(messages, current_tokens, focus_topic, memory_context)
+        fields.insert(0, (b"prepare", b"true"))
+        return cast(Dict[str, Any], self._session("compress", fields))
 
     # -- provider-native compaction (native.*, issue 16) -------------------------------
 

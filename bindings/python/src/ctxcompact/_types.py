@@ -164,6 +164,7 @@ class CompressionConfig(TypedDict, total=False):
     #: standing guidance added to every summary request (at most 8,000 bytes;
     #: docs/STEERING.md).
     instructions: str
+    prepare_ratio: float
     #: provider-native compaction (issue 16, docs/OPS.md "native.*"): opt in to
     #: OpenAI server-side compaction (gpt-5.6 family on api.openai.com or the Codex
     #: backend) and its configured threshold (default 200000).
@@ -199,6 +200,9 @@ class ContextConfig(TypedDict, total=False):
     #: "compressor" (default: compaction only) or "lossless" (a ContextEngine with a
     #: store archives every compaction's originals; see RecallStore).
     engine: Literal["compressor", "lossless"]
+    #: input messages one part of a lossless archive spans (default 8,192;
+    #: docs/SESSION.md "An archive in parts").
+    archive_part: int
 
 
 class Config(TypedDict, total=False):
@@ -250,6 +254,9 @@ class CompactReport(TypedDict, total=False):
     #: summary requests the summary took when its turns did not fit the
     #: summarizer's window in one (a context engine's compress); absent: one.
     summary_chunks: int
+    #: the summary was prepared ahead of the trigger (prepare_compaction) and
+    #: spliced into the grown conversation.
+    prepared: bool
     summarizer: Literal["host", "builtin", ""]
     fallback_used: bool
     fallback_reason: str
