@@ -123,10 +123,16 @@ func assemble(f messageFormat, msgs []message, p plan, summary, closing string) 
 		}
 		a.out = append(a.out, keptMsg(msgs, i))
 	}
+	// The pinned messages of the summarized span follow the summary, in order
+	// (pins.go); the others are archived as summarized.
+	tail := make([]outMsg, 0, len(msgs)-p.tailStart)
 	for i := p.headEnd; i < p.tailStart; i++ {
+		if msgs[i].pinned {
+			tail = append(tail, keptMsg(msgs, i))
+			continue
+		}
 		a.archived = append(a.archived, archivedMsg{index: i, reason: ArchivedSummarized, raw: msgs[i].raw})
 	}
-	tail := make([]outMsg, 0, len(msgs)-p.tailStart)
 	for i := p.tailStart; i < len(msgs); i++ {
 		if chars, ok := p.pruned.at(i); ok {
 			tail = append(tail, newMsg(f, i, f.pruned(&msgs[i], p.calls, chars)))
@@ -153,6 +159,9 @@ func assemble(f messageFormat, msgs []message, p plan, summary, closing string) 
 	}
 	if cr, ok := f.(consecutiveRoles); ok && cr.allowsConsecutiveRoles() {
 		prev, next = "", "" // the summary is its own item whatever is around it
+	}
+	if len(tail) > 0 && msgs[tail[0].src].pinned && (role == prev || role == next) {
+		prev, next, role = "", "", "user" // a pinned message stays as it is (pins.go)
 	}
 	if mt, ok := f.(mergeTargets); ok && (role == prev || role == next) && !mt.takesMergedSummary(&msgs[tail[0].src]) {
 		prev, next, role = "", "", "user" // the summary stands alone (see takesMergedSummary)

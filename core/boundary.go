@@ -100,6 +100,9 @@ type planner struct {
 	pruneChars, kept []int
 	// headPruned are the head messages pruned under pressure (see fit).
 	headPruned []int
+	// pinPre[i] is the tokens of the pinned messages in [0, i): those in the
+	// summarized span are kept after the summary (pins.go).
+	pinPre []int
 }
 
 // placeHead ends the head after protect_first_n messages and the results of its
@@ -201,12 +204,19 @@ func (pl *planner) measureKept() {
 	pl.kept = make([]int, n+1)
 	for i := n - 1; i >= p.headEnd; i-- {
 		t := msgs[i].tokens
-		if i < p.budgetStart {
+		if i < p.budgetStart && !msgs[i].pinned {
 			if chars, ok := pl.f.prunable(&msgs[i]); ok {
 				pl.pruneChars[i-p.headEnd], t = chars, prunedTokensEstimate
 			}
 		}
 		pl.kept[i] = pl.kept[i+1] + t
+	}
+	pl.pinPre = make([]int, n+1)
+	for i := range msgs {
+		pl.pinPre[i+1] = pl.pinPre[i]
+		if msgs[i].pinned {
+			pl.pinPre[i+1] += msgs[i].tokens
+		}
 	}
 }
 
@@ -269,7 +279,7 @@ func (pl *planner) fit(fixed int) {
 	p.roomMargin = anchorBudget(p.thr, pl.cc)
 	if p.estimate > p.thr.ThresholdTokens-p.roomMargin {
 		for i := 0; i < p.headEnd; i++ {
-			if _, ok := pl.f.prunable(&msgs[i]); ok && msgs[i].tokens > prunedTokensEstimate {
+			if _, ok := pl.f.prunable(&msgs[i]); ok && !msgs[i].pinned && msgs[i].tokens > prunedTokensEstimate {
 				pl.headPruned = append(pl.headPruned, i)
 				head -= msgs[i].tokens - prunedTokensEstimate
 			}
@@ -297,14 +307,15 @@ func (pl *planner) fit(fixed int) {
 // head the head's size as kept.
 func (pl *planner) estimate(pre []int, head int) (summaryTarget, total int) {
 	p := &pl.p
-	index := 0
+	index, pinned := 0, 0
 	if p.tailStart > p.headEnd {
-		summaryTarget = summaryTargetTokens(pre[p.tailStart]-pre[p.headEnd], p.thr.MaxSummaryTokens)
+		pinned = pl.pinPre[p.tailStart] - pl.pinPre[p.headEnd]
+		summaryTarget = summaryTargetTokens(pre[p.tailStart]-pre[p.headEnd]-pinned, p.thr.MaxSummaryTokens)
 		if pl.cc.factsIndex() {
 			index = factsBudgetTokens(p.thr)
 		}
 	}
-	return summaryTarget, head + summaryTarget + index + pl.kept[p.tailStart] + systemNoteTokens
+	return summaryTarget, head + summaryTarget + index + pinned + pl.kept[p.tailStart] + systemNoteTokens
 }
 
 // recordPruned records which messages are kept pruned: the head's pruned under

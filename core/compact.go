@@ -38,6 +38,9 @@ type Report struct {
 	// Prepared: the summary was prepared ahead of the trigger and spliced into
 	// the grown conversation (a context engine's background compaction).
 	Prepared bool `json:"prepared,omitempty"`
+	// Pinned are the input indexes of the messages kept verbatim for a pin
+	// (pins.go); absent when nothing is pinned.
+	Pinned []int `json:"pinned,omitempty"`
 	// Summarizer is host (the host's LLM) or builtin (the extractive summary).
 	Summarizer     Summarizer `json:"summarizer"`
 	FallbackUsed   bool       `json:"fallback_used"`
@@ -145,6 +148,8 @@ type compactRequest struct {
 	archiveID string
 	// focus is the optional focus param, trimmed (focus.go).
 	focus string
+	// hasPins is true when a message is pinned (pins.go).
+	hasPins bool
 }
 
 // plan places the boundaries. A top-level system prompt counts as the first of
@@ -224,6 +229,9 @@ func parseCompactParams(req params, known *jsonraw.ArrayParts) (*compactRequest,
 	var ok bool
 	if r.focus, ok = readFocus(req.Get("focus")); !ok {
 		return nil, errorf(CodeInvalidRequest, "/focus", "focus must be a string of at most %d bytes", maxFocusBytes)
+	}
+	if err := r.readPins(req.Get("pins")); err != nil {
+		return nil, err
 	}
 	return r, r.readSystem(req)
 }
@@ -415,6 +423,9 @@ func (r *compactRequest) finish(p plan, summary, failure string) *compactOutcome
 		a = r.assemblePrunedOnly(p, rep)
 	}
 	rep.Pruned = p.pruned.indices()
+	if r.hasPins {
+		rep.Pinned = r.pinnedIndexes()
+	}
 	out := r.repair(&a, rep)
 	rep.MessagesAfter = len(out)
 	rep.FirstChangedIndex = firstChanged(out, len(r.msgs))
@@ -712,10 +723,17 @@ func checkTicket(req params) error {
 // replanBegun parses and plans again the compaction a begin answered with state,
 // for a finish that finds none kept (compact.finish, session.run's compress): nil
 // when these messages and config do not plan to that state.
-func replanBegun(req params, known *jsonraw.ArrayParts, state string) (*compactRequest, plan, error) {
+//
+// pin, when not nil, pins what a context engine's session pins (pins.go).
+func replanBegun(req params, known *jsonraw.ArrayParts, state string, pin func(*compactRequest) error) (*compactRequest, plan, error) {
 	r, err := parseCompactParams(req, known)
 	if err != nil {
 		return nil, plan{}, err
+	}
+	if pin != nil {
+		if err := pin(r); err != nil {
+			return nil, plan{}, err
+		}
 	}
 	p := r.plan()
 	if r.stateFor(p) != state {
@@ -754,7 +772,7 @@ func opCompactFinish(q opRequest, dst []byte) ([]byte, error) {
 			return nil, errorf(CodeInvalidState, "/state", "state must be the string compact.begin returned")
 		}
 		var err error
-		if r, p, err = replanBegun(req, q.arrays["messages"], sv.Str); err != nil {
+		if r, p, err = replanBegun(req, q.arrays["messages"], sv.Str, nil); err != nil {
 			return nil, err
 		} else if r == nil {
 			return nil, errorf(CodeInvalidState, "/state", "state does not match these messages and config: pass compact.finish the same messages, config and force as compact.begin")

@@ -46,6 +46,8 @@ type EngineState struct {
 	// Prepared is a compaction summarized ahead of the trigger, until a
 	// compaction is recorded (session_prepare.go).
 	Prepared *PreparedCompaction `json:"prepared,omitempty"`
+	// Pins are the identities of the session's pinned messages (pins.go).
+	Pins []string `json:"pins,omitempty"`
 }
 
 // EngineCompaction is what the engine keeps of a compaction's report.

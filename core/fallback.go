@@ -84,6 +84,9 @@ func extractiveSummary(msgs []message, p plan, why string) string {
 	}
 	for i := from; i < to; i++ {
 		m := &msgs[i]
+		if m.pinned { // kept verbatim after the summary
+			continue
+		}
 		summary := i == prevIdx || m.isSummary()
 		switch {
 		case summary && m.role == "user":

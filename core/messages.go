@@ -42,6 +42,8 @@ type message struct {
 	// opaque is true for an item the format does not read (kindOpaque): kept byte
 	// for byte. Never set in the chat formats.
 	opaque bool
+	// pinned is true for a message a compaction keeps verbatim (pins.go).
+	pinned bool
 	tokens int
 	// chars1 is the number of characters of a string content plus one; 0 until
 	// counted (see contentChars).

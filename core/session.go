@@ -53,7 +53,7 @@ var sessionCommon = []string{"op", "state", "event", "resume", "answer"}
 
 // sessionFields are each event's own fields.
 var sessionFields = map[string][]string{
-	EventCompress:       {"messages", "format", "system", "config", "force", "prompt_tokens", "output", "summarizer", "focus", "memory_context", "prepare"},
+	EventCompress:       {"messages", "format", "system", "config", "force", "prompt_tokens", "output", "summarizer", "focus", "memory_context", "prepare", "pins"},
 	EventToolCall:       {"name", "arguments"},
 	EventUsage:          {"usage"},
 	EventShouldCompress: {"prompt_tokens"},
@@ -89,6 +89,8 @@ type sessionResume struct {
 	// (summary_chunks.go), Chunk the one asked for.
 	Chunks []IndexRange `json:"chunks,omitempty"`
 	Chunk  int          `json:"chunk,omitempty"`
+	// Pins are the session's pins after the compaction, recorded with it.
+	Pins []string `json:"pins,omitempty"`
 	// Prepare marks a compaction prepared ahead of the trigger, begun at
 	// compression count PrepareCount (session_prepare.go).
 	Prepare      bool `json:"prepare,omitempty"`
@@ -339,6 +341,7 @@ func (st *sessionStep) compress() ([]byte, error) {
 			return nil, errorf(CodeInvalidRequest, "/resume", "resume must be the object the last session.run step returned, unchanged")
 		}
 		st.state.RecordCompaction(r)
+		st.state.Pins = st.resume.Pins
 		return st.done(nil)
 	}
 	return nil, st.badStep()
@@ -349,7 +352,7 @@ func (st *sessionStep) compress() ([]byte, error) {
 // with, after its first step), with the range it archives as.
 func (st *sessionStep) compactParams(rangeID string) (params, error) {
 	p := params{}
-	for _, k := range []string{"messages", "format", "system", "force", "output", "summarizer", "focus"} {
+	for _, k := range []string{"messages", "format", "system", "force", "output", "summarizer", "focus", "pins"} {
 		if v, ok := st.q.params[k]; ok {
 			p[k] = v
 		}
@@ -420,6 +423,9 @@ func (st *sessionStep) compressBegin(rangeID string) ([]byte, error) {
 	}
 	r, err := parseCompactParams(p, st.q.arrays["messages"])
 	if err != nil {
+		return nil, err
+	}
+	if err := st.pinSession(r); err != nil {
 		return nil, err
 	}
 	preparing := st.preparing()
@@ -526,7 +532,7 @@ func (st *sessionStep) begunCompaction(take bool) (*compactRequest, plan, error)
 	state := st.resume.CompactState
 	r, pl, begun := findPending(p, state, take)
 	if !begun {
-		if r, pl, err = replanBegun(p, st.q.arrays["messages"], state); err != nil {
+		if r, pl, err = replanBegun(p, st.q.arrays["messages"], state, st.pinSession); err != nil {
 			return nil, plan{}, err
 		} else if r == nil {
 			return nil, plan{}, errorf(CodeInvalidState, "/resume", "the resume does not match these messages and this state: send the same event and state again")
@@ -566,11 +572,42 @@ func (st *sessionStep) compressFinish() ([]byte, error) {
 // messages, first asks the host to store them.
 func (st *sessionStep) compressDone(rangeID string, r *compactRequest, o *compactOutcome) ([]byte, error) {
 	result := func(b []byte) []byte { return o.appendTo(b, r.refs) }
+	pins := sessionPins(r, o)
 	if rangeID == "" || len(o.archived) == 0 {
 		st.state.RecordCompaction(*o.report)
+		st.state.Pins = pins
 		return st.done(result)
 	}
-	return st.archiveFirst(rangeID, r, o)
+	return st.archiveFirst(rangeID, r, o, pins)
+}
+
+// pinSession pins the messages the session pins (by identity), beside those the
+// event's pins name.
+func (st *sessionStep) pinSession(r *compactRequest) error {
+	if len(st.state.Pins) == 0 {
+		return nil
+	}
+	ids := make(map[string]bool, len(st.state.Pins))
+	for _, id := range st.state.Pins {
+		ids[id] = true
+	}
+	r.pinByIdentity(ids)
+	return r.checkPinned()
+}
+
+// sessionPins are the session's pins after a compaction: the identities of the
+// output messages kept for a pin.
+func sessionPins(r *compactRequest, o *compactOutcome) []string {
+	if !r.hasPins {
+		return nil
+	}
+	var pins []string
+	for _, m := range o.out {
+		if m.src >= 0 && r.msgs[m.src].pinned {
+			pins = append(pins, messageIdentity(m.raw))
+		}
+	}
+	return pins
 }
 
 // --- tool_call ---

@@ -172,6 +172,11 @@ func sessionScripts() []scriptTranscript {
 				{EventCompress, map[string]any{"messages": small, "prepare": true}, []any{ok(summary)}},
 				{EventCompress, map[string]any{"messages": grown, "prompt_tokens": 1600}, []any{ok("r1"), ok(nil)}},
 			}},
+		{"pins-kept-across-compactions", "pins: a compaction keeps the pinned tool group (by its call id) verbatim after the summary, never summarized or pruned; the session keeps the pin by the messages' bytes, so the next compaction keeps them too, at their new indexes", roomyTiny,
+			[]scriptStep{
+				{EventCompress, map[string]any{"messages": small, "force": true, "summarizer": "builtin", "pins": []any{"t2"}}, nil},
+				{EventCompress, map[string]any{"messages": append(pinnedForTranscript(small, roomyTiny, "t2"), say("The lexer is split out."), user("Now the grammar.")), "force": true, "summarizer": "builtin"}, nil},
+			}},
 		{"usage-trigger-model-reset", "the engine's own events: usage, the trigger, a model switch, a reset", roomyTiny,
 			[]scriptStep{
 				{EventUsage, map[string]any{"usage": map[string]any{"input_tokens": 1200, "cache_read_input_tokens": 400, "output_tokens": 50}}, nil},
@@ -229,6 +234,19 @@ func compactedForTranscript(msgs []any, summary string) []any {
 	}
 	_ = json.Unmarshal(Call(env), &fin)
 	return fin.Result.Messages
+}
+
+// pinnedForTranscript is msgs compacted with the builtin summary and pins, as
+// an engine with that config returns them.
+func pinnedForTranscript(msgs []any, cfg map[string]any, pins ...any) []any {
+	env, _ := marshal(map[string]any{"op": "compact.begin", "messages": msgs, "config": cfg, "force": true, "summarizer": "builtin", "pins": pins})
+	var res struct {
+		Result struct {
+			Messages []any `json:"messages"`
+		} `json:"result"`
+	}
+	_ = json.Unmarshal(Call(env), &res)
+	return res.Result.Messages
 }
 
 // sessionCall sends one session.run request natively.

@@ -231,15 +231,18 @@ type turnSizes struct {
 	sizes      []turnSize
 	argChars   [][]int
 	texts      []string // the text of array contents, rendered later
+	pinned     []bool   // kept verbatim, not summarized (pins.go)
 }
 
 type turnSize struct{ content, header int }
 
 // sizeTurns measures msgs[from:to] (skip, a previous summary, counts nothing).
 func sizeTurns(msgs []message, from, to, skip int) turnSizes {
-	ts := turnSizes{from: from, skip: skip, sizes: make([]turnSize, to-from), argChars: make([][]int, to-from), texts: make([]string, to-from)}
+	ts := turnSizes{from: from, skip: skip, sizes: make([]turnSize, to-from), argChars: make([][]int, to-from), texts: make([]string, to-from),
+		pinned: make([]bool, to-from)}
 	for i := from; i < to; i++ {
 		m := &msgs[i]
+		ts.pinned[i-from] = m.pinned
 		sz := turnSize{header: turnHeaderEstimate}
 		if len(m.contentRaw) > 0 && m.contentRaw[0] == '"' {
 			sz.content = m.contentChars()
@@ -262,7 +265,7 @@ func sizeTurns(msgs []message, from, to, skip int) turnSizes {
 
 // turn is the size of turn from+k with bodies cut to h + t characters.
 func (ts turnSizes) turn(k, h, t int) int {
-	if ts.from+k == ts.skip {
+	if ts.from+k == ts.skip || ts.pinned[k] {
 		return 0
 	}
 	clip := func(n, h, t int) int {
@@ -288,7 +291,7 @@ const turnHeaderEstimate = 60
 func renderTurns(e *escapedText, msgs []message, calls callIndex, texts []string, from, to, skip, headC, tailC, sizeHint int) {
 	e.b = slices.Grow(e.b, sizeHint+sizeHint/4) // characters, and a margin for escapes
 	for i := from; i < to; i++ {
-		if i == skip || msgs[i].opaque && msgs[i].contentRaw == "" { // an opaque item without text (encrypted reasoning) says nothing
+		if i == skip || msgs[i].pinned || msgs[i].opaque && msgs[i].contentRaw == "" { // an opaque item without text (encrypted reasoning) says nothing; a pinned one is kept
 			continue
 		}
 		// Written piece by piece, not concatenated first: every piece ends in ASCII,
