@@ -123,3 +123,24 @@ func (r *compactRequest) pinnedIndexes() []int {
 	}
 	return out
 }
+
+// Pin names a message to keep verbatim (the pins param): its index in the
+// input, or, when ToolCallID is set, the message making that tool call.
+type Pin struct {
+	Index      int
+	ToolCallID string
+}
+
+// PinIndex pins the message at input index i.
+func PinIndex(i int) Pin { return Pin{Index: i} }
+
+// PinCall pins the message making the tool call id, with its results.
+func PinCall(id string) Pin { return Pin{ToolCallID: id} }
+
+// MarshalJSON writes the pin as the pins param takes it: a number or a string.
+func (p Pin) MarshalJSON() ([]byte, error) {
+	if p.ToolCallID != "" {
+		return marshal(p.ToolCallID)
+	}
+	return []byte(strconv.Itoa(p.Index)), nil
+}

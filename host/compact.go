@@ -76,6 +76,9 @@ type CompactRequest struct {
 	// summary request asks for it, and the builtin summary and the facts index
 	// put what matches it first.
 	Focus string
+	// Pins are messages kept verbatim, never summarized or pruned (by index or
+	// tool call id; docs/STEERING.md "Pins").
+	Pins []core.Pin
 }
 
 // CompactOptions are the optional parameters of Compact.
@@ -105,6 +108,8 @@ type CompactOptions struct {
 	System json.RawMessage
 	// Focus is CompactRequest.Focus: what to keep in detail.
 	Focus string
+	// Pins is CompactRequest.Pins: messages kept verbatim.
+	Pins []core.Pin
 }
 
 // CompactAnswer is what compact.finish adds to the CompactRequest of the
@@ -236,7 +241,7 @@ func (e *Engine) Compact(ctx context.Context, messages, cfg json.RawMessage, sum
 	}
 	req := CompactRequest{Messages: messages, Format: opts.Format, System: opts.System, Config: cfg,
 		Force: opts.Force, PromptTokens: opts.PromptTokens, Summarizer: core.SummarizerHost,
-		Output: opts.Output, ArchiveID: opts.ArchiveID, Focus: opts.Focus}
+		Output: opts.Output, ArchiveID: opts.ArchiveID, Focus: opts.Focus, Pins: opts.Pins}
 	// Output "messages": the core answers with refs, and the messages are put back
 	// here from the input (refs.go).
 	refs := opts.Output == "" || opts.Output == "messages"
@@ -379,7 +384,16 @@ func (req CompactRequest) params(op string) *request {
 	return newRequest(op).str("format", string(req.Format)).raw("system", req.System).raw("config", req.Config).
 		flag("force", req.Force).num("prompt_tokens", req.PromptTokens).
 		str("summarizer", string(req.Summarizer)).str("output", req.Output).str("ticket", req.Ticket).
-		str("archive_id", req.ArchiveID).str("focus", req.Focus)
+		str("archive_id", req.ArchiveID).str("focus", req.Focus).raw("pins", pinsParam(req.Pins))
+}
+
+// pinsParam is the pins param of pins (nil for none).
+func pinsParam(pins []core.Pin) json.RawMessage {
+	if len(pins) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(pins) // a Pin always encodes
+	return b
 }
 
 // mustString is s as a JSON string value (even when empty).

@@ -90,6 +90,10 @@ type CompressOptions struct {
 	// memory provider knows: both are added to the summary request.
 	Focus         string
 	MemoryContext string
+	// Pins are messages kept verbatim, never summarized or pruned: the session
+	// keeps them pinned in later compactions too, by the messages' bytes
+	// (docs/STEERING.md "Pins").
+	Pins []core.Pin
 }
 
 // engineResult is what every engine.* op returns, with the fields some add.
@@ -212,7 +216,7 @@ func (ce *ContextEngine) Compress(ctx context.Context, messages json.RawMessage,
 		r.str("format", string(opts.Format)).raw("system", opts.System).raw("config", opts.Config).
 			flag("force", opts.Force).num("prompt_tokens", opts.PromptTokens).str("output", output).
 			str("summarizer", string(summarizer)).str("focus", opts.Focus).str("memory_context", opts.MemoryContext).
-			raw("messages", messages)
+			raw("pins", pinsParam(opts.Pins)).raw("messages", messages)
 	}
 	raw, err := ce.runSession(ctx, core.EventCompress, fields, ce.summarizeEffect)
 	if err != nil {
@@ -341,7 +345,7 @@ func (ce *ContextEngine) PrepareCompaction(ctx context.Context, messages json.Ra
 	fields := func(r *request) {
 		r.str("format", string(opts.Format)).raw("system", opts.System).raw("config", opts.Config).
 			num("prompt_tokens", opts.PromptTokens).str("summarizer", string(summarizer)).str("focus", opts.Focus).
-			str("memory_context", opts.MemoryContext).flag("prepare", true).raw("messages", messages)
+			str("memory_context", opts.MemoryContext).flag("prepare", true).raw("pins", pinsParam(opts.Pins)).raw("messages", messages)
 	}
 	raw, err := ce.runSession(ctx, core.EventCompress, fields, ce.summarizeEffect)
 	if err != nil {

@@ -234,3 +234,42 @@ func mustJoin(msgs []json.RawMessage) json.RawMessage {
 	b, _ := json.Marshal(msgs)
 	return b
 }
+
+// TestPinsThroughTheEngine: a pin given to one Compress holds in the next,
+// at the message's new index, and Engine.Compact takes pins too.
+func TestPinsThroughTheEngine(t *testing.T) {
+	ctx := context.Background()
+	e := sharedEngine(t)
+	msgs := steeringConversation()
+	res, err := e.Compact(ctx, msgs, json.RawMessage(`{"model":{"context_length":3000}}`), nil, CompactOptions{Force: true, Pins: []core.Pin{core.PinCall("c1")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Report.Pinned) != 2 || !strings.Contains(string(res.Messages[res.Report.HeadEnd+1]), `"id":"c1"`) {
+		t.Fatalf("Compact's pin: pinned %v, after the summary %s", res.Report.Pinned, res.Messages[res.Report.HeadEnd+1])
+	}
+	ce, err := NewContextEngine(ctx, e, json.RawMessage(`{"model":{"context_length":3000}}`), ContextEngineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := ce.Compress(ctx, msgs, CompressOptions{Force: true, Pins: []core.Pin{core.PinIndex(4)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(first.Report.Pinned) != "[4 5]" {
+		t.Fatalf("pinned %v", first.Report.Pinned)
+	}
+	var out []json.RawMessage
+	out = append(out, first.Messages...)
+	out = append(out, json.RawMessage(`{"role":"assistant","content":"Fixed the ledger."}`), json.RawMessage(`{"role":"user","content":"Go on."}`))
+	second, err := ce.Compress(ctx, mustJoin(out), CompressOptions{Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(second.Report.Pinned) != 2 {
+		t.Fatalf("the pin did not hold: pinned %v", second.Report.Pinned)
+	}
+	if got, want := string(second.Messages[second.Report.HeadEnd+1]), string(first.Messages[first.Report.HeadEnd+1]); got != want {
+		t.Fatalf("the pinned message changed:\n%s\n%s", got, want)
+	}
+}

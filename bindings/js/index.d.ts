@@ -463,6 +463,8 @@ export interface CompactReport {
   summary_chunks?: number;
   /** The summary was prepared ahead of the trigger and spliced into the grown conversation (prepareCompaction(), docs/STEERING.md). */
   prepared?: boolean;
+  /** Input indexes of the messages kept verbatim for a pin (absent: none pinned). */
+  pinned?: number[];
   /** "" when nothing was summarized. */
   summarizer: "host" | "builtin" | "";
   fallback_used: boolean;
@@ -919,6 +921,8 @@ export interface CompactOptions {
   timeoutMs?: number;
   /** Cancels the call: compact rejects with `signal.reason` and sends nothing more to the core. */
   signal?: AbortSignal;
+  /** Messages kept verbatim, never summarized or pruned: input indexes and tool call ids (a pin takes the whole tool group; docs/STEERING.md "Pins"). */
+  pins?: Array<number | string>;
 }
 
 export interface ShouldCompressOptions {
@@ -1074,6 +1078,8 @@ export interface CompressOptions {
   format?: Format;
   /** Anthropic layout: the top-level system prompt. */
   system?: string | ContentPart[] | GeminiSystemInstruction;
+  /** Messages kept verbatim, never summarized or pruned: input indexes and tool call ids; the engine keeps them pinned in later compactions too (docs/STEERING.md "Pins"). */
+  pins?: Array<number | string>;
 }
 
 /** prepareCompaction()'s options: compress()'s but force. */

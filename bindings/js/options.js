@@ -57,6 +57,8 @@ export const T = {
   string: [(v) => typeof v === "string", "a string"],
   strings: [(v) => Array.isArray(v) && v.every((s) => typeof s === "string"), "an array of strings"],
   array: [(v) => Array.isArray(v), "an array"],
+  pins: [(v) => Array.isArray(v) && v.every((p) => (typeof p === "number" && Number.isSafeInteger(p) && p >= 0) || (typeof p === "string" && p !== "")),
+    "an array of message indexes and tool call ids"],
   system: [(v) => typeof v === "string" || Array.isArray(v) || isObject(v), "a string, an array of content parts, or an object (Gemini's systemInstruction)"],
   signal: [isAbortSignal, "an AbortSignal"],
 };
@@ -66,12 +68,13 @@ export const T = {
 const CONFIG_KEYS = {
   compression: ["enabled", "threshold", "model_thresholds", "target_ratio", "tail_mode", "prune_first", "protect_first_n",
     "protect_last_n", "min_tail_user_messages", "codex_gpt55_autoraise", "small_context_floor",
-    "small_context_limit", "hygiene_threshold", "summary_context_length", "instructions", "codex_responses_native",
+    "small_context_limit", "hygiene_threshold", "summary_context_length", "instructions", "prepare_ratio", "codex_responses_native",
     "codex_responses_compact_threshold", "codex_app_server_auto", "codex_gpt55_autoraise_notice", "anthropic_native",
     "anthropic_compact_instructions"],
   prompt_caching: ["cache_ttl"],
   model: ["name", "provider", "context_length"],
   tokens: ["encoding", "calibration"],
+  context: ["engine", "archive_part"],
 };
 
 const norm = (s) => s.toLowerCase().replace(/[_-]/g, "");

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tidwall/sjson"
@@ -35,7 +36,7 @@ func init() {
 // added. This output is a stable interface.
 func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := commandFlags("compact", stderr,
-		"usage: ctxcompact compact FILE [--format NAME] [--if-needed] [--context-length N] [--model NAME] [--config FILE] [--focus TEXT] [--instructions TEXT] [--wasm [--no-cache]] [--summarizer-url URL [--summarizer-api API] [--summarizer-model NAME] [--summarizer-timeout D]]",
+		"usage: ctxcompact compact FILE [--format NAME] [--if-needed] [--context-length N] [--model NAME] [--config FILE] [--focus TEXT] [--instructions TEXT] [--pin INDEX|CALL_ID]... [--wasm [--no-cache]] [--summarizer-url URL [--summarizer-api API] [--summarizer-model NAME] [--summarizer-timeout D]]",
 		"FILE holds {\"messages\": [...], \"system\"?: ..., \"config\"?: {...}} or a bare array; - reads stdin.",
 		"compact always compacts (force), even under the threshold; --if-needed compacts only when the",
 		"estimate reaches the threshold, as the op's trigger does, and otherwise prints FILE's messages unchanged.")
@@ -44,6 +45,20 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	model := fs.String("model", "", "model name, for per-model thresholds and the auto encoding")
 	configFile := fs.String("config", "", "a JSON file with the config object (compression, model, tokens, prompt_caching); - reads stdin")
 	focus := fs.String("focus", "", "what to keep in detail (at most 1,000 bytes): the summarizer is asked for it, the built-in summary and the facts index put what matches it first")
+	var pins []any
+	fs.Func("pin", "keep a message verbatim, never summarized or pruned: its index in FILE's messages, or a tool call id (the message making that call, with its results); repeatable, or comma-separated", func(v string) error {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p == "" {
+				return errors.New("an empty pin")
+			}
+			if i, err := strconv.Atoi(p); err == nil {
+				pins = append(pins, i)
+			} else {
+				pins = append(pins, p)
+			}
+		}
+		return nil
+	})
 	instructions := fs.String("instructions", "", "standing guidance for the summary, sets config compression.instructions (at most 8,000 bytes)")
 	useWasm := fs.Bool("wasm", false, "run the embedded WebAssembly module on wazero instead of the native core (same output)")
 	noCache := fs.Bool("no-cache", false, "with --wasm, compile the module without the on-disk compilation cache")
@@ -101,6 +116,10 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	params := compactParams(!*ifNeeded, summarizer, cfg, conv.format, conv.system, conv.messages)
 	if *focus != "" {
 		params = withParam(params, "focus", appendJSONString(nil, *focus))
+	}
+	if len(pins) > 0 {
+		b, _ := json.Marshal(pins) // ints and strings
+		params = withParam(params, "pins", b)
 	}
 	call := callerFor(*useWasm, !*noCache, stderr)
 	res, err := opResult(call, "compact.begin", params)

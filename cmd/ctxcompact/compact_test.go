@@ -205,4 +205,21 @@ func TestCompactFocusAndInstructions(t *testing.T) {
 	code, _, errOut = cliRun(t, "", "compact", conv, "--instructions", strings.Repeat("x", 8001))
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "/config/compression/instructions")
+
+	// --pin keeps a tool group verbatim after the summary: by call id or index.
+	code, out, errOut := cliRun(t, "", "compact", conv, "--context-length", "3000", "--pin", "c1", "--pin", "8")
+	require.Equal(t, 0, code, errOut)
+	var res struct {
+		Messages []map[string]any `json:"messages"`
+		Report   struct {
+			Pinned  []int `json:"pinned"`
+			HeadEnd int   `json:"head_end"`
+		} `json:"report"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+	require.Equal(t, []int{4, 5, 8, 9}, res.Report.Pinned)
+	require.Equal(t, msgs[4]["content"], res.Messages[res.Report.HeadEnd+1]["content"])
+	code, _, errOut = cliRun(t, "", "compact", conv, "--pin", "nope")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, `no message makes a tool call with id "nope" (at /pins/0)`)
 }

@@ -127,3 +127,21 @@ test("background compaction: prepareCompaction runs beside the session; compress
   assert.match(JSON.stringify(res.messages[res.report.head_end]), /the parser's first/);
   await assert.rejects(engine.prepareCompaction(prefix, { force: true }), (e) => e instanceof CompactError && e.path === "/force");
 });
+
+test("pins: a pinned tool group is kept verbatim after the summary, and the engine keeps the pin at its new index", async () => {
+  const c = await Compactor.create();
+  const msgs = conversation();
+  const res = await c.compact(msgs, { config: { model: { context_length: 3000 } }, force: true, pins: ["c1"] });
+  assert.deepEqual(res.report.pinned, [4, 5]);
+  assert.equal(res.messages[res.report.head_end + 1], msgs[4], "the caller's own object, in place after the summary");
+  const engine = c.engine({ config: { model: { context_length: 3000 } } });
+  const first = await engine.compress(msgs, { force: true, pins: [4] });
+  assert.deepEqual(first.report.pinned, [4, 5]);
+  const grown = [...first.messages, { role: "assistant", content: "Fixed the ledger." }, { role: "user", content: "Go on." }];
+  const second = await engine.compress(grown, { force: true });
+  assert.equal(second.report.pinned?.length, 2, "the pin held");
+  assert.equal(second.messages[second.report.head_end + 1], msgs[4]);
+  await assert.rejects(c.compact(msgs, { config: { model: { context_length: 3000 } }, force: true, pins: ["nope"] }),
+    (e) => e instanceof CompactError && e.code === "invalid_request" && e.path === "/pins/0");
+  await assert.rejects(c.compact(msgs, { pins: [-1] }), (e) => e instanceof CompactError && e.path === "/pins");
+});

@@ -160,3 +160,26 @@ def test_background_compaction_is_spliced_at_the_trigger():
     with pytest.raises(CompactError) as e:
         engine.prepare_compaction(prefix, force=True)
     assert e.value.path == "/force"
+
+
+def test_pins_are_kept_and_held_by_the_engine(compactor):
+    """A pinned tool group is kept verbatim after the summary (the caller's own
+    objects); the engine keeps the pin at its new index in the next compaction."""
+    msgs = conversation()
+    cfg = {"model": {"context_length": 3000}}
+    res = compactor.compact(msgs, force=True, config=cfg, pins=["c1"])
+    assert res.report["pinned"] == [4, 5]
+    assert res.messages[res.report["head_end"] + 1] is msgs[4]
+    engine = ContextEngine(cfg, compactor=compactor)
+    first = engine.compress(msgs, force=True, pins=[4])
+    assert engine.last_report["pinned"] == [4, 5]
+    grown = first + [{"role": "assistant", "content": "Fixed the ledger."}, {"role": "user", "content": "Go on."}]
+    second = engine.compress(grown, force=True)
+    assert len(engine.last_report["pinned"]) == 2, "the pin held"
+    assert second[engine.last_report["head_end"] + 1] is msgs[4]
+    with pytest.raises(CompactError) as e:
+        compactor.compact(msgs, force=True, config=cfg, pins=["nope"])
+    assert (e.value.code, e.value.path) == ("invalid_request", "/pins/0")
+    with pytest.raises(CompactError) as e:
+        compactor.compact(msgs, pins=[True])
+    assert e.value.path == "/pins"

@@ -247,7 +247,7 @@ def _own_trim(msgs: List[Message], r: Dict[str, Any], replaced: bool) -> None:
         w["original"] = msgs[w["index"]]
 
 
-_COMPACT_OPTIONS = ("messages", "summarize", "force", "prompt_tokens", "config", "system", "format", "focus", "timeout")
+_COMPACT_OPTIONS = ("messages", "summarize", "force", "prompt_tokens", "config", "system", "format", "focus", "pins", "timeout")
 #: At most this many merged per-call configs are remembered per Compactor.
 _MERGE_MEMO = 64
 
@@ -701,6 +701,7 @@ class Compactor:
         timeout: Any,
         archive_id: Optional[str] = None,
         focus: Any = None,
+        pins: Any = None,
     ) -> Tuple[List[Message], bytes, List[Tuple[bytes, bytes]], bytes, Optional[float]]:
         """Check the options (no coercion) and build the compact.begin envelope:
         (messages, their JSON, the params shared by begin and finish, the begin
@@ -728,6 +729,9 @@ class Compactor:
             parts.append((b"format", dumps(fmt)))
         if foc is not None:
             parts.append((b"focus", dumps(foc)))
+        pin_field = pins_field(pins)
+        if pin_field is not None:
+            parts.append(pin_field)
         if archive_id is not None:  # lossless recall: the summary names its range
             parts.append((b"archive_id", dumps(archive_id)))
         if host:  # finish may then leave out the messages (see _finish_env)
@@ -796,6 +800,7 @@ class Compactor:
         system: Any = None,
         format: Optional[Format] = None,
         focus: Optional[str] = None,
+        pins: Optional[Sequence[Union[int, str]]] = None,
         timeout: Optional[float] = DEFAULT_TIMEOUT,
         **unknown: NoReturn,
     ) -> CompactResult:
@@ -822,10 +827,13 @@ class Compactor:
         "anthropic"``, else detected): the result's ``system`` carries the note.
         ``focus`` is what to keep in detail (at most 1,000 bytes): the summary
         request asks for it, and the builtin summary and the facts index put what
-        matches it first (docs/STEERING.md).
+        matches it first (docs/STEERING.md). ``pins`` (message indexes and tool
+        call ids) are kept verbatim, never summarized or pruned (docs/STEERING.md
+        "Pins").
         """
         reject_unknown("compact", unknown, _COMPACT_OPTIONS)
-        return self._compact(messages, summarize, force, prompt_tokens, self._cfg(config), system, format, timeout, focus=focus)
+        return self._compact(messages, summarize, force, prompt_tokens, self._cfg(config), system, format, timeout,
+                             focus=focus, pins=pins)
 
     def _compact(
         self,
@@ -839,11 +847,12 @@ class Compactor:
         timeout: Any = DEFAULT_TIMEOUT,
         archive_id: Optional[str] = None,
         focus: Any = None,
+        pins: Any = None,
     ) -> CompactResult:
         """compact with the config JSON as given (the engine passes its state's, and
         in lossless mode the ``archive_id`` of compact.begin/finish)."""
         msgs, mj, parts, env, to = self._begin(
-            messages, summarize, force, prompt_tokens, config_json, system, format, timeout, archive_id, focus
+            messages, summarize, force, prompt_tokens, config_json, system, format, timeout, archive_id, focus, pins
         )
         r = parse_response(self._p().call(env))
         if r.get("done"):
@@ -862,6 +871,7 @@ class Compactor:
         system: Any = None,
         format: Optional[Format] = None,
         focus: Optional[str] = None,
+        pins: Optional[Sequence[Union[int, str]]] = None,
         timeout: Optional[float] = DEFAULT_TIMEOUT,
         **unknown: NoReturn,
     ) -> CompactResult:
@@ -879,13 +889,25 @@ class Compactor:
         ones run inline. No instance is held while the summarizer is awaited."""
         reject_unknown("acompact", unknown, _COMPACT_OPTIONS)
         msgs, mj, parts, env, to = self._begin(
-            messages, summarize, force, prompt_tokens, self._cfg(config), system, format, timeout, focus=focus
+            messages, summarize, force, prompt_tokens, self._cfg(config), system, format, timeout, focus=focus, pins=pins
         )
         r = await self._arun_env(env)
         if r.get("done"):
             return _result(msgs, r)
         outcome = await _run_async_summarizer(summarize, r["summary_request"], to)
         return _result(msgs, await self._afinish(mj, parts, r["state"], outcome))
+
+
+def pins_field(pins: Any) -> Optional[Tuple[bytes, bytes]]:
+    """The pins param of a compaction (None for none), checked: message indexes
+    (ints, not bools) and tool call ids (non-empty strings)."""
+    if pins is None:
+        return None
+    if isinstance(pins, (str, bytes)) or not isinstance(pins, (list, tuple)) or not all(
+        (type(p) is int and p >= 0) or (isinstance(p, str) and p) for p in pins
+    ):
+        raise OptionError(f"pins must be a list of message indexes and tool call ids, not {pins!r}", "/pins")
+    return (b"pins", dumps(list(pins)))
 
 
 def _isawaitable(x: Any) -> bool:

@@ -40,6 +40,7 @@ from ._compactor import (
     dumps,
     dumps_at,
     parse_response,
+    pins_field,
 )
 from ._errors import CompactError, OptionError
 from ._types import (
@@ -66,7 +67,7 @@ __all__ = ["ContextEngine", "CompactionEngine"]
 
 _CTOR_OPTIONS = ("config", "summarize", "model", "context_length", "provider", "compactor", "state", "timeout",
                  "store", "session_id")
-_COMPRESS_OPTIONS = ("messages", "current_tokens", "focus_topic", "force", "memory_context")
+_COMPRESS_OPTIONS = ("messages", "current_tokens", "focus_topic", "force", "memory_context", "pins")
 _MODEL_OPTIONS = ("model", "context_length", "base_url", "api_key", "provider", "api_mode")
 # Fields a deep copy shares with (or gets anew, not from) the original.
 _SHARED_FIELDS = frozenset(("_lock", "_compactor", "_owns_compactor", "_store", "_store_arg", "_owns_store",
@@ -512,6 +513,7 @@ class ContextEngine:
         focus_topic: Optional[str] = None,
         force: bool = False,
         memory_context: str = "",
+        pins: Optional[Sequence[Union[int, str]]] = None,
         **unknown: NoReturn,
     ) -> List[Message]:
         """Compact messages with the state's config and return the new list
@@ -520,10 +522,12 @@ class ContextEngine:
         core prefers over its estimate. ``focus_topic`` and ``memory_context`` are
         added to the summary request by the core. The report is recorded in the
         state (compression count, the breaker); ``last_report`` and ``last_archived``
-        hold it and the archived originals."""
+        hold it and the archived originals. ``pins`` (message indexes and tool call
+        ids) are kept verbatim, never summarized or pruned, and stay pinned in the
+        engine's later compactions (docs/STEERING.md "Pins")."""
         reject_unknown("compress", unknown, _COMPRESS_OPTIONS)
         force = check_bool("force", force)
-        msgs, fields = self._compress_fields(messages, current_tokens, focus_topic, memory_context)
+        msgs, fields = self._compress_fields(messages, current_tokens, focus_topic, memory_context, pins)
         fields[:0] = [(b"output", b'"refs"')] + ([(b"force", b"true")] if force else [])
         # Lossless: the originals are archived before the report is recorded; a
         # failed archive raises here and records nothing (the caller keeps its input).
@@ -536,7 +540,7 @@ class ContextEngine:
         return res.messages
 
     def _compress_fields(self, messages: List[Message], current_tokens: Optional[int], focus_topic: Optional[str],
-                         memory_context: str) -> Tuple[List[Any], List[Tuple[bytes, bytes]]]:
+                         memory_context: str, pins: Any = None) -> Tuple[List[Any], List[Tuple[bytes, bytes]]]:
         """The checked messages and the fields of a compress event, the messages last."""
         ct = check_opt_int("current_tokens", current_tokens)
         focus = check_opt_str("focus_topic", focus_topic)
@@ -551,6 +555,9 @@ class ContextEngine:
             fields.append((b"focus", dumps(focus)))
         if memory:
             fields.append((b"memory_context", dumps(memory)))
+        pin_field = pins_field(pins)
+        if pin_field is not None:
+            fields.append(pin_field)
         fields.append((b"messages", mj))
         return msgs, fields
 
@@ -571,6 +578,7 @@ class ContextEngine:
         current_tokens: Optional[int] = None,
         focus_topic: Optional[str] = None,
         memory_context: str = "",
+        pins: Optional[Sequence[Union[int, str]]] = None,
         **unknown: NoReturn,
     ) -> Dict[str, Any]:
         """Summarize messages ahead of the trigger with the engine's summarizer and
@@ -582,8 +590,8 @@ class ContextEngine:
         the summarizer runs). Returns ``{"prepared": {"messages", "head_end",
         "tail_start"} or None, "reason"}`` (None: nothing to summarize, the
         summarizer failed, or a compaction was recorded meanwhile)."""
-        reject_unknown("prepare_compaction", unknown, ("messages", "current_tokens", "focus_topic", "memory_context"))
-        _, fields = self._compress_fields(messages, current_tokens, focus_topic, memory_context)
+        reject_unknown("prepare_compaction", unknown, ("messages", "current_tokens", "focus_topic", "memory_context", "pins"))
+        _, fields = self._compress_fields(messages, current_tokens, focus_topic, memory_context, pins)
         fields.insert(0, (b"prepare", b"true"))
         return cast(Dict[str, Any], self._session("compress", fields))
 

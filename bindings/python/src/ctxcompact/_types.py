@@ -257,6 +257,8 @@ class CompactReport(TypedDict, total=False):
     #: the summary was prepared ahead of the trigger (prepare_compaction) and
     #: spliced into the grown conversation.
     prepared: bool
+    #: input indexes of the messages kept verbatim for a pin (absent: none).
+    pinned: List[int]
     summarizer: Literal["host", "builtin", ""]
     fallback_used: bool
     fallback_reason: str
