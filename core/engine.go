@@ -48,6 +48,8 @@ type EngineState struct {
 	Prepared *PreparedCompaction `json:"prepared,omitempty"`
 	// Pins are the identities of the session's pinned messages (pins.go).
 	Pins []string `json:"pins,omitempty"`
+	// Undo is what takes the last compaction back (session_undo.go).
+	Undo *CompactionUndo `json:"undo,omitempty"`
 }
 
 // EngineCompaction is what the engine keeps of a compaction's report.
@@ -63,6 +65,8 @@ type EngineCompaction struct {
 	TokensBefore int         `json:"tokens_before,omitempty"`
 	Summarized   *IndexRange `json:"summarized,omitempty"`
 	Pruned       int         `json:"pruned,omitempty"`
+	// Summary is the summary's text (without its prefix and closing lines).
+	Summary string `json:"summary,omitempty"`
 }
 
 // EngineStatus is what a context engine's get_status returns, and where the
@@ -87,6 +91,10 @@ type EngineStatus struct {
 	LastFallbackCode     *FallbackCode `json:"last_fallback_code"`
 	// CompactionRequested is true while a compact_now waits for the next compaction.
 	CompactionRequested bool `json:"compaction_requested"`
+	// LastCompaction is what the last compaction did (its summary included);
+	// absent before the first. CanUndo is true while undo can take it back.
+	LastCompaction *EngineCompaction `json:"last_compaction,omitempty"`
+	CanUndo        bool              `json:"can_undo"`
 }
 
 // Usage is the API-reported usage of one LLM call, normalised.
@@ -125,7 +133,9 @@ func (s EngineState) Status() EngineStatus {
 	}
 	if c := s.LastCompaction; c != nil {
 		st.LastCompactionFits, st.LastFallbackUsed, st.LastFallbackCode = &c.Fits, &c.FallbackUsed, &c.FallbackCode
+		st.LastCompaction = c
 	}
+	st.CanUndo = s.Undo != nil
 	st.CompactionRequested = s.Requested != nil
 	return st
 }

@@ -66,6 +66,7 @@ var sessionFields = map[string][]string{
 	EventObserveError:   {"status", "body"},
 	EventObserveEvent:   {"message", "messages_count"},
 	EventApply:          {"messages", "response", "count"},
+	EventUndo:           {"messages", "originals"},
 }
 
 // sessionResumeVersion is the v of the resume this core writes and reads.
@@ -89,8 +90,8 @@ type sessionResume struct {
 	// (summary_chunks.go), Chunk the one asked for.
 	Chunks []IndexRange `json:"chunks,omitempty"`
 	Chunk  int          `json:"chunk,omitempty"`
-	// Pins are the session's pins after the compaction, recorded with it.
-	Pins []string `json:"pins,omitempty"`
+	// Record is what the compaction records beside its report.
+	Record *compactionRecord `json:"record,omitempty"`
 	// Prepare marks a compaction prepared ahead of the trigger, begun at
 	// compression count PrepareCount (session_prepare.go).
 	Prepare      bool `json:"prepare,omitempty"`
@@ -159,6 +160,8 @@ func opSessionRun(q opRequest, dst []byte) ([]byte, error) {
 		return st.observe()
 	case EventApply:
 		return st.apply()
+	case EventUndo:
+		return st.undo()
 	}
 	return st.simple()
 }
@@ -340,8 +343,11 @@ func (st *sessionStep) compress() ([]byte, error) {
 		if err := json.Unmarshal(st.resume.Report, &r); err != nil {
 			return nil, errorf(CodeInvalidRequest, "/resume", "resume must be the object the last session.run step returned, unchanged")
 		}
-		st.state.RecordCompaction(r)
-		st.state.Pins = st.resume.Pins
+		var rec compactionRecord
+		if st.resume.Record != nil {
+			rec = *st.resume.Record
+		}
+		st.record(r, rec)
 		return st.done(nil)
 	}
 	return nil, st.badStep()
@@ -572,13 +578,12 @@ func (st *sessionStep) compressFinish() ([]byte, error) {
 // messages, first asks the host to store them.
 func (st *sessionStep) compressDone(rangeID string, r *compactRequest, o *compactOutcome) ([]byte, error) {
 	result := func(b []byte) []byte { return o.appendTo(b, r.refs) }
-	pins := sessionPins(r, o)
+	rec := recordOf(r, o, rangeID)
 	if rangeID == "" || len(o.archived) == 0 {
-		st.state.RecordCompaction(*o.report)
-		st.state.Pins = pins
+		st.record(*o.report, rec)
 		return st.done(result)
 	}
-	return st.archiveFirst(rangeID, r, o, pins)
+	return st.archiveFirst(rangeID, r, o, rec)
 }
 
 // pinSession pins the messages the session pins (by identity), beside those the

@@ -92,7 +92,7 @@ func (st *sessionStep) archivePartSpan() int {
 
 // archiveFirst asks for the first part of a compaction's archive, with the range,
 // or for the whole archive when one part holds it.
-func (st *sessionStep) archiveFirst(rangeID string, r *compactRequest, o *compactOutcome, pins []string) ([]byte, error) {
+func (st *sessionStep) archiveFirst(rangeID string, r *compactRequest, o *compactOutcome, rec compactionRecord) ([]byte, error) {
 	report := mustMarshal(o.report)
 	var summary gjson.Result
 	if o.report.Summarized != nil {
@@ -124,7 +124,7 @@ func (st *sessionStep) archiveFirst(rangeID string, r *compactRequest, o *compac
 		defer releaseBeforeRows(len(first))()
 		return appendArchiveEffect(b, rangeID, 0, &rng, first, summary, from, left)
 	}
-	return st.effectWith(effect, sessionResume{Step: "archive", RangeID: rangeID, Report: report, Left: left, Pins: pins},
+	return st.effectWith(effect, sessionResume{Step: "archive", RangeID: rangeID, Report: report, Left: left, Record: &rec},
 		func(b []byte) []byte { return append(b, kept...) })
 }
 

@@ -81,6 +81,13 @@ const roomySummarizer = 16000
 
 func sessionScripts() []scriptTranscript {
 	small := smallSession(6)
+	undoOut, undoOriginals := compactedWithArchive(small, map[string]any{"model": map[string]any{"context_length": 2000}, "compression": map[string]any{"protect_last_n": 4, "summary_context_length": roomySummarizer}}, "")
+	undoLosslessOut, undoLosslessOriginals := compactedWithArchive(small, map[string]any{"model": map[string]any{"context_length": 2000}, "compression": map[string]any{"protect_last_n": 4, "summary_context_length": roomySummarizer}, "context": map[string]any{"engine": "lossless"}}, "r1")
+	var undoTexts []any
+	for _, m := range undoLosslessOriginals {
+		b, _ := marshal(m)
+		undoTexts = append(undoTexts, string(b))
+	}
 	grown := append(append([]any{}, small...), say("The lexer tests are written."), user("Run them."))
 	edited := append(append([]any{}, small[:1]...), append([]any{user("Refactor the lexer module.")}, small[2:]...)...)
 	// The sessions are small beside a 2,000-token window; the summarizer's own
@@ -177,6 +184,16 @@ func sessionScripts() []scriptTranscript {
 				{EventCompress, map[string]any{"messages": small, "force": true, "summarizer": "builtin", "pins": []any{"t2"}}, nil},
 				{EventCompress, map[string]any{"messages": append(pinnedForTranscript(small, roomyTiny, "t2"), say("The lexer is split out."), user("Now the grammar.")), "force": true, "summarizer": "builtin"}, nil},
 			}},
+		{"undo-takes-the-last-compaction-back", "see and undo: the status has the last compaction's summary; undo checks the conversation still starts with the compaction's result and writes its input back, the host's copy of the archived originals in place and what came after the result verbatim", roomyTiny,
+			[]scriptStep{
+				{EventCompress, map[string]any{"messages": small, "force": true, "summarizer": "builtin"}, nil},
+				{EventUndo, map[string]any{"messages": append(undoOut, say("The lexer is split out."), user("Now the grammar.")), "originals": undoOriginals}, nil},
+			}},
+		{"undo-lossless-from-the-store", "a lossless engine's undo asks the store for the range's originals (an expand effect) when the host gives none", lossless,
+			[]scriptStep{
+				{EventCompress, map[string]any{"messages": small, "force": true, "summarizer": "builtin"}, []any{ok("r1"), ok(nil)}},
+				{EventUndo, map[string]any{"messages": undoLosslessOut}, []any{ok(undoTexts)}},
+			}},
 		{"usage-trigger-model-reset", "the engine's own events: usage, the trigger, a model switch, a reset", roomyTiny,
 			[]scriptStep{
 				{EventUsage, map[string]any{"usage": map[string]any{"input_tokens": 1200, "cache_read_input_tokens": 400, "output_tokens": 50}}, nil},
@@ -247,6 +264,30 @@ func pinnedForTranscript(msgs []any, cfg map[string]any, pins ...any) []any {
 	}
 	_ = json.Unmarshal(Call(env), &res)
 	return res.Result.Messages
+}
+
+// compactedWithArchive is msgs compacted (forced, builtin summary) as an engine
+// with config cfg returns them, archived as archiveID (lossless) when set, and
+// the originals it archived, in input order.
+func compactedWithArchive(msgs []any, cfg map[string]any, archiveID string) (out, originals []any) {
+	req := map[string]any{"op": "compact.begin", "messages": msgs, "config": cfg, "force": true, "summarizer": "builtin"}
+	if archiveID != "" {
+		req["archive_id"] = archiveID
+	}
+	env, _ := marshal(req)
+	var res struct {
+		Result struct {
+			Messages []any `json:"messages"`
+			Archived []struct {
+				Message any `json:"message"`
+			} `json:"archived"`
+		} `json:"result"`
+	}
+	_ = json.Unmarshal(Call(env), &res)
+	for _, a := range res.Result.Archived {
+		originals = append(originals, a.Message)
+	}
+	return res.Result.Messages, originals
 }
 
 // sessionCall sends one session.run request natively.

@@ -45,6 +45,9 @@ type ContextEngine struct {
 	mu     sync.Mutex
 	state  json.RawMessage
 	status core.EngineStatus
+	// originals are the last compaction's archived messages, for Undo (a
+	// compressor engine's copy; a lossless one asks its store).
+	originals []json.RawMessage
 }
 
 // ContextEngineOptions are the optional parameters of NewContextEngine.
@@ -232,7 +235,53 @@ func (ce *ContextEngine) Compress(ctx context.Context, messages json.RawMessage,
 	if refs {
 		err = putBack(&res, messages)
 	}
+	if err == nil && res.Report.Compacted && ce.store == nil {
+		originals := make([]json.RawMessage, 0, len(res.Archived))
+		for _, a := range res.Archived {
+			originals = append(originals, a.Message)
+		}
+		ce.mu.Lock()
+		ce.originals = originals
+		ce.mu.Unlock()
+	}
 	return res, err
+}
+
+// Undo takes the last compaction back (docs/STEERING.md "See and undo"):
+// messages is the conversation as it is now, which must start with that
+// compaction's result; Undo returns the compaction's input (the archived
+// originals in their places, the messages it returned unchanged as they are
+// now) followed by what came after the result. A compressor engine uses its
+// copy of the last Compress's originals (this process's), a lossless one its
+// store's. It refuses (invalid_state) when nothing is to undo, the conversation
+// changed, or the restored conversation does not fit the window.
+func (ce *ContextEngine) Undo(ctx context.Context, messages json.RawMessage) (json.RawMessage, error) {
+	ce.mu.Lock()
+	originals := ce.originals
+	ce.mu.Unlock()
+	var given json.RawMessage
+	if ce.store == nil && originals != nil {
+		given = append(append([]byte{'['}, bytes.Join(asByteSlices(originals), []byte{','})...), ']') // byte for byte
+	}
+	raw, err := ce.runSession(ctx, core.EventUndo, func(r *request) {
+		r.raw("originals", given).raw("messages", messages)
+	}, ce.storeEffects)
+	if err != nil {
+		return nil, err
+	}
+	ce.mu.Lock()
+	ce.originals = nil
+	ce.mu.Unlock()
+	return json.RawMessage(gjson.GetBytes(raw, "messages").Raw), nil
+}
+
+// asByteSlices is msgs as byte slices.
+func asByteSlices(msgs []json.RawMessage) [][]byte {
+	out := make([][]byte, len(msgs))
+	for i, m := range msgs {
+		out[i] = m
+	}
+	return out
 }
 
 // UpdateFromResponse records the usage of the last LLM response, the usage object

@@ -273,3 +273,40 @@ func TestPinsThroughTheEngine(t *testing.T) {
 		t.Fatalf("the pinned message changed:\n%s\n%s", got, want)
 	}
 }
+
+// TestUndoThroughTheEngine: Undo gives back the last Compress's input, then
+// what came after, and refuses a second time.
+func TestUndoThroughTheEngine(t *testing.T) {
+	ctx := context.Background()
+	ce, err := NewContextEngine(ctx, sharedEngine(t), json.RawMessage(`{"model":{"context_length":3000}}`), ContextEngineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := steeringConversation()
+	res, err := ce.Compress(ctx, msgs, CompressOptions{Force: true})
+	if err != nil || !res.Report.Compacted {
+		t.Fatalf("compress: %v", err)
+	}
+	if st := ce.Status(); !st.CanUndo || st.LastCompaction == nil || !strings.Contains(st.LastCompaction.Summary, "## Goal") {
+		t.Fatalf("status: %+v", st)
+	}
+	grown := append(append([]json.RawMessage{}, res.Messages...), json.RawMessage(`{"role":"user","content":"Undo that."}`))
+	back, err := ce.Undo(ctx, mustJoin(grown))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want []any
+	if err := json.Unmarshal(back, &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(msgs, &want); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, map[string]any{"role": "user", "content": "Undo that."})
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("undo gave %d messages, want the %d of the input and the one after", len(got), len(want))
+	}
+	if _, err := ce.Undo(ctx, back); err == nil || !strings.Contains(err.Error(), "no compaction to undo") {
+		t.Fatalf("a second undo: %v", err)
+	}
+}

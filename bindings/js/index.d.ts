@@ -1214,6 +1214,13 @@ export interface EngineStatus {
   last_fallback_code: FallbackCode | null;
   /** true while the agent's compact_now waits for the next compaction (shouldCompress then says "requested"). */
   compaction_requested: boolean;
+  /** What the last compaction did, its summary's text included (absent before the first). */
+  last_compaction?: {
+    compacted: boolean; reason: string; fits: boolean; tokens_after: number; fallback_used: boolean; fallback_code: string;
+    tokens_before?: number; summarized?: { from: number; to: number }; pruned?: number; summary?: string;
+  };
+  /** Whether undo() can take the last compaction back. */
+  can_undo: boolean;
 }
 
 // ---------------------------------------------------------------------------
@@ -1324,6 +1331,8 @@ export declare class ContextEngine {
   shouldPrepare(promptTokens?: number): boolean;
   /** Summarizes the messages ahead of the trigger and keeps the compaction; compress() at the trigger splices it into the grown conversation without calling the summarizer (docs/STEERING.md). */
   prepareCompaction(messages: Item[], options?: PrepareCompactionOptions): Promise<PrepareCompactionResult>;
+  /** Takes the last compaction back: the conversation as it is now (starting with that compaction's result) in, the compaction's input and what came after out (docs/STEERING.md "See and undo"). */
+  undo(messages: Item[]): Promise<Item[]>;
   /** Compacts with the state's config, the last prompt tokens and the summarizer, then records the report. */
   compress<M extends Item>(messages: M[], options?: CompressOptions): Promise<CompactResult<M>>;
   /** Switches the model (threshold re-resolved, breaker cleared). */

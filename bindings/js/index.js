@@ -1010,8 +1010,33 @@ export class ContextEngine {
       `${field("prompt_tokens", o.currentTokens)},"output":"refs","summarizer":"${summarize ? "host" : "builtin"}"` +
       `${field("focus", o.focusTopic)}${field("memory_context", o.memoryContext)}${field("pins", o.pins)}`;
     const res = await this.#runAsync("compress", head, encoded, this.#compressEffect(timeoutMs, signal), signal);
-    return toResult(materialize(res, messages));
+    const out = toResult(materialize(res, messages));
+    // A compressor engine keeps the originals for undo() (a lossless one asks its store).
+    if (out.report.compacted && this.#store === undefined) this.#originals = out.archived.map((a) => a.message);
+    return out;
   }
+
+  /**
+   * Takes the last compaction back (docs/STEERING.md "See and undo"): `messages`
+   * is the conversation as it is now, which must start with that compaction's
+   * result; resolves to the compaction's input (the archived originals in their
+   * places, the messages it returned unchanged as they are now), then what came
+   * after the result, as new objects. A compressor engine uses its copy of the
+   * last compress()'s originals, a lossless one its store's. Rejects
+   * (invalid_state) when there is nothing to undo, the conversation changed, or
+   * the restored conversation does not fit the window.
+   * @param {import("./index.d.ts").Message[]} messages
+   */
+  async undo(messages) {
+    const encoded = utf8(messagesJSON(messages));
+    const originals = this.#store === undefined && this.#originals !== undefined ? `,"originals":${serialize(this.#originals, "/originals", "invalid_request")}` : "";
+    const res = await this.#runAsync("undo", originals, encoded, (e) => this.#storeEffect(e));
+    this.#originals = undefined;
+    return res.messages;
+  }
+
+  /** The last compress()'s archived originals, for undo() (compressor engines). */
+  #originals;
 
   /**
    * The context tools' schemas in the shape of `format` ("openai" chat, "responses",

@@ -145,3 +145,17 @@ test("pins: a pinned tool group is kept verbatim after the summary, and the engi
     (e) => e instanceof CompactError && e.code === "invalid_request" && e.path === "/pins/0");
   await assert.rejects(c.compact(msgs, { pins: [-1] }), (e) => e instanceof CompactError && e.path === "/pins");
 });
+
+test("see and undo: the status has the last summary; undo gives back the compaction's input, then what came after", async () => {
+  const engine = await ContextEngine.create({ config: { model: { context_length: 3000 } } });
+  const msgs = conversation();
+  const res = await engine.compress(msgs, { force: true });
+  const status = engine.getStatus();
+  assert.equal(status.can_undo, true);
+  assert.match(status.last_compaction.summary, /^## Goal/);
+  const grown = [...res.messages, { role: "user", content: "Undo that." }];
+  const back = await engine.undo(grown);
+  assert.deepEqual(back, [...msgs, { role: "user", content: "Undo that." }]);
+  assert.equal(engine.getStatus().can_undo, false);
+  await assert.rejects(engine.undo(back), (e) => e instanceof CompactError && e.code === "invalid_state" && /no compaction to undo/.test(e.message));
+});

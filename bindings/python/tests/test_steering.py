@@ -183,3 +183,19 @@ def test_pins_are_kept_and_held_by_the_engine(compactor):
     with pytest.raises(CompactError) as e:
         compactor.compact(msgs, pins=[True])
     assert e.value.path == "/pins"
+
+
+def test_see_and_undo(compactor):
+    """The status has the last summary; undo gives back the compaction's input,
+    then what came after; a second undo is refused."""
+    engine = ContextEngine({"model": {"context_length": 3000}}, compactor=compactor)
+    msgs = conversation()
+    out = engine.compress(msgs, force=True)
+    status = engine.get_status()
+    assert status["can_undo"] is True and status["last_compaction"]["summary"].startswith("## Goal")
+    back = engine.undo(out + [{"role": "user", "content": "Undo that."}])
+    assert back == msgs + [{"role": "user", "content": "Undo that."}]
+    assert engine.get_status().get("can_undo") is not True
+    with pytest.raises(CompactError) as e:
+        engine.undo(back)
+    assert e.value.code == "invalid_state" and "no compaction to undo" in str(e.value)

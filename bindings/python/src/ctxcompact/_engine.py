@@ -539,6 +539,27 @@ class ContextEngine:
         self.last_range = cast(Optional[RecallRange], got.get("range"))
         return res.messages
 
+    def undo(self, messages: List[Message], **unknown: NoReturn) -> List[Message]:
+        """Take the last compaction back (docs/STEERING.md "See and undo"):
+        ``messages`` is the conversation as it is now, which must start with that
+        compaction's result; returns the compaction's input (the archived originals
+        in their places, the messages it returned unchanged as they are now), then
+        what came after the result, as new objects. A compressor engine uses the
+        last ``compress``'s ``last_archived`` (this process's), a lossless one its
+        store's. Raises ``invalid_state`` when there is nothing to undo, the
+        conversation changed, or the restored conversation does not fit."""
+        reject_unknown("undo", unknown, ("messages",))
+        msgs, mj = _messages_json(messages)
+        if self.lossless:
+            mj = _dumps_utf8(msgs, "invalid_messages", "/messages", "messages")
+        fields: List[Tuple[bytes, bytes]] = []
+        if not self.lossless and self.last_archived:
+            fields.append((b"originals", _dumps_utf8([a["message"] for a in self.last_archived], "invalid_request", "/originals", "originals")))
+        fields.append((b"messages", mj))
+        r = self._session("undo", fields)
+        self.last_archived = []
+        return cast(List[Message], r["messages"])
+
     def _compress_fields(self, messages: List[Message], current_tokens: Optional[int], focus_topic: Optional[str],
                          memory_context: str, pins: Any = None) -> Tuple[List[Any], List[Tuple[bytes, bytes]]]:
         """The checked messages and the fields of a compress event, the messages last."""

@@ -408,7 +408,14 @@ class InfoResult(TypedDict):
     encodings: List[str]
 
 
-class EngineStatus(TypedDict):
+class _EngineStatusLater(TypedDict, total=False):
+    """The keys of an engine status that are there once something happened."""
+
+    #: what the last compaction did, its summary's text included (absent before the first).
+    last_compaction: Dict[str, Any]
+
+
+class EngineStatus(_EngineStatusLater):
     """What ``ContextEngine.get_status()`` returns (the core's engine status; the
     engine's fields are copied from it after every call)."""
 
@@ -433,6 +440,8 @@ class EngineStatus(TypedDict):
     #: True while the agent's compact_now waits for the next compaction
     #: (should_compress then says "requested").
     compaction_requested: bool
+    #: whether undo can take the last compaction back.
+    can_undo: bool
 
 
 class UsageRecord(TypedDict):
