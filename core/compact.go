@@ -150,11 +150,16 @@ type compactRequest struct {
 	focus string
 	// hasPins is true when a message is pinned (pins.go).
 	hasPins bool
+	// span is a range compaction's messages to summarize (compact_range.go).
+	span *IndexRange
 }
 
 // plan places the boundaries. A top-level system prompt counts as the first of
 // protect_first_n head messages, as a system message does in the list.
 func (r *compactRequest) plan() plan {
+	if r.span != nil {
+		return r.rangePlan()
+	}
 	cc := r.cfg.Compression
 	if r.system.Exists() && cc.ProtectFirstN > 0 {
 		cc.ProtectFirstN--
@@ -231,6 +236,9 @@ func parseCompactParams(req params, known *jsonraw.ArrayParts) (*compactRequest,
 		return nil, errorf(CodeInvalidRequest, "/focus", "focus must be a string of at most %d bytes", maxFocusBytes)
 	}
 	if err := r.readPins(req.Get("pins")); err != nil {
+		return nil, err
+	}
+	if err := r.readRange(req.Get("range")); err != nil {
 		return nil, err
 	}
 	return r, r.readSystem(req)

@@ -95,7 +95,7 @@ var ops map[string]opSpec
 // The fields of the ops over a message list.
 var (
 	messagesParams = []string{"messages", "config", "format", "system", "output"}
-	compactParams  = []string{"messages", "config", "format", "system", "output", "force", "prompt_tokens", "summarizer", "ticket", "archive_id", "focus", "pins"}
+	compactParams  = []string{"messages", "config", "format", "system", "output", "force", "prompt_tokens", "summarizer", "ticket", "archive_id", "focus", "pins", "range"}
 	policyParams   = []string{"config", "route", "session", "tokens", "manual"}
 )
 

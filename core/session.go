@@ -53,7 +53,7 @@ var sessionCommon = []string{"op", "state", "event", "resume", "answer"}
 
 // sessionFields are each event's own fields.
 var sessionFields = map[string][]string{
-	EventCompress:       {"messages", "format", "system", "config", "force", "prompt_tokens", "output", "summarizer", "focus", "memory_context", "prepare", "pins"},
+	EventCompress:       {"messages", "format", "system", "config", "force", "prompt_tokens", "output", "summarizer", "focus", "memory_context", "prepare", "pins", "range"},
 	EventToolCall:       {"name", "arguments"},
 	EventUsage:          {"usage"},
 	EventShouldCompress: {"prompt_tokens"},
@@ -358,7 +358,7 @@ func (st *sessionStep) compress() ([]byte, error) {
 // with, after its first step), with the range it archives as.
 func (st *sessionStep) compactParams(rangeID string) (params, error) {
 	p := params{}
-	for _, k := range []string{"messages", "format", "system", "force", "output", "summarizer", "focus", "pins"} {
+	for _, k := range []string{"messages", "format", "system", "force", "output", "summarizer", "focus", "pins", "range"} {
 		if v, ok := st.q.params[k]; ok {
 			p[k] = v
 		}

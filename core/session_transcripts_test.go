@@ -194,6 +194,8 @@ func sessionScripts() []scriptTranscript {
 				{EventCompress, map[string]any{"messages": small, "force": true, "summarizer": "builtin"}, []any{ok("r1"), ok(nil)}},
 				{EventUndo, map[string]any{"messages": undoLosslessOut}, []any{ok(undoTexts)}},
 			}},
+		{"range-compaction", "a range compaction summarizes exactly the messages the event names, below the threshold too, nothing pruned", roomyTiny,
+			[]scriptStep{{EventCompress, map[string]any{"messages": small, "range": map[string]any{"from": 5, "to": 11}}, []any{ok(summary)}}}},
 		{"usage-trigger-model-reset", "the engine's own events: usage, the trigger, a model switch, a reset", roomyTiny,
 			[]scriptStep{
 				{EventUsage, map[string]any{"usage": map[string]any{"input_tokens": 1200, "cache_read_input_tokens": 400, "output_tokens": 50}}, nil},

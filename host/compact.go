@@ -79,6 +79,9 @@ type CompactRequest struct {
 	// Pins are messages kept verbatim, never summarized or pruned (by index or
 	// tool call id; docs/STEERING.md "Pins").
 	Pins []core.Pin
+	// Range, when not nil, is a range compaction: exactly the messages
+	// [From, To) are summarized, whatever the trigger (docs/STEERING.md).
+	Range *core.IndexRange
 }
 
 // CompactOptions are the optional parameters of Compact.
@@ -110,6 +113,8 @@ type CompactOptions struct {
 	Focus string
 	// Pins is CompactRequest.Pins: messages kept verbatim.
 	Pins []core.Pin
+	// Range is CompactRequest.Range: the messages to summarize.
+	Range *core.IndexRange
 }
 
 // CompactAnswer is what compact.finish adds to the CompactRequest of the
@@ -241,7 +246,7 @@ func (e *Engine) Compact(ctx context.Context, messages, cfg json.RawMessage, sum
 	}
 	req := CompactRequest{Messages: messages, Format: opts.Format, System: opts.System, Config: cfg,
 		Force: opts.Force, PromptTokens: opts.PromptTokens, Summarizer: core.SummarizerHost,
-		Output: opts.Output, ArchiveID: opts.ArchiveID, Focus: opts.Focus, Pins: opts.Pins}
+		Output: opts.Output, ArchiveID: opts.ArchiveID, Focus: opts.Focus, Pins: opts.Pins, Range: opts.Range}
 	// Output "messages": the core answers with refs, and the messages are put back
 	// here from the input (refs.go).
 	refs := opts.Output == "" || opts.Output == "messages"
@@ -384,7 +389,16 @@ func (req CompactRequest) params(op string) *request {
 	return newRequest(op).str("format", string(req.Format)).raw("system", req.System).raw("config", req.Config).
 		flag("force", req.Force).num("prompt_tokens", req.PromptTokens).
 		str("summarizer", string(req.Summarizer)).str("output", req.Output).str("ticket", req.Ticket).
-		str("archive_id", req.ArchiveID).str("focus", req.Focus).raw("pins", pinsParam(req.Pins))
+		str("archive_id", req.ArchiveID).str("focus", req.Focus).raw("pins", pinsParam(req.Pins)).raw("range", rangeParam(req.Range))
+}
+
+// rangeParam is the range param of a range compaction (nil for none).
+func rangeParam(r *core.IndexRange) json.RawMessage {
+	if r == nil {
+		return nil
+	}
+	b, _ := json.Marshal(r)
+	return b
 }
 
 // pinsParam is the pins param of pins (nil for none).

@@ -97,6 +97,9 @@ type CompressOptions struct {
 	// keeps them pinned in later compactions too, by the messages' bytes
 	// (docs/STEERING.md "Pins").
 	Pins []core.Pin
+	// Range, when not nil, summarizes exactly the messages [From, To), whatever
+	// the trigger: a range compaction (docs/STEERING.md).
+	Range *core.IndexRange
 }
 
 // engineResult is what every engine.* op returns, with the fields some add.
@@ -219,7 +222,7 @@ func (ce *ContextEngine) Compress(ctx context.Context, messages json.RawMessage,
 		r.str("format", string(opts.Format)).raw("system", opts.System).raw("config", opts.Config).
 			flag("force", opts.Force).num("prompt_tokens", opts.PromptTokens).str("output", output).
 			str("summarizer", string(summarizer)).str("focus", opts.Focus).str("memory_context", opts.MemoryContext).
-			raw("pins", pinsParam(opts.Pins)).raw("messages", messages)
+			raw("pins", pinsParam(opts.Pins)).raw("range", rangeParam(opts.Range)).raw("messages", messages)
 	}
 	raw, err := ce.runSession(ctx, core.EventCompress, fields, ce.summarizeEffect)
 	if err != nil {

@@ -310,3 +310,25 @@ func TestUndoThroughTheEngine(t *testing.T) {
 		t.Fatalf("a second undo: %v", err)
 	}
 }
+
+// TestRangeCompactionThroughTheEngine: Range summarizes exactly the messages
+// named, below the threshold too.
+func TestRangeCompactionThroughTheEngine(t *testing.T) {
+	ctx := context.Background()
+	res, err := sharedEngine(t).Compact(ctx, steeringConversation(), json.RawMessage(`{"model":{"context_length":200000}}`), nil,
+		CompactOptions{Range: &core.IndexRange{From: 4, To: 8}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := res.Report.Summarized; s == nil || *s != (core.IndexRange{From: 4, To: 8}) {
+		t.Fatalf("summarized %v", res.Report.Summarized)
+	}
+	ce, err := NewContextEngine(ctx, sharedEngine(t), json.RawMessage(`{"model":{"context_length":200000}}`), ContextEngineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ce.Compress(ctx, steeringConversation(), CompressOptions{Range: &core.IndexRange{From: 2, To: 6}})
+	if err != nil || got.Report.Summarized == nil || *got.Report.Summarized != (core.IndexRange{From: 2, To: 6}) {
+		t.Fatalf("the engine's range compaction: %v, %v", got.Report, err)
+	}
+}

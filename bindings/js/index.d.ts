@@ -923,6 +923,8 @@ export interface CompactOptions {
   signal?: AbortSignal;
   /** Messages kept verbatim, never summarized or pruned: input indexes and tool call ids (a pin takes the whole tool group; docs/STEERING.md "Pins"). */
   pins?: Array<number | string>;
+  /** A range compaction: summarize exactly the messages [from, to) (input indexes), whatever the trigger; it must not split a tool group (docs/STEERING.md). */
+  range?: { from: number; to: number };
 }
 
 export interface ShouldCompressOptions {
@@ -1080,10 +1082,12 @@ export interface CompressOptions {
   system?: string | ContentPart[] | GeminiSystemInstruction;
   /** Messages kept verbatim, never summarized or pruned: input indexes and tool call ids; the engine keeps them pinned in later compactions too (docs/STEERING.md "Pins"). */
   pins?: Array<number | string>;
+  /** A range compaction: summarize exactly the messages [from, to) (input indexes), whatever the trigger; it must not split a tool group (docs/STEERING.md). */
+  range?: { from: number; to: number };
 }
 
 /** prepareCompaction()'s options: compress()'s but force. */
-export type PrepareCompactionOptions = Omit<CompressOptions, "force">;
+export type PrepareCompactionOptions = Omit<CompressOptions, "force" | "range">;
 
 /** What prepareCompaction() kept: the conversation's first `messages` messages, summarizing [head_end, tail_start); null, with the reason, when nothing was kept. */
 export interface PrepareCompactionResult {

@@ -54,7 +54,7 @@ const CREATE_OPTIONS = { wasm: [T.any], config: CONFIG, debug: [T.function], max
 const COMPACT_OPTIONS = {
   summarize: [T.function], force: [T.boolean], config: CONFIG, promptTokens: [T.count],
   format: [T.string], system: [T.system], focus: [T.string], timeoutMs: [T.positiveMs, "timeout"], signal: [T.signal],
-  pins: [T.pins],
+  pins: [T.pins], range: [T.object],
 };
 const SHOULD_COMPRESS_OPTIONS = { config: CONFIG, lastCompactionTokens: [T.count] };
 const HYGIENE_OPTIONS = { config: CONFIG, promptTokens: [T.count] };
@@ -84,9 +84,9 @@ const ENGINE_OPTIONS = {
 const ENGINE_CREATE_OPTIONS = { ...CREATE_OPTIONS, ...ENGINE_OPTIONS };
 const COMPRESS_OPTIONS = {
   currentTokens: [T.count], focusTopic: [T.string], force: [T.boolean], timeoutMs: [T.positiveMs, "timeout"],
-  signal: [T.signal], format: [T.string], system: [T.system], memoryContext: [T.string], pins: [T.pins],
+  signal: [T.signal], format: [T.string], system: [T.system], memoryContext: [T.string], pins: [T.pins], range: [T.object],
 };
-const { force: _force, ...PREPARE_COMPACTION_OPTIONS } = COMPRESS_OPTIONS;
+const { force: _force, range: _range, ...PREPARE_COMPACTION_OPTIONS } = COMPRESS_OPTIONS;
 const UPDATE_MODEL_OPTIONS = { provider: [T.string], baseUrl: [T.string], apiKey: [T.string], apiMode: [T.string] };
 const PREPARE_OPTIONS = { tokens: [T.count], manual: [T.boolean] };
 
@@ -495,7 +495,7 @@ export class Compactor {
     // The same fields for begin and finish; the messages serialized and encoded once.
     // The ticket names this compaction, so that finish may leave the messages out.
     const params = `${configJSON === undefined ? "" : `,"config":${configJSON}`}${field("force", o.force)}` +
-      `${field("prompt_tokens", o.promptTokens)}${field("format", o.format)}${field("focus", o.focus)}${field("pins", o.pins)}` +
+      `${field("prompt_tokens", o.promptTokens)}${field("format", o.format)}${field("focus", o.focus)}${field("pins", o.pins)}${field("range", o.range)}` +
       `${systemField(o.system)},"output":"refs"${summarize ? field("ticket", newTicket()) : ""}`;
     const encoded = utf8(messagesJSON(messages));
     const withMessages = [`${params},"messages":`, encoded, "}"];
@@ -1008,7 +1008,7 @@ export class ContextEngine {
     // Output refs: the caller's unchanged messages are put back (materialize).
     const head = `${field("format", o.format)}${systemField(o.system)}${field("force", o.force)}` +
       `${field("prompt_tokens", o.currentTokens)},"output":"refs","summarizer":"${summarize ? "host" : "builtin"}"` +
-      `${field("focus", o.focusTopic)}${field("memory_context", o.memoryContext)}${field("pins", o.pins)}`;
+      `${field("focus", o.focusTopic)}${field("memory_context", o.memoryContext)}${field("pins", o.pins)}${field("range", o.range)}`;
     const res = await this.#runAsync("compress", head, encoded, this.#compressEffect(timeoutMs, signal), signal);
     const out = toResult(materialize(res, messages));
     // A compressor engine keeps the originals for undo() (a lossless one asks its store).

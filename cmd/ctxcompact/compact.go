@@ -36,7 +36,7 @@ func init() {
 // added. This output is a stable interface.
 func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := commandFlags("compact", stderr,
-		"usage: ctxcompact compact FILE [--format NAME] [--if-needed] [--context-length N] [--model NAME] [--config FILE] [--focus TEXT] [--instructions TEXT] [--pin INDEX|CALL_ID]... [--wasm [--no-cache]] [--summarizer-url URL [--summarizer-api API] [--summarizer-model NAME] [--summarizer-timeout D]]",
+		"usage: ctxcompact compact FILE [--format NAME] [--if-needed] [--context-length N] [--model NAME] [--config FILE] [--focus TEXT] [--instructions TEXT] [--pin INDEX|CALL_ID]... [--range FROM:TO] [--wasm [--no-cache]] [--summarizer-url URL [--summarizer-api API] [--summarizer-model NAME] [--summarizer-timeout D]]",
 		"FILE holds {\"messages\": [...], \"system\"?: ..., \"config\"?: {...}} or a bare array; - reads stdin.",
 		"compact always compacts (force), even under the threshold; --if-needed compacts only when the",
 		"estimate reaches the threshold, as the op's trigger does, and otherwise prints FILE's messages unchanged.")
@@ -59,6 +59,7 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		}
 		return nil
 	})
+	span := fs.String("range", "", "summarize exactly the messages FROM to TO-1 (input indexes, FROM:TO), whatever the threshold; it must not split a tool group")
 	instructions := fs.String("instructions", "", "standing guidance for the summary, sets config compression.instructions (at most 8,000 bytes)")
 	useWasm := fs.Bool("wasm", false, "run the embedded WebAssembly module on wazero instead of the native core (same output)")
 	noCache := fs.Bool("no-cache", false, "with --wasm, compile the module without the on-disk compilation cache")
@@ -120,6 +121,15 @@ func runCompact(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	if len(pins) > 0 {
 		b, _ := json.Marshal(pins) // ints and strings
 		params = withParam(params, "pins", b)
+	}
+	if *span != "" {
+		from, to, ok := strings.Cut(*span, ":")
+		i, err1 := strconv.Atoi(from)
+		j, err2 := strconv.Atoi(to)
+		if !ok || err1 != nil || err2 != nil {
+			return fmt.Errorf("ctxcompact compact: --range must be FROM:TO (input indexes), got %q", *span)
+		}
+		params = withParam(params, "range", []byte(fmt.Sprintf(`{"from":%d,"to":%d}`, i, j)))
 	}
 	call := callerFor(*useWasm, !*noCache, stderr)
 	res, err := opResult(call, "compact.begin", params)

@@ -222,4 +222,21 @@ func TestCompactFocusAndInstructions(t *testing.T) {
 	code, _, errOut = cliRun(t, "", "compact", conv, "--pin", "nope")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, `no message makes a tool call with id "nope" (at /pins/0)`)
+
+	// --range summarizes exactly those messages.
+	code, out, errOut = cliRun(t, "", "compact", conv, "--range", "4:8")
+	require.Equal(t, 0, code, errOut)
+	var ranged struct {
+		Report struct {
+			Summarized core.IndexRange `json:"summarized"`
+		} `json:"report"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &ranged), out)
+	require.Equal(t, core.IndexRange{From: 4, To: 8}, ranged.Report.Summarized)
+	code, _, errOut = cliRun(t, "", "compact", conv, "--range", "5:8")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "starts inside a tool group")
+	code, _, errOut = cliRun(t, "", "compact", conv, "--range", "four")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "--range must be FROM:TO")
 }

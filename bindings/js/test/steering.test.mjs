@@ -159,3 +159,13 @@ test("see and undo: the status has the last summary; undo gives back the compact
   assert.equal(engine.getStatus().can_undo, false);
   await assert.rejects(engine.undo(back), (e) => e instanceof CompactError && e.code === "invalid_state" && /no compaction to undo/.test(e.message));
 });
+
+test("a range compaction summarizes exactly the messages named", async () => {
+  const c = await Compactor.create();
+  const res = await c.compact(conversation(), { config: { model: { context_length: 200000 } }, range: { from: 4, to: 8 } });
+  assert.deepEqual(res.report.summarized, { from: 4, to: 8 });
+  const engine = c.engine({ config: { model: { context_length: 200000 } } });
+  const r = await engine.compress(conversation(), { range: { from: 2, to: 6 } });
+  assert.deepEqual(r.report.summarized, { from: 2, to: 6 });
+  await assert.rejects(c.compact(conversation(), { range: { from: 5, to: 8 } }), (e) => e instanceof CompactError && e.path === "/range/from");
+});

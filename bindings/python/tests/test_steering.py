@@ -199,3 +199,16 @@ def test_see_and_undo(compactor):
     with pytest.raises(CompactError) as e:
         engine.undo(back)
     assert e.value.code == "invalid_state" and "no compaction to undo" in str(e.value)
+
+
+def test_range_compaction(compactor):
+    """range summarizes exactly the messages named, through compact and compress."""
+    cfg = {"model": {"context_length": 200000}}
+    res = compactor.compact(conversation(), config=cfg, range={"from": 4, "to": 8})
+    assert res.report["summarized"] == {"from": 4, "to": 8}
+    engine = ContextEngine(cfg, compactor=compactor)
+    engine.compress(conversation(), range={"from": 2, "to": 6})
+    assert engine.last_report["summarized"] == {"from": 2, "to": 6}
+    with pytest.raises(CompactError) as e:
+        compactor.compact(conversation(), range={"from": 5, "to": 8})
+    assert e.value.path == "/range/from"

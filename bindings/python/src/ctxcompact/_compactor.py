@@ -247,7 +247,8 @@ def _own_trim(msgs: List[Message], r: Dict[str, Any], replaced: bool) -> None:
         w["original"] = msgs[w["index"]]
 
 
-_COMPACT_OPTIONS = ("messages", "summarize", "force", "prompt_tokens", "config", "system", "format", "focus", "pins", "timeout")
+_COMPACT_OPTIONS = ("messages", "summarize", "force", "prompt_tokens", "config", "system", "format", "focus", "pins", "range",
+                    "timeout")
 #: At most this many merged per-call configs are remembered per Compactor.
 _MERGE_MEMO = 64
 
@@ -702,6 +703,7 @@ class Compactor:
         archive_id: Optional[str] = None,
         focus: Any = None,
         pins: Any = None,
+        span: Any = None,
     ) -> Tuple[List[Message], bytes, List[Tuple[bytes, bytes]], bytes, Optional[float]]:
         """Check the options (no coercion) and build the compact.begin envelope:
         (messages, their JSON, the params shared by begin and finish, the begin
@@ -732,6 +734,9 @@ class Compactor:
         pin_field = pins_field(pins)
         if pin_field is not None:
             parts.append(pin_field)
+        span_field = range_field(span)
+        if span_field is not None:
+            parts.append(span_field)
         if archive_id is not None:  # lossless recall: the summary names its range
             parts.append((b"archive_id", dumps(archive_id)))
         if host:  # finish may then leave out the messages (see _finish_env)
@@ -801,6 +806,7 @@ class Compactor:
         format: Optional[Format] = None,
         focus: Optional[str] = None,
         pins: Optional[Sequence[Union[int, str]]] = None,
+        range: Optional[Dict[str, int]] = None,
         timeout: Optional[float] = DEFAULT_TIMEOUT,
         **unknown: NoReturn,
     ) -> CompactResult:
@@ -829,11 +835,12 @@ class Compactor:
         request asks for it, and the builtin summary and the facts index put what
         matches it first (docs/STEERING.md). ``pins`` (message indexes and tool
         call ids) are kept verbatim, never summarized or pruned (docs/STEERING.md
-        "Pins").
+        "Pins"). ``range`` (``{"from": i, "to": j}``) summarizes exactly those
+        messages, whatever the trigger (a range compaction).
         """
         reject_unknown("compact", unknown, _COMPACT_OPTIONS)
         return self._compact(messages, summarize, force, prompt_tokens, self._cfg(config), system, format, timeout,
-                             focus=focus, pins=pins)
+                             focus=focus, pins=pins, span=range)
 
     def _compact(
         self,
@@ -848,11 +855,12 @@ class Compactor:
         archive_id: Optional[str] = None,
         focus: Any = None,
         pins: Any = None,
+        span: Any = None,
     ) -> CompactResult:
         """compact with the config JSON as given (the engine passes its state's, and
         in lossless mode the ``archive_id`` of compact.begin/finish)."""
         msgs, mj, parts, env, to = self._begin(
-            messages, summarize, force, prompt_tokens, config_json, system, format, timeout, archive_id, focus, pins
+            messages, summarize, force, prompt_tokens, config_json, system, format, timeout, archive_id, focus, pins, span
         )
         r = parse_response(self._p().call(env))
         if r.get("done"):
@@ -872,6 +880,7 @@ class Compactor:
         format: Optional[Format] = None,
         focus: Optional[str] = None,
         pins: Optional[Sequence[Union[int, str]]] = None,
+        range: Optional[Dict[str, int]] = None,
         timeout: Optional[float] = DEFAULT_TIMEOUT,
         **unknown: NoReturn,
     ) -> CompactResult:
@@ -889,7 +898,7 @@ class Compactor:
         ones run inline. No instance is held while the summarizer is awaited."""
         reject_unknown("acompact", unknown, _COMPACT_OPTIONS)
         msgs, mj, parts, env, to = self._begin(
-            messages, summarize, force, prompt_tokens, self._cfg(config), system, format, timeout, focus=focus, pins=pins
+            messages, summarize, force, prompt_tokens, self._cfg(config), system, format, timeout, focus=focus, pins=pins, span=range
         )
         r = await self._arun_env(env)
         if r.get("done"):
@@ -908,6 +917,16 @@ def pins_field(pins: Any) -> Optional[Tuple[bytes, bytes]]:
     ):
         raise OptionError(f"pins must be a list of message indexes and tool call ids, not {pins!r}", "/pins")
     return (b"pins", dumps(list(pins)))
+
+
+def range_field(span: Any) -> Optional[Tuple[bytes, bytes]]:
+    """The range param of a range compaction (None for none): ``{"from": i,
+    "to": j}``, checked by the core."""
+    if span is None:
+        return None
+    if not isinstance(span, dict):
+        raise OptionError(f'range must be {{"from": i, "to": j}}, not {span!r}', "/range")
+    return (b"range", dumps(span))
 
 
 def _isawaitable(x: Any) -> bool:

@@ -41,6 +41,7 @@ from ._compactor import (
     dumps_at,
     parse_response,
     pins_field,
+    range_field,
 )
 from ._errors import CompactError, OptionError
 from ._types import (
@@ -67,7 +68,7 @@ __all__ = ["ContextEngine", "CompactionEngine"]
 
 _CTOR_OPTIONS = ("config", "summarize", "model", "context_length", "provider", "compactor", "state", "timeout",
                  "store", "session_id")
-_COMPRESS_OPTIONS = ("messages", "current_tokens", "focus_topic", "force", "memory_context", "pins")
+_COMPRESS_OPTIONS = ("messages", "current_tokens", "focus_topic", "force", "memory_context", "pins", "range")
 _MODEL_OPTIONS = ("model", "context_length", "base_url", "api_key", "provider", "api_mode")
 # Fields a deep copy shares with (or gets anew, not from) the original.
 _SHARED_FIELDS = frozenset(("_lock", "_compactor", "_owns_compactor", "_store", "_store_arg", "_owns_store",
@@ -514,6 +515,7 @@ class ContextEngine:
         force: bool = False,
         memory_context: str = "",
         pins: Optional[Sequence[Union[int, str]]] = None,
+        range: Optional[Dict[str, int]] = None,
         **unknown: NoReturn,
     ) -> List[Message]:
         """Compact messages with the state's config and return the new list
@@ -529,6 +531,9 @@ class ContextEngine:
         force = check_bool("force", force)
         msgs, fields = self._compress_fields(messages, current_tokens, focus_topic, memory_context, pins)
         fields[:0] = [(b"output", b'"refs"')] + ([(b"force", b"true")] if force else [])
+        span_field = range_field(range)
+        if span_field is not None:
+            fields.insert(0, span_field)
         # Lossless: the originals are archived before the report is recorded; a
         # failed archive raises here and records nothing (the caller keeps its input).
         got: Dict[str, Any] = {}
