@@ -15,7 +15,7 @@ const fixtures = JSON.parse(readFileSync(path.join(ROOT, "testdata", "bindings",
 
 const STATUS_KEYS = ["name", "model", "provider", "context_length", "threshold_tokens", "threshold_percent", "threshold_rule",
   "last_prompt_tokens", "last_completion_tokens", "last_total_tokens", "usage_percent", "compression_count",
-  "breaker_tokens", "last_compaction_fits", "last_fallback_used", "last_fallback_code", "compaction_requested"];
+  "breaker_tokens", "last_compaction_fits", "last_fallback_used", "last_fallback_code", "compaction_requested", "can_undo"];
 
 /** The ops a compactor's instance is sent, recorded. */
 function recordOps(compactor) {
@@ -183,7 +183,8 @@ test("ContextEngine.create makes its own compactor; the constructor is not publi
 test("every engine method is a session.run sequence (the rules live in the core)", async () => {
   const d = await Compactor.create();
   const ops = recordOps(d);
-  const e = d.engine({ config: small, summarize: async () => "S" });
+  // A summarizer with room for the whole middle: one summary request (no chunks).
+  const e = d.engine({ config: { ...small, compression: { summary_context_length: 1000000 } }, summarize: async () => "S" });
   e.updateFromResponse({ prompt_tokens: 30000 });
   e.shouldCompress();
   await e.compress(session({ turns: 40 }));

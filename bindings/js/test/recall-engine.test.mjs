@@ -325,11 +325,13 @@ test("compress asks the store for a range id r<k> and archives under it in lossl
   };
   const store = await RecallStore.open();
   const summarize = async () => "Goal: the task.";
-  const e = comp.engine({ config: LOSSLESS, store, sessionId: "s", summarize });
+  // Summarizers with room for the whole middle: one summary request each (no chunks).
+  const roomy = { compression: { summary_context_length: 1000000 } };
+  const e = comp.engine({ config: { ...LOSSLESS, ...roomy }, store, sessionId: "s", summarize });
   const r = await e.compress(session({ turns: 60 }), { force: true });
   assert.match(JSON.stringify(r.messages), /Archived as r1/);
   await e.compress([...r.messages, ...session({ turns: 30 })], { force: true });
-  await comp.engine({ config: { model: { context_length: 32000 } }, summarize }).compress(session({ turns: 60 }), { force: true });
+  await comp.engine({ config: { model: { context_length: 32000 }, ...roomy }, summarize }).compress(session({ turns: 60 }), { force: true });
   assert.deepEqual(asked, [["next_range_id", null], ["summarize", null], ["archive", "r1"],
     ["next_range_id", null], ["summarize", null], ["archive", "r2"], ["summarize", null]]);
   assert.deepEqual(store.ranges("s").map((x) => x.id), ["r1", "r2"]);
