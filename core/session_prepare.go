@@ -16,10 +16,11 @@ import "strconv"
 // otherwise compress compacts as it would have, and the prepared one goes.
 
 // DefaultPrepareRatio is compression.prepare_ratio's default: preparation starts
-// at 60% of the threshold (at a 32K window: 14,400 of 24,000 tokens), the ratio
-// that left the fewest requests waiting in the replay of the shared traces with
-// a summarizer two requests slow (docs/STEERING.md).
-const DefaultPrepareRatio = 0.6
+// at 85% of the threshold (at a 32K window: 20,400 of 24,000 tokens). In the
+// replay of the shared traces with a summarizer two requests slow and requests
+// held up to 95% of the window while it runs, lower ratios left as few requests
+// waiting and cost more (docs/STEERING.md).
+const DefaultPrepareRatio = 0.85
 
 // PreparedCompaction is a compaction summarized ahead of the trigger.
 type PreparedCompaction struct {

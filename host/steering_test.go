@@ -184,11 +184,11 @@ func TestBackgroundCompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	threshold := ce.Status().ThresholdTokens
-	if should, err := ce.ShouldPrepare(ctx, threshold*7/10); err != nil || !should {
-		t.Fatalf("ShouldPrepare at 70%% of the threshold: %v, %v", should, err)
+	if should, err := ce.ShouldPrepare(ctx, threshold*9/10); err != nil || !should {
+		t.Fatalf("ShouldPrepare at 90%% of the threshold: %v, %v", should, err)
 	}
 	if should, _ := ce.ShouldPrepare(ctx, threshold/2); should {
-		t.Fatal("ShouldPrepare at half the threshold (below prepare_ratio 0.6)")
+		t.Fatal("ShouldPrepare at half the threshold (below prepare_ratio 0.85)")
 	}
 	done := make(chan core.PrepareResult)
 	go func() {
@@ -210,7 +210,7 @@ func TestBackgroundCompaction(t *testing.T) {
 	if prepared.Prepared == nil || prepared.Prepared.Messages != len(prefix) {
 		t.Fatalf("prepared: %+v", prepared)
 	}
-	if should, _ := ce.ShouldPrepare(ctx, threshold*7/10); should {
+	if should, _ := ce.ShouldPrepare(ctx, threshold*9/10); should {
 		t.Fatal("ShouldPrepare with a fresh one kept")
 	}
 	before := calls

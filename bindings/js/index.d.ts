@@ -201,7 +201,7 @@ export interface CompressionConfig {
   summary_context_length?: number;
   /** Standing guidance added to every summary request, at most 8,000 bytes (default none; docs/STEERING.md). */
   instructions?: string;
-  /** Share of the threshold at which a context engine's shouldPrepare() says to prepare the next compaction in the background (default 0.6; docs/STEERING.md). */
+  /** Share of the threshold at which a context engine's shouldPrepare() says to prepare the next compaction in the background (default 0.85; docs/STEERING.md). */
   prepare_ratio?: number;
   /** Opt in to OpenAI server-side compaction (gpt-5.6 family on api.openai.com or the ChatGPT Codex backend) (default false). */
   codex_responses_native?: boolean;

@@ -76,8 +76,10 @@ turns replayed) and, when a compaction failed, first_error.
 background (docs/STEERING.md): when its should_compress says prepare_compaction (at
 compression.prepare_ratio of the trigger), it sends the summarizer the live context,
 whose answer lands N requests later; at the trigger its compress splices the landed
-compaction into the grown context, and the request waits (for the one in flight, or a
-blocking compaction) when none has landed. The same trace is also replayed blocking.
+compaction into the grown context. When none has landed, a request within 95% of the
+window goes out as it is while the summary is on its way (one is asked for then if
+none is), and one past that waits (for the one in flight, or a blocking compaction).
+The same trace is also replayed blocking.
 The table adds, and --json's background object holds: ready (compactions a landed
 preparation was spliced into, and their share), waited (the requests that waited),
 blocking compactions, and billed vs blocking (the ratio of the two replays' billed).
@@ -319,7 +321,17 @@ func replayTrace(name string, msgs []string, window int, cfg []byte, call caller
 				}
 			}
 		}
-		if float64(t) >= r.trigger {
+		held := false
+		if bg != nil && float64(t) >= r.trigger {
+			var err error
+			if held, err = bg.hold(live, t, len(r.turns), window, cfg); err != nil {
+				r.Errors++
+				if r.FirstError == "" {
+					r.FirstError = err.Error()
+				}
+			}
+		}
+		if float64(t) >= r.trigger && !held {
 			if pre < 0 {
 				pre = billed
 			}
@@ -680,6 +692,7 @@ func replayTotals(results []*replayResult) *replayResult {
 			t := tot.Background
 			t.Ready += b.Ready
 			t.Waited += b.Waited
+			t.Held += b.Held
 			t.BlockingCompactions += b.BlockingCompactions
 			t.BlockingOverflows += b.BlockingOverflows
 			t.BlockingBilled += b.BlockingBilled

@@ -29,8 +29,9 @@ type replayBackground struct {
 	at          int
 	asked, kept int
 	// ready counts the compactions a landed preparation was spliced into, waited
-	// those whose request waited (for one in flight, or a blocking compaction).
-	ready, waited int
+	// those whose request waited (for one in flight, or a blocking compaction);
+	// held the requests sent above the trigger while a summary was on its way.
+	ready, waited, held int
 }
 
 func newReplayBackground(latency int, cfg []byte, call caller) (*replayBackground, error) {
@@ -63,6 +64,33 @@ func (bg *replayBackground) prepare(live []*replayMsg, tokens, turn int, cfg []b
 		bg.asked = replaySummaryRequestTokens(bg.sent, cfg, bg.call)
 	}
 	return nil
+}
+
+// replayHoldShare is the share of the window up to which a request at the
+// trigger goes out as it is while a prepared summary is on its way
+// (docs/STEERING.md): the rest of the window is the answer's room.
+const replayHoldShare = 0.95
+
+// hold reports whether the request at turn, at the trigger with tokens, goes out
+// as it is, the compaction waiting for its summary: when none has landed, the
+// request is within replayHoldShare of the window, and a preparation is in
+// flight (one is sent now when none is). Once it lands, the next request
+// splices it.
+func (bg *replayBackground) hold(live []*replayMsg, tokens, turn, window int, cfg []byte) (bool, error) {
+	if bg.at >= 0 && turn-bg.at >= bg.latency {
+		if err := bg.land(); err != nil {
+			return false, err
+		}
+	}
+	if bg.landed || float64(tokens) > replayHoldShare*float64(window) {
+		return false, nil
+	}
+	if bg.at < 0 {
+		bg.sent, bg.at = replayArray(live), turn
+		bg.asked = replaySummaryRequestTokens(bg.sent, cfg, bg.call)
+	}
+	bg.held++
+	return true, nil
 }
 
 // land ends the preparation in flight: the engine keeps it.
@@ -135,9 +163,11 @@ func (bg *replayBackground) run(fields, arr string) (gjson.Result, error) {
 // the compactions whose prepared summary was back (ready) and those whose
 // request waited, and the same trace compacted blocking, for the cost.
 type replayBackgroundResult struct {
-	Latency             int     `json:"summarizer_latency"`
-	Ready               int     `json:"ready"`
-	Waited              int     `json:"waited"`
+	Latency int `json:"summarizer_latency"`
+	Ready   int `json:"ready"`
+	Waited  int `json:"waited"`
+	// Held are the requests sent above the trigger while a summary was on its way.
+	Held                int     `json:"held"`
 	ReadyShare          float64 `json:"ready_share"`
 	BlockingCompactions int     `json:"blocking_compactions"`
 	BlockingOverflows   int     `json:"blocking_overflows"`
@@ -158,7 +188,7 @@ func replayTraceBackground(name string, msgs []string, window int, cfg []byte, c
 		return blocking
 	}
 	r := replayTrace(name, msgs, window, cfg, call, uses, bg)
-	r.Background = &replayBackgroundResult{Latency: latency, Ready: bg.ready, Waited: bg.waited,
+	r.Background = &replayBackgroundResult{Latency: latency, Ready: bg.ready, Waited: bg.waited, Held: bg.held,
 		BlockingCompactions: blocking.Compactions, BlockingOverflows: blocking.Overflows, BlockingBilled: blocking.Billed,
 		BlockingSummaryRequestTokens: blocking.SummaryRequestTokens}
 	r.Background.fill(r.Compactions, r.Billed)

@@ -412,7 +412,7 @@ func TestReplayBackground(t *testing.T) {
 	for _, c := range []struct {
 		window      int
 		ready, comp int
-	}{{32000, 26, 29}, {64000, 8, 8}} {
+	}{{32000, 25, 26}, {64000, 7, 7}} {
 		args := append([]string{"replay", "--json", "--summarizer-latency", "2", "--window", fmt.Sprint(c.window)}, traces...)
 		code, out, errOut := cliRun(t, "", args...)
 		require.Equal(t, 0, code, errOut)

@@ -109,8 +109,8 @@ test("background compaction: prepareCompaction runs beside the session; compress
     return "## Goal\nFix the failing tests, the parser's first.";
   } });
   const threshold = engine.getStatus().threshold_tokens;
-  assert.equal(engine.shouldPrepare(Math.floor(threshold * 0.7)), true);
-  assert.equal(engine.shouldPrepare(Math.floor(threshold * 0.5)), false, "below prepare_ratio 0.6");
+  assert.equal(engine.shouldPrepare(Math.floor(threshold * 0.9)), true);
+  assert.equal(engine.shouldPrepare(Math.floor(threshold * 0.5)), false, "below prepare_ratio 0.85");
   const preparing = engine.prepareCompaction(prefix);
   await asked; // the summarizer is running: the session goes on
   engine.updateFromResponse({ prompt_tokens: 2100, completion_tokens: 40 });
@@ -118,7 +118,7 @@ test("background compaction: prepareCompaction runs beside the session; compress
   release();
   const prepared = await preparing;
   assert.equal(prepared.prepared?.messages, prefix.length);
-  assert.equal(engine.shouldPrepare(Math.floor(threshold * 0.7)), false, "a fresh one is kept");
+  assert.equal(engine.state.prepared?.messages, prefix.length, "the engine keeps it");
   const res = await engine.compress(grown, { currentTokens: threshold + 100 });
   assert.equal(res.report.prepared, true);
   assert.equal(calls, 1, "the summarizer was asked once, ahead");
