@@ -68,3 +68,22 @@ func TestUndoRestoresTheInput(t *testing.T) {
 	resp := sessionCall(t, map[string]any{"event": EventUndo, "state": json.RawMessage(jsonField(t, small, "state")), "messages": grown, "originals": originals})
 	require.Contains(t, resp["error"].(map[string]any)["message"], "the originals no longer fit")
 }
+
+// TestOutputFingerprintIsTheDecodedMessages: the same messages written by
+// another encoder (escapes, key order, number spelling) have the fingerprint;
+// any change to what they decode to changes it.
+func TestOutputFingerprintIsTheDecodedMessages(t *testing.T) {
+	msgs := []string{`{"role":"user","content":"a–b <c>\n","n":10}`, `{"role":"tool","content":[1,"x"]}`}
+	same := []string{`{"n":1e1,"content":"a\u2013b \u003cc\u003e\n","role":"user"}`, `{"content":[1.0,"\u0078"],"role":"tool"}`}
+	require.Equal(t, outputFingerprint(msgs), outputFingerprint(same))
+	for _, other := range [][]string{
+		{`{"role":"user","content":"a–b <c>","n":10}`, msgs[1]},
+		{msgs[0], `{"role":"tool","content":["x",1]}`},
+		{msgs[0], `{"role":"tool","content":[1,"x"],"extra":null}`},
+		{`{"role":"user","content":"a–b <c>\n","n":"10"}`, msgs[1]},
+		{`{"role":"user","content":"a–b <c>\n","m":10}`, msgs[1]},
+		msgs[:1],
+	} {
+		require.NotEqual(t, outputFingerprint(msgs), outputFingerprint(other), "%v", other)
+	}
+}
