@@ -489,15 +489,23 @@ func (st *sessionStep) prepareFinish() ([]byte, error) {
 	if st.answer.failed {
 		return st.prepareEnd(nil, "the summarizer failed: "+fallbackFailure(FallbackCode(st.answer.code), st.answer.message))
 	}
-	v := st.answer.ok
-	if v.Type != gjson.String {
-		return nil, errorf(CodeInvalidRequest, "/answer/ok", "the answer to summarize must be the summary, a string")
+	summary, err := st.summaryAnswer()
+	if err != nil {
+		return nil, err
 	}
 	r, pl, err := st.begunCompaction(true)
 	if err != nil {
 		return nil, err
 	}
-	return st.keepPrepared(r, pl, v.Str, st.resume.PrepareCount)
+	return st.keepPrepared(r, pl, summary, st.resume.PrepareCount)
+}
+
+// summaryAnswer is the summarizer's answer to a summarize effect: a string.
+func (st *sessionStep) summaryAnswer() (string, error) {
+	if v := st.answer.ok; v.Type == gjson.String {
+		return v.Str, nil
+	}
+	return "", errorf(CodeInvalidRequest, "/answer/ok", "the answer to summarize must be the summary, a string")
 }
 
 // summarizeEffect is the effect asking for ask's summary.
@@ -509,9 +517,9 @@ func summarizeEffect(ask *summaryAsk) []byte {
 // compressChunk answers a chunk's summary with the request of the next chunk,
 // which updates it (summary_chunks.go).
 func (st *sessionStep) compressChunk() ([]byte, error) {
-	v := st.answer.ok
-	if v.Type != gjson.String {
-		return nil, errorf(CodeInvalidRequest, "/answer/ok", "the answer to summarize must be the summary, a string")
+	summary, err := st.summaryAnswer()
+	if err != nil {
+		return nil, err
 	}
 	r, pl, err := st.begunCompaction(false)
 	if err != nil {
@@ -523,7 +531,7 @@ func (st *sessionStep) compressChunk() ([]byte, error) {
 	}
 	resume := *st.resume
 	resume.Chunk++
-	ask := buildChunkRequest(r.msgs, pl, r.cfg.Compression, resume.Chunks, resume.Chunk, v.Str)
+	ask := buildChunkRequest(r.msgs, pl, r.cfg.Compression, resume.Chunks, resume.Chunk, summary)
 	ask.extra += extra
 	return st.effect(summarizeEffect(&ask), resume, nil)
 }
@@ -560,12 +568,8 @@ func (st *sessionStep) compressFinish() ([]byte, error) {
 			r.fallbackCode = FallbackCode(st.answer.code)
 		}
 		failure = fallbackFailure(r.fallbackCode, st.answer.message)
-	} else {
-		v := st.answer.ok
-		if v.Type != gjson.String {
-			return nil, errorf(CodeInvalidRequest, "/answer/ok", "the answer to summarize must be the summary, a string")
-		}
-		summary = v.Str
+	} else if summary, err = st.summaryAnswer(); err != nil {
+		return nil, err
 	}
 	o := r.finish(pl, summary, failure)
 	if n := len(st.resume.Chunks); n > 0 && !st.answer.failed {

@@ -46,13 +46,8 @@ func newReplayBackground(latency int, cfg []byte, call caller) (*replayBackgroun
 // lands once its latency has passed, and a new one is sent when the engine says
 // so and none is in flight.
 func (bg *replayBackground) prepare(live []*replayMsg, tokens, turn int, cfg []byte) error {
-	if bg.at >= 0 && turn-bg.at >= bg.latency {
-		if err := bg.land(); err != nil {
-			return err
-		}
-	}
-	if bg.at >= 0 {
-		return nil
+	if err := bg.landDue(turn); err != nil || bg.at >= 0 {
+		return err
 	}
 	should, err := opResult(bg.call, "session.run", append(append([]byte(`{"event":"should_compress","state":`), bg.state...),
 		[]byte(`,"prompt_tokens":`+strconv.Itoa(tokens)+`}`)...))
@@ -60,8 +55,22 @@ func (bg *replayBackground) prepare(live []*replayMsg, tokens, turn int, cfg []b
 		return err
 	}
 	if should.Get("result.prepare_compaction").Bool() {
-		bg.sent, bg.at = replayArray(live), turn
-		bg.asked = replaySummaryRequestTokens(bg.sent, cfg, bg.call)
+		bg.send(live, turn, cfg)
+	}
+	return nil
+}
+
+// send sends the summarizer the context live at request turn.
+func (bg *replayBackground) send(live []*replayMsg, turn int, cfg []byte) {
+	bg.sent, bg.at = replayArray(live), turn
+	bg.asked = replaySummaryRequestTokens(bg.sent, cfg, bg.call)
+}
+
+// landDue lands the preparation in flight once its latency has passed by
+// request turn.
+func (bg *replayBackground) landDue(turn int) error {
+	if bg.at >= 0 && turn-bg.at >= bg.latency {
+		return bg.land()
 	}
 	return nil
 }
@@ -77,17 +86,14 @@ const replayHoldShare = 0.95
 // flight (one is sent now when none is). Once it lands, the next request
 // splices it.
 func (bg *replayBackground) hold(live []*replayMsg, tokens, turn, window int, cfg []byte) (bool, error) {
-	if bg.at >= 0 && turn-bg.at >= bg.latency {
-		if err := bg.land(); err != nil {
-			return false, err
-		}
+	if err := bg.landDue(turn); err != nil {
+		return false, err
 	}
 	if bg.landed || float64(tokens) > replayHoldShare*float64(window) {
 		return false, nil
 	}
 	if bg.at < 0 {
-		bg.sent, bg.at = replayArray(live), turn
-		bg.asked = replaySummaryRequestTokens(bg.sent, cfg, bg.call)
+		bg.send(live, turn, cfg)
 	}
 	bg.held++
 	return true, nil
