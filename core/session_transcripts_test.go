@@ -81,13 +81,6 @@ const roomySummarizer = 16000
 
 func sessionScripts() []scriptTranscript {
 	small := smallSession(6)
-	undoOut, undoOriginals := compactedWithArchive(small, map[string]any{"model": map[string]any{"context_length": 2000}, "compression": map[string]any{"protect_last_n": 4, "summary_context_length": roomySummarizer}}, "")
-	undoLosslessOut, undoLosslessOriginals := compactedWithArchive(small, map[string]any{"model": map[string]any{"context_length": 2000}, "compression": map[string]any{"protect_last_n": 4, "summary_context_length": roomySummarizer}, "context": map[string]any{"engine": "lossless"}}, "r1")
-	var undoTexts []any
-	for _, m := range undoLosslessOriginals {
-		b, _ := marshal(m)
-		undoTexts = append(undoTexts, string(b))
-	}
 	grown := append(append([]any{}, small...), say("The lexer tests are written."), user("Run them."))
 	edited := append(append([]any{}, small[:1]...), append([]any{user("Refactor the lexer module.")}, small[2:]...)...)
 	// The sessions are small beside a 2,000-token window; the summarizer's own
@@ -100,6 +93,14 @@ func sessionScripts() []scriptTranscript {
 	parted := map[string]any{"model": map[string]any{"context_length": 2000}, "compression": map[string]any{"protect_last_n": 4, "summary_context_length": roomySummarizer},
 		"context": map[string]any{"engine": "lossless", "archive_part": 4}}
 	anthropic := map[string]any{"model": map[string]any{"name": "claude-sonnet-4-5", "provider": "anthropic", "context_length": 200000}}
+	pinned, _ := compactedWithArchive(small, roomyTiny, map[string]any{"pins": []any{"t2"}})
+	undoOut, undoOriginals := compactedWithArchive(small, roomyTiny, nil)
+	undoLosslessOut, undoLosslessOriginals := compactedWithArchive(small, lossless, map[string]any{"archive_id": "r1"})
+	var undoTexts []any
+	for _, m := range undoLosslessOriginals {
+		b, _ := marshal(m)
+		undoTexts = append(undoTexts, string(b))
+	}
 	compaction := map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "compaction", "content": "The user asked to port the build to Bazel; the Makefile only runs go build."}}}
 	summary := "## Goal\nRefactor the parser module into a lexer and a grammar.\n## Progress\n- Read src/parser_0.py .. src/parser_5.py"
 	search := map[string]any{"hits": []any{map[string]any{"id": "r1.7", "range_id": "r1", "position": 7, "role": "tool", "text": "def parser3():\n    return 3"}}, "total": 1}
@@ -182,7 +183,7 @@ func sessionScripts() []scriptTranscript {
 		{"pins-kept-across-compactions", "pins: a compaction keeps the pinned tool group (by its call id) verbatim after the summary, never summarized or pruned; the session keeps the pin by the messages' bytes, so the next compaction keeps them too, at their new indexes", roomyTiny,
 			[]scriptStep{
 				{EventCompress, map[string]any{"messages": small, "force": true, "summarizer": "builtin", "pins": []any{"t2"}}, nil},
-				{EventCompress, map[string]any{"messages": append(pinnedForTranscript(small, roomyTiny, "t2"), say("The lexer is split out."), user("Now the grammar.")), "force": true, "summarizer": "builtin"}, nil},
+				{EventCompress, map[string]any{"messages": append(pinned, say("The lexer is split out."), user("Now the grammar.")), "force": true, "summarizer": "builtin"}, nil},
 			}},
 		{"undo-takes-the-last-compaction-back", "see and undo: the status has the last compaction's summary; undo checks the conversation still starts with the compaction's result and writes its input back, the host's copy of the archived originals in place and what came after the result verbatim", roomyTiny,
 			[]scriptStep{
@@ -255,26 +256,13 @@ func compactedForTranscript(msgs []any, summary string) []any {
 	return fin.Result.Messages
 }
 
-// pinnedForTranscript is msgs compacted with the builtin summary and pins, as
-// an engine with that config returns them.
-func pinnedForTranscript(msgs []any, cfg map[string]any, pins ...any) []any {
-	env, _ := marshal(map[string]any{"op": "compact.begin", "messages": msgs, "config": cfg, "force": true, "summarizer": "builtin", "pins": pins})
-	var res struct {
-		Result struct {
-			Messages []any `json:"messages"`
-		} `json:"result"`
-	}
-	_ = json.Unmarshal(Call(env), &res)
-	return res.Result.Messages
-}
-
 // compactedWithArchive is msgs compacted (forced, builtin summary) as an engine
-// with config cfg returns them, archived as archiveID (lossless) when set, and
-// the originals it archived, in input order.
-func compactedWithArchive(msgs []any, cfg map[string]any, archiveID string) (out, originals []any) {
+// with config cfg returns them, with the params extra (an archive_id, pins),
+// and the originals it archived, in input order.
+func compactedWithArchive(msgs []any, cfg, extra map[string]any) (out, originals []any) {
 	req := map[string]any{"op": "compact.begin", "messages": msgs, "config": cfg, "force": true, "summarizer": "builtin"}
-	if archiveID != "" {
-		req["archive_id"] = archiveID
+	for k, v := range extra {
+		req[k] = v
 	}
 	env, _ := marshal(req)
 	var res struct {

@@ -54,33 +54,19 @@ func jsonOf(t *testing.T, v any) string {
 	return string(b)
 }
 
-// runCompress runs a compress event natively to its end, answering summarize
-// effects with sum and nothing else; it returns the end's result and state.
+// runCompress runs a compress event natively to its end (runEvent), answering
+// its summarize effects with sum; it returns the end's result and state.
 func runCompress(t *testing.T, state json.RawMessage, fields map[string]any, sum *windowedSummarizer) (map[string]any, json.RawMessage) {
 	t.Helper()
-	var resume, answer any
-	for range 100 {
-		req := map[string]any{"event": EventCompress, "state": state, "summarizer": "host"}
-		for k, v := range fields {
-			req[k] = v
-		}
-		if resume != nil {
-			req["resume"], req["answer"] = resume, answer
-		}
-		resp := sessionCall(t, req)
-		require.Nil(t, resp["error"], "%v", resp["error"])
-		r := resp["result"].(map[string]any)
-		if r["done"] == true {
-			st, err := json.Marshal(r["state"])
-			require.NoError(t, err)
-			return r["result"].(map[string]any), st
-		}
-		effect := r["effect"].(map[string]any)
-		require.Equal(t, EffectSummarize, effect["type"])
-		resume, answer = r["resume"], sum.answer(t, effect["request"])
+	f := map[string]any{"summarizer": "host"}
+	for k, v := range fields {
+		f[k] = v
 	}
-	t.Fatal("the compress did not end")
-	return nil, nil
+	res, end := runEvent(t, state, EventCompress, f, func(effect map[string]any) any {
+		require.Equal(t, EffectSummarize, effect["type"])
+		return sum.answer(t, effect["request"])
+	})
+	return res.(map[string]any), end
 }
 
 func traceForChunks(t *testing.T) []any {

@@ -804,7 +804,10 @@ export class ContextEngine {
       elems ??= arrayElements(messages);
       if (elems === null || to > elems.length / 2) throw new ErrABIMismatch(`ctxcompact: an archive part names messages ${from}-${to - 1}; the event has ${elems === null ? 0 : elems.length / 2}`);
       const out = [`,"messages":[`];
-      for (let i = from; i < to; i++) out.push(...(i > from ? [","] : []), messages.subarray(elems[2 * i], elems[2 * i + 1]));
+      for (let i = from; i < to; i++) {
+        if (i > from) out.push(",");
+        out.push(messages.subarray(elems[2 * i], elems[2 * i + 1]));
+      }
       out.push("]}");
       return out;
     };
