@@ -83,9 +83,21 @@ ensure_python_venv() {
 	bash bindings/python/test.sh --venv-only
 }
 
+# A PostgreSQL server for the whole run (internal/pgtest/pg-server.sh: Debian's
+# packages, installed when missing; loopback, a temporary data directory, an
+# unprivileged user), stopped when build.sh exits: the PostgreSQL recall store's
+# tests in Go, Node and Python each take fresh databases on it.
+start_pg_server() {
+	[[ -z ${CTXCOMPACT_TEST_PG_URL:-} ]] || return 0
+	PG_DIR=$(mktemp -d -u "${TMPDIR:-/tmp}/ctxcompact-pg.XXXXXX")
+	trap 'bash internal/pgtest/pg-server.sh stop "$PG_DIR"' EXIT
+	CTXCOMPACT_TEST_PG_URL=$(bash internal/pgtest/pg-server.sh start "$PG_DIR")
+	export CTXCOMPACT_TEST_PG_URL
+}
+
 cmd_test_go() {
 	local unformatted
-	unformatted=$(gofmt -l core cmd host wasm internal bench)
+	unformatted=$(gofmt -l core cmd host wasm internal bench recall)
 	if [[ -n "$unformatted" ]]; then
 		echo "build.sh: not gofmt-formatted: $unformatted" >&2
 		exit 1
@@ -94,6 +106,7 @@ cmd_test_go() {
 	ensure_chromium
 	ensure_node_modules # recall's cross-runtime tests run Node and Python beside Go
 	ensure_python_venv
+	start_pg_server
 	# Fuzz targets run here on their seeds and committed corpora (testdata/fuzz)
 	# only, so a run is deterministic; exploring is ./build.sh fuzz.
 	go test -count=1 ./...
@@ -118,6 +131,7 @@ cmd_fuzz() {
 }
 
 cmd_test() {
+	start_pg_server # one server for the Go, Node and Python suites
 	cmd_test_go
 	cmd_check
 	bash testdata/gen/tokens/check.sh # token vectors equal the reference tokenizers (npm)
