@@ -772,27 +772,37 @@ func (s *Store) DeleteSession(ctx context.Context, session string) (err error) {
 	return nil
 }
 
-// SearchResult is context_search's answer (a JSON string) for query in session, as
-// the core's recall.search_result writes it.
+// SearchResult is context_search's answer for query in session (SearchResult).
 func (s *Store) SearchResult(ctx context.Context, session, query string, limit int) (string, error) {
-	if limit <= 0 {
-		limit = 10
-	}
-	limit = min(limit, 50)
-	hits, total, err := s.Find(ctx, session, query, limit)
-	if err != nil {
-		return "", err
-	}
-	return core.SearchResult(query, hits, limit, total), nil
+	return SearchResult(ctx, s, session, query, limit)
 }
 
-// ExpandResult is context_expand's answer (a JSON string) for id in session, cut
-// to about maxTokens when it is above 0, as the core's recall.expand_result
-// writes it.
+// ExpandResult is context_expand's answer for id in session (ExpandResult).
 func (s *Store) ExpandResult(ctx context.Context, session, id string, maxTokens int) (string, error) {
-	ms, err := s.Messages(ctx, session, id)
+	return ExpandResult(ctx, s, session, id, maxTokens)
+}
+
+// RangeRows returns every row of one range, its summary row too, in archive order.
+func (s *Store) RangeRows(ctx context.Context, session, rangeID string) ([]core.RecallRow, error) {
+	unlock, err := s.lock(ctx)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return core.ExpandResult(id, ms, maxTokens), nil
+	defer unlock()
+	st, _, err := s.conn.Prepare(`SELECT id, range_id, position, role, reason, json, text FROM ctxc_messages WHERE session = ? AND range_id = ? ORDER BY rowid`)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	st.BindText(1, session)
+	st.BindText(2, rangeID)
+	out := []core.RecallRow{}
+	for st.Step() {
+		out = append(out, core.RecallRow{ID: st.ColumnText(0), RangeID: st.ColumnText(1), Position: st.ColumnInt(2),
+			Role: st.ColumnText(3), Reason: st.ColumnText(4), JSON: st.ColumnText(5), Text: st.ColumnText(6)})
+	}
+	if err := st.Err(); err != nil {
+		return nil, fmt.Errorf("ctxcompact: reading the recall store: %w", err)
+	}
+	return out, nil
 }
