@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ctxcompact/ctxcompact/internal/pgtest"
 )
 
 // TestMain runs the CLI itself when CTXCOMPACT_TEST_AS_CLI is set (cliExec starts
@@ -23,7 +25,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	os.Setenv("CTXCOMPACT_CACHE_DIR", dir)
-	code := m.Run()
+	code := pgtest.Main(m) // stops a PostgreSQL server a recall test started
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/ctxcompact/ctxcompact/core"
+	"github.com/ctxcompact/ctxcompact/internal/pgtest"
 	"github.com/ctxcompact/ctxcompact/recall"
 )
 
@@ -94,4 +96,38 @@ func TestRecallCommand(t *testing.T) {
 	}
 	_, _, errs = cliRun(t, "", "recall", "expand", "--store", path, "--session", "s1", "r9")
 	require.Contains(t, errs, "no archived message or range with id r9")
+}
+
+// `recall export` of a SQLite store, then `recall import` into PostgreSQL (twice:
+// the second changes nothing): the PostgreSQL store answers as the file did, and its
+// export is the file's.
+func TestRecallExportImportToPostgres(t *testing.T) {
+	path, toolJSON := recallStoreFile(t)
+	url := pgtest.Database(t)
+	code, exported, errs := cliRun(t, "", "recall", "export", "--store", "sqlite:"+path)
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, errs, "exported 2 ranges, 8 rows")
+	code, _, errs = cliRun(t, exported, "recall", "import", "--store", url, "-")
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, errs, "imported 2 ranges, 8 rows; 0 ranges were there already")
+	file := filepath.Join(t.TempDir(), "export.jsonl")
+	require.NoError(t, os.WriteFile(file, []byte(exported), 0o644))
+	code, _, errs = cliRun(t, "", "recall", "import", "--store", url, file)
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, errs, "imported 0 ranges, 0 rows; 2 ranges were there already")
+
+	t.Setenv(recall.EnvURL, url) // no --store: the environment's
+	code, out, errs := cliRun(t, "", "recall", "search", "--session", "s1", "src/app.py", "--json")
+	require.Equal(t, 0, code, errs)
+	_, want, _ := cliRun(t, "", "recall", "search", "--store", path, "--session", "s1", "src/app.py", "--json")
+	require.Equal(t, want, out)
+	code, out, errs = cliRun(t, "", "recall", "expand", "--session", "s1", "r1.3", "--json")
+	require.Equal(t, 0, code, errs)
+	require.Equal(t, toolJSON, gjson.Get(out, "messages.0").Raw, "byte for byte")
+	code, again, errs := cliRun(t, "", "recall", "export")
+	require.Equal(t, 0, code, errs)
+	require.Equal(t, exported, again)
+	code, out, _ = cliRun(t, "", "recall", "sessions")
+	require.Equal(t, 0, code)
+	require.Equal(t, "s1\t1 ranges\ns2\t1 ranges\n", out)
 }
