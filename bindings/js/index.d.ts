@@ -2,7 +2,7 @@
 // reports) keep the JSON wire names (snake_case); only function and option names are
 // camelCase. See docs/OPS.md for the contract of every op.
 
-import type { RecallStore } from "./recall.js";
+import type { PostgresRecallStore, RecallStore } from "./recall.js";
 
 // ---------------------------------------------------------------------------
 // Messages (OpenAI chat format; unknown fields are preserved byte for byte)
@@ -995,8 +995,13 @@ export interface EngineOptions {
   state?: EngineState;
   /** compress()'s default summarizer timeout in ms (default 120000). */
   timeoutMs?: number;
-  /** The recall store of the lossless engine (`await RecallStore.open(path)` from ctxcompact/recall); required with context.engine "lossless". */
-  store?: RecallStore;
+  /**
+   * The recall store of the lossless engine (`await RecallStore.open(path)`, or
+   * `await openRecallStore(url)` from ctxcompact/recall); required with context.engine
+   * "lossless". A PostgresRecallStore answers with promises: the engine's tool calls
+   * then go through handleToolCallAsync.
+   */
+  store?: RecallStore | PostgresRecallStore;
   /** The session the store keeps this engine's archived ranges under; required with context.engine "lossless". */
   sessionId?: string;
 }
@@ -1309,7 +1314,7 @@ export declare class ContextEngine {
   readonly config: Config;
   /** Whether config context.engine is "lossless". */
   readonly lossless: boolean;
-  readonly store: RecallStore | undefined;
+  readonly store: RecallStore | PostgresRecallStore | undefined;
   readonly sessionId: string | undefined;
   readonly name: "ctxcompact";
   readonly model: string;
@@ -1375,4 +1380,6 @@ export declare class ContextEngine {
    * compact_now's {ok, message}, or a ContextToolError.
    */
   handleToolCall(name: string, args?: Record<string, unknown> | string | null): string;
+  /** handleToolCall with the store's answers awaited: any store, and the one way for a PostgresRecallStore. */
+  handleToolCallAsync(name: string, args?: Record<string, unknown> | string | null): Promise<string>;
 }

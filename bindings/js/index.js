@@ -851,14 +851,17 @@ export class ContextEngine {
   }
 
   /** Runs a sequence whose effects `perform` answers synchronously (the store's). */
-  #runSync(event, head, messages, perform = (e) => this.#storeEffect(e)) {
+  #runSync(event, head, messages, perform = (e) => this.#storeEffect(e, true)) {
     const steps = this.#steps(event, head, messages);
     let next = steps.next();
     while (!next.done) {
       let reply;
       try {
         const ok = perform(next.value);
-        if (isThenable(ok)) throw new CompactError("invalid_request", `ctxcompact: the store answered ${next.value.type} with a promise; this method is synchronous: the store's methods must be too`, "/store");
+        if (isThenable(ok)) {
+          ok.then(undefined, () => {}); // its outcome is not awaited: the effect fails here
+          throw asyncStoreError(next.value.type);
+        }
         reply = [answerOk(ok), undefined];
       } catch (err) {
         reply = [answerError(err), err];
@@ -909,11 +912,16 @@ export class ContextEngine {
     };
   }
 
-  /** The recall store's effects (a lossless session's): its answer's value. */
-  #storeEffect(effect) {
+  /**
+   * The recall store's effects (a lossless session's): its answer's value. sync: for
+   * a synchronous method, which a store that declares itself asynchronous
+   * (PostgresRecallStore) is not asked at all.
+   */
+  #storeEffect(effect, sync = false) {
     const store = this.#store;
     const session = this.#sessionId;
     if (store === undefined) throw new ErrABIMismatch(`ctxcompact: session.run asked a compressor engine for ${effect.type}`);
+    if (sync && store.asynchronous === true) throw asyncStoreError(effect.type);
     switch (effect.type) {
       case "next_range_id":
         return store.nextRangeId(session);
@@ -1066,6 +1074,21 @@ export class ContextEngine {
     const argsJSON = args === undefined || args === null ? ""
       : `,"arguments":${typeof args === "string" ? JSON.stringify(args) : serialize(args, "/arguments", "invalid_request")}`;
     return this.#runSync("tool_call", `,"name":${JSON.stringify(name)}${argsJSON}`);
+  }
+
+  /**
+   * handleToolCall for any store: the same answer, as a promise, with the store's
+   * methods awaited (an asynchronous store, such as PostgresRecallStore of
+   * ctxcompact/recall, needs this one; a RecallStore works with both).
+   * @param {string} name
+   * @param {object | string} [args]
+   * @returns {Promise<string>}
+   */
+  async handleToolCallAsync(name, args) {
+    checkValue("handleToolCallAsync()", "name", "name", name, T.string);
+    const argsJSON = args === undefined || args === null ? ""
+      : `,"arguments":${typeof args === "string" ? JSON.stringify(args) : serialize(args, "/arguments", "invalid_request")}`;
+    return this.#runAsync("tool_call", `,"name":${JSON.stringify(name)}${argsJSON}`, undefined, (e) => this.#storeEffect(e));
   }
 
   /**
@@ -1292,16 +1315,22 @@ function isThenable(v) {
   return v !== null && (typeof v === "object" || typeof v === "function") && typeof v.then === "function";
 }
 
+/** A synchronous method's store effect answered by an asynchronous store. */
+function asyncStoreError(type) {
+  return new CompactError("invalid_request", `ctxcompact: the store answers ${type} with a promise and this method is synchronous: ` +
+    "its store must be too (RecallStore); with an asynchronous one (PostgresRecallStore) call handleToolCallAsync for tool calls, compress and undo for the rest", "/store");
+}
+
 /** f(v), after v settles when it is a promise (an async store's answer). */
 function then(v, f) {
   return isThenable(v) ? v.then(f) : f(v);
 }
 
-/** A store is a RecallStore of ctxcompact/recall (not imported here: the main entry never loads SQLite). */
+/** A store is a RecallStore or PostgresRecallStore of ctxcompact/recall (not imported here: the main entry never loads SQLite). */
 function checkStore(store) {
   for (const m of ["nextRangeId", "archive", "search", "expand"]) {
     if (typeof store[m] !== "function") {
-      throw new CompactError("invalid_request", "ctxcompact: store must be a RecallStore (`await RecallStore.open(path)` from ctxcompact/recall)", "/store");
+      throw new CompactError("invalid_request", "ctxcompact: store must be a RecallStore or a PostgresRecallStore (`await RecallStore.open(path)`, `await openRecallStore(url)` from ctxcompact/recall)", "/store");
     }
   }
 }

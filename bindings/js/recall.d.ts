@@ -131,6 +131,60 @@ export declare class RecallStore {
   close(): void;
 }
 
+export interface PostgresRecallStoreOptions {
+  /** Count a search's total up to this many (a total equal to it means "at least"); default 100, as every store; null: exact. */
+  countLimit?: number | null;
+  /** At most this many connections to the server (default 10). */
+  pool?: number;
+}
+
+/**
+ * The recall store on a PostgreSQL database (docs/RECALL.md "On PostgreSQL"): the
+ * SQLite store's methods and answers, as promises; many processes and machines
+ * write one database at once. Needs the `pg` package (`npm install pg`).
+ */
+export declare class PostgresRecallStore {
+  private constructor();
+  /**
+   * Opens the store: url a postgres:// (or postgresql://) URL or a key=value DSN
+   * (host, port, dbname, user, password, sslmode, sslrootcert, sslcert, sslkey,
+   * application_name, connect_timeout; PG* environment variables fill the rest).
+   * Creates the schema on a database without one; a database of another schema
+   * version is invalid_state at /path. Rejects with ErrMissingDependency when pg is
+   * not installed.
+   */
+  static open(url: string, options?: PostgresRecallStoreOptions): Promise<PostgresRecallStore>;
+  /** The URL (or DSN) without its password. */
+  readonly path: string;
+  readonly driver: "pg";
+  readonly searchMode: "pg_trgm";
+  readonly closed: boolean;
+  readonly readOnly: false;
+  readonly countLimit: number | null;
+  /** Every method returns a promise (the engine's synchronous methods refuse the store; use handleToolCallAsync). */
+  readonly asynchronous: true;
+  nextRangeId(session: string): Promise<string>;
+  ranges(session: string): Promise<StoredRange[]>;
+  /**
+   * Inserts one compaction's rows in one transaction (the range must be the
+   * session's next, else invalid_state at /range/id and nothing is written). A lost
+   * connection is retried once; a second loss is store_unavailable.
+   */
+  archive(session: string, archived: RecallArchive | Iterable<RecallArchive | RecallArchivePart> | AsyncIterable<RecallArchive | RecallArchivePart>): Promise<{ range: string; messages: number }>;
+  search(session: string, query: string | ParsedQuery, options?: { limit?: number }): Promise<RecallSearch>;
+  expand(session: string, id: string): Promise<RecallExpansion>;
+  deleteSession(session: string): Promise<{ ranges: number; messages: number }>;
+  sessions(): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens a store from one string, the argument or else CTXCOMPACT_RECALL_URL: a
+ * postgres:// URL or key=value DSN (PostgresRecallStore), or `sqlite:PATH`,
+ * `sqlite::memory:`, a path (RecallStore). options go to that store's open.
+ */
+export declare function openRecallStore(url?: string, options?: RecallStoreOptions | PostgresRecallStoreOptions): Promise<RecallStore | PostgresRecallStore>;
+
 /** Splits a query as the core's recall.query does. */
 export declare function parseQuery(query: string): ParsedQuery;
 
@@ -139,7 +193,8 @@ export declare const SCHEMA_SQL: string;
 
 /**
  * A package a feature needs is not installed: node-sqlite3-wasm, for the wasm driver
- * (every Node without node:sqlite). The message names the install step.
+ * (every Node without node:sqlite), or pg, for PostgresRecallStore. The message
+ * names the install step.
  */
 export declare class ErrMissingDependency extends Error {
   constructor(dependency: string, message: string, options?: { cause?: unknown });

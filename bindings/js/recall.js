@@ -7,21 +7,28 @@
 // 22.13), else node-sqlite3-wasm (SQLite 3.53 compiled to WebAssembly, with a VFS on
 // node:fs: real file persistence, FTS5 with the trigram tokenizer). Both are
 // synchronous, so every method is atomic within a process.
+//
+// The PostgreSQL store (recall-postgres.js, docs/RECALL.md "On PostgreSQL") has the
+// same methods, returning promises; openRecallStore opens either from one string.
 
 import { accessSync, closeSync, constants as fsConstants, existsSync, openSync, readFileSync, readSync } from "node:fs";
 import { resolve as resolvePath } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CompactError, ErrMissingDependency } from "./errors.js";
 import { DirLock, testHooks } from "./recall-lock.js";
+import {
+  DEFAULT_SEARCH_LIMIT, MAX_QUERY_CHARS, MAX_QUERY_TERMS, MAX_SEARCH_LIMIT, MAX_TERM_CHARS, RANGE_ID, TOTAL_CAP,
+  archiveRow, checkParsed, fail, ftsPhrase, int, parseQuery, str,
+} from "./recall-query.js";
+import { PostgresRecallStore } from "./recall-postgres.js";
 
 export { ErrMissingDependency };
+/** Search bounds (as recall.search_result keeps) and the query splitter, shared with the PostgreSQL store. */
+export { DEFAULT_SEARCH_LIMIT, MAX_QUERY_CHARS, MAX_QUERY_TERMS, MAX_SEARCH_LIMIT, MAX_TERM_CHARS, parseQuery };
+export { PostgresRecallStore };
 
 /** The schema version this binding writes (ctxc_meta.schema_version). */
 export const SCHEMA_VERSION = 1;
-
-/** Default and largest number of hits a search returns (as recall.search_result keeps). */
-export const DEFAULT_SEARCH_LIMIT = 10;
-export const MAX_SEARCH_LIMIT = 50;
 
 const BUSY_TIMEOUT_MS = 5000;
 
@@ -36,9 +43,6 @@ const [SCHEMA, FTS_TABLE] = (() => {
 })();
 /** The schema text this store runs (recall/schema.sql). */
 export { SCHEMA_SQL };
-
-const fail = (message, path = "", cause) =>
-  new CompactError("invalid_request", `ctxcompact: ${message}`, path, cause === undefined ? undefined : { cause });
 
 function dbError(what, err) {
   if (err instanceof CompactError) return err; // the lock's own error, or a store error already named
@@ -330,116 +334,6 @@ function hasTrigramFTS(d) {
 // ---------------------------------------------------------------------------
 // Queries
 
-/** LIKE pattern of a term: %term% with %, _ and \ escaped by \. */
-function likePattern(term) {
-  return `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-}
-
-// The whitespace of the core's query splitter (Go's unicode.IsSpace).
-const SPACE = /[ \t\n\r\f\v\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/;
-const trimSpace = (t) => {
-  let a = 0;
-  let b = t.length;
-  while (a < b && SPACE.test(t[a])) a++;
-  while (b > a && SPACE.test(t[b - 1])) b--;
-  return t.slice(a, b);
-};
-const asciiLower = (t) => t.replace(/[A-Z]/g, (c) => c.toLowerCase());
-
-/**
- * A search query split as the core's recall.query splits it (the engine sends the
- * core's; this is for the store used alone): terms on whitespace, a "quoted
- * phrase" is one term (an unclosed quote: the rest), duplicates (ASCII
- * case-insensitive) kept once; the FTS5 expression quotes each term of 3+
- * characters as a phrase, joined with AND; every term is also a LIKE pattern.
- * @param {string} query
- */
-export function parseQuery(query) {
-  if (typeof query !== "string") throw fail("recall: query must be a string", "/query");
-  const chars = [...query].length;
-  if (chars > MAX_QUERY_CHARS) throw fail(`recall: query is too long: ${chars} characters, at most ${MAX_QUERY_CHARS}`, "/query");
-  if (query.includes("\0")) throw fail("recall: query must not contain a NUL character (U+0000)", "/query");
-  const terms = [];
-  const seen = new Set();
-  const add = (t) => {
-    const k = asciiLower(t);
-    if (t !== "" && !seen.has(k)) {
-      seen.add(k);
-      terms.push(t);
-    }
-  };
-  for (let i = 0; i < query.length;) {
-    if (SPACE.test(query[i])) {
-      i++;
-    } else if (query[i] === '"') {
-      const end = query.indexOf('"', i + 1);
-      add(trimSpace(query.slice(i + 1, end < 0 ? query.length : end)));
-      i = end < 0 ? query.length : end + 1;
-    } else {
-      let j = i;
-      while (j < query.length && !SPACE.test(query[j]) && query[j] !== '"') j++;
-      add(query.slice(i, j));
-      i = j;
-    }
-  }
-  if (terms.length === 0) throw fail("recall: query has no words to search for", "/query");
-  checkTerms(terms.length, terms);
-  const fts = terms.filter((t) => [...t].length >= 3).map(ftsPhrase).join(" AND ");
-  return { terms, fts, like: terms.map(likePattern) };
-}
-
-/** The bounds of a query, the core's (recall.query, recall.check_call). */
-export const MAX_QUERY_CHARS = 4000;
-export const MAX_QUERY_TERMS = 32;
-export const MAX_TERM_CHARS = 1000;
-
-function checkTerms(n, terms) {
-  if (n > MAX_QUERY_TERMS) throw fail(`recall: query has ${n} terms, at most ${MAX_QUERY_TERMS} (every term must match; "quote" a phrase to search for it as one term)`, "/query");
-  for (const t of terms) {
-    const chars = [...t].length;
-    if (chars > MAX_TERM_CHARS) throw fail(`recall: a term of the query is too long: ${chars} characters, at most ${MAX_TERM_CHARS}`, "/query");
-  }
-}
-
-function checkParsed(q) {
-  if (typeof q === "string") return parseQuery(q);
-  if (q === null || typeof q !== "object" || !Array.isArray(q.like) || typeof (q.fts ?? "") !== "string" ||
-    !q.like.every((p) => typeof p === "string")) {
-    throw fail("recall: a query is a string or the result of recall.query ({terms, fts, like})", "/query");
-  }
-  if (q.like.length === 0 && !q.fts) throw fail("recall: the query has no terms", "/query");
-  // A plan made by hand is held to the core's bounds too: the store never runs an unbounded query.
-  checkTerms(q.like.length, []);
-  if ([q.fts, ...q.like].some((p) => p.includes("\0") || [...p].length > 4 * MAX_QUERY_CHARS)) {
-    throw fail("recall: a query plan's fts and like must be bounded strings without NUL (recall.query's result)", "/query");
-  }
-  return { terms: q.terms ?? [], fts: q.fts ?? "", like: q.like };
-}
-
-const str = (v, path) => {
-  if (typeof v !== "string") throw fail(`recall store: ${path} must be a string`, path);
-  return v;
-};
-const int = (v, path) => {
-  if (!Number.isSafeInteger(v)) throw fail(`recall store: ${path} must be an integer`, path);
-  return v;
-};
-
-/** A message row of range rid, checked, as the INSERT binds it; p is its path. */
-function archiveRow(session, rid, r, p) {
-  if (r === null || typeof r !== "object") throw fail(`recall store: ${p} must be an object`, p);
-  const id = str(r.id, `${p}/id`);
-  const rangeId = str(r.range_id, `${p}/range_id`);
-  if (rangeId !== rid) throw fail(`recall store: ${p}/range_id is ${JSON.stringify(rangeId)}, not the range's ${JSON.stringify(rid)}`, `${p}/range_id`);
-  return [session, id, rangeId, int(r.position, `${p}/position`), str(r.role, `${p}/role`), str(r.reason, `${p}/reason`),
-    str(r.json, `${p}/json`), str(r.text, `${p}/text`)];
-}
-
-const RANGE_ID = /^r[1-9][0-9]*$/;
-
-/** A term as an FTS5 phrase (the core's recall.query writes the same). */
-const ftsPhrase = (t) => `"${t.replace(/"/g, '""')}"`;
-
 /** Whether the trigram index decides a term alone (see RecallStore#conditions). */
 const decidedByIndex = (t) => [...t].length >= 3 && /^[\x00-\x7f]*$/.test(t) && !/[ksKS]/.test(t);
 
@@ -454,9 +348,6 @@ const PROBE_HITS = 64;
  * The store: one SQLite file (or memory) holding many sessions' archived ranges.
  * Methods are synchronous after `await RecallStore.open(path)`.
  */
-/** How far a search counts its `total` by default, the same in every runtime's store. */
-const TOTAL_CAP = 100;
-
 export class RecallStore {
   #d;
   #path;
@@ -914,3 +805,29 @@ export class RecallStore {
 }
 
 const kOpen = Symbol("ctxcompact.recall.open");
+
+/**
+ * Opens a recall store from one string (docs/RECALL.md "Opening by URL"), the
+ * argument or else the environment variable CTXCOMPACT_RECALL_URL: a postgres:// or
+ * postgresql:// URL, or a key=value DSN (`host=... dbname=...`), opens the
+ * PostgreSQL store; `sqlite:PATH`, `sqlite::memory:` or a plain path the SQLite
+ * store. options go to that store's open (RecallStore's, or PostgresRecallStore's).
+ * @param {string} [url]
+ * @param {object} [options]
+ * @returns {Promise<RecallStore | PostgresRecallStore>}
+ */
+export async function openRecallStore(url = process.env.CTXCOMPACT_RECALL_URL, options) {
+  if (url === undefined || url === null || url === "") {
+    throw fail("openRecallStore(): no store to open: pass a URL (postgres://..., a key=value DSN, sqlite:PATH, or a path) or set CTXCOMPACT_RECALL_URL", "/url");
+  }
+  if (typeof url !== "string") throw fail("openRecallStore(): url must be a string (postgres://..., a key=value DSN, sqlite:PATH, or a path)", "/url");
+  if (/^postgres(ql)?:\/\//i.test(url) || /^\s*[A-Za-z_][A-Za-z0-9_]*\s*=/.test(url)) return PostgresRecallStore.open(url, options);
+  if (/^sqlite:/i.test(url)) {
+    const path = url.slice("sqlite:".length);
+    if (path === "") throw fail("openRecallStore(): sqlite: names no file (sqlite:PATH, or sqlite::memory: for a store in memory)", "/url");
+    return RecallStore.open(path, options);
+  }
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(url);
+  if (scheme) throw fail(`openRecallStore(): ${JSON.stringify(scheme[1])} is not a store's scheme (postgres://, postgresql://, sqlite:PATH; or a plain path)`, "/url");
+  return RecallStore.open(url, options);
+}

@@ -11,4 +11,20 @@ cd "$(dirname "$0")/../.."
 
 npm ci --no-audit --no-fund --loglevel=error
 
+# The PostgreSQL store's tests need a server: CTXCOMPACT_TEST_PG_URL, or one started
+# here (internal/pgtest/pg-server.sh, stopped on exit). Without one they fail in CI
+# and say SKIPPED elsewhere.
+if [[ -z ${CTXCOMPACT_TEST_PG_URL:-} ]]; then
+	pgdir=$(mktemp -d -u)
+	trap 'bash internal/pgtest/pg-server.sh stop "$pgdir"' EXIT
+	if url=$(bash internal/pgtest/pg-server.sh start "$pgdir"); then
+		export CTXCOMPACT_TEST_PG_URL=$url
+	elif [[ -n ${CI:-} && ${CI,,} != 0 && ${CI,,} != false ]]; then
+		echo "test.sh: could not start a PostgreSQL server for the PostgreSQL store's tests (CI is set)" >&2
+		exit 1
+	else
+		echo "test.sh: WARNING: could not start a PostgreSQL server: the PostgreSQL store is NOT TESTED" >&2
+	fi
+fi
+
 node --test bindings/js/test/*.test.mjs

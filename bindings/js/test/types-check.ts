@@ -8,7 +8,7 @@ import {
   type ResponsesItem, type GeminiContent, type AISDKMessage,
   type NativeDecision, type NativeObservation, type NativeRoute, type NativeSession, type NativeTrimResult,
 } from "ctxcompact";
-import { RecallStore, parseQuery, type RecallArchive, type RecallSearch } from "ctxcompact/recall";
+import { PostgresRecallStore, RecallStore, openRecallStore, parseQuery, type RecallArchive, type RecallSearch } from "ctxcompact/recall";
 
 const config: Config = {
   compression: { threshold: 0.5, tail_mode: "lean", model_thresholds: { "claude": 0.6 }, small_context_floor: null },
@@ -105,6 +105,30 @@ export async function store(): Promise<number> {
   st.close();
   void [mode, tools, schema, parsed, on, badCtx];
   return found.total + json.length + gone;
+}
+
+// The PostgreSQL store: the same methods, as promises; tool calls through handleToolCallAsync.
+export async function pgStore(): Promise<number> {
+  const pg = await PostgresRecallStore.open("postgres://u@db.example/recall?sslmode=require", { countLimit: null, pool: 4 });
+  const a: RecallArchive = { range: { id: await pg.nextRangeId("s"), from_index: 0, to_index: 1, summary: "S" }, rows: [] };
+  const done: { range: string; messages: number } = await pg.archive("s", a);
+  const found: RecallSearch = await pg.search("s", "src/app.py", { limit: 5 });
+  const json: string[] = (await pg.expand("s", "r1")).messages;
+  const mode: "pg_trgm" = pg.searchMode;
+  const path: string = pg.path;
+  const any = await openRecallStore();
+  const other = await openRecallStore("sqlite::memory:", { countLimit: 50 });
+  const engine = await ContextEngine.create({ config: { context: { engine: "lossless" } }, store: pg, sessionId: "s" });
+  const text: string = await engine.handleToolCallAsync("context_search", { query: "src/app.py" });
+  // @ts-expect-error search answers with a promise
+  const hits: RecallSearch = pg.search("s", "x");
+  // @ts-expect-error pool is a number of connections
+  await PostgresRecallStore.open("host=db", { pool: "4" });
+  // @ts-expect-error the store is opened with PostgresRecallStore.open
+  new PostgresRecallStore();
+  await Promise.all([any.close(), other.close(), pg.close()]);
+  void [done, mode, path, text, hits];
+  return found.total + json.length;
 }
 
 // The ready summarizers take any client of the SDKs' shape (no SDK needed to type-check);
