@@ -163,6 +163,9 @@ func (s *Store) failure(what string, err error) error {
 // NextRangeID is the id the session's next archived range gets: r<k>, k being 1 +
 // the number of ranges it has.
 func (s *Store) NextRangeID(ctx context.Context, session string) (string, error) {
+	if !noNUL(session) {
+		return "r1", nil
+	}
 	var n int
 	err := s.retry(ctx, func(ctx context.Context) error {
 		return s.pool.QueryRow(ctx, `SELECT count(*) FROM ctxc_ranges WHERE session = $1`, session).Scan(&n)
@@ -181,6 +184,9 @@ func (s *Store) Find(ctx context.Context, session, query string, limit int) (hit
 	q, err := core.BuildRecallQuery(query)
 	if err != nil {
 		return nil, 0, err
+	}
+	if !noNUL(session) {
+		return []core.RecallHit{}, 0, nil
 	}
 	sql, args := findSQL(session, q.Like, limit)
 	err = s.retry(ctx, func(ctx context.Context) error {
@@ -239,6 +245,9 @@ func asciiLower(s string) string {
 // archived messages (not its summary) in input order, for any other id the row with
 // that id. An unknown id has none.
 func (s *Store) Expand(ctx context.Context, session, id string) (out []recall.Message, err error) {
+	if !noNUL(session, id) {
+		return nil, nil
+	}
 	sql := `SELECT id, range_id, position, role, reason, json FROM ctxc_messages WHERE session = $1 AND id = $2`
 	if core.IsRangeID(id) {
 		sql = `SELECT id, range_id, position, role, reason, json FROM ctxc_messages WHERE session = $1 AND range_id = $2 AND reason <> 'summary' ORDER BY position, rowid`
@@ -276,6 +285,9 @@ func (s *Store) Messages(ctx context.Context, session, id string) ([]string, err
 
 // Ranges lists the session's ranges in order.
 func (s *Store) Ranges(ctx context.Context, session string) (out []recall.Range, err error) {
+	if !noNUL(session) {
+		return nil, nil
+	}
 	err = s.retry(ctx, func(ctx context.Context) error {
 		rows, err := s.pool.Query(ctx, `SELECT id, seq, from_index, to_index, summary FROM ctxc_ranges WHERE session = $1 ORDER BY seq`, session)
 		if err != nil {
@@ -296,6 +308,9 @@ func (s *Store) Ranges(ctx context.Context, session string) (out []recall.Range,
 
 // RangeRows returns every row of one range, its summary row too, in archive order.
 func (s *Store) RangeRows(ctx context.Context, session, rangeID string) (out []core.RecallRow, err error) {
+	if !noNUL(session, rangeID) {
+		return []core.RecallRow{}, nil
+	}
 	err = s.retry(ctx, func(ctx context.Context) error {
 		out, err = rangeRows(ctx, s.pool, session, rangeID)
 		return err
@@ -388,6 +403,9 @@ func (s *Store) ArchiveOne(ctx context.Context, session string, a core.RecallArc
 func (s *Store) Archive(ctx context.Context, session string, parts iter.Seq2[core.RecallArchive, error]) error {
 	if session == "" {
 		return errors.New("ctxcompact: a recall session id must not be empty")
+	}
+	if strings.IndexByte(session, 0) >= 0 {
+		return &core.Error{Code: core.CodeInvalidRequest, Path: "/session", Message: "ctxcompact: a recall session id must not contain a NUL character (U+0000): PostgreSQL text cannot hold it"}
 	}
 	next, stop := iter.Pull2(parts)
 	defer stop()
@@ -486,7 +504,7 @@ func (s *Store) archiveOnce(ctx context.Context, session string, src *partSource
 	}
 	rg := first.Range
 	if _, err = tx.Exec(ctx, `INSERT INTO ctxc_ranges (session, id, seq, from_index, to_index, summary) VALUES ($1, $2, $3, $4, $5, $6)`,
-		session, rg.ID, n+1, rg.FromIndex, rg.ToIndex, rg.Summary); err != nil {
+		session, rg.ID, n+1, rg.FromIndex, rg.ToIndex, searchable(rg.Summary)); err != nil {
 		return rangeID, err
 	}
 	row := 0
@@ -506,9 +524,8 @@ func (s *Store) archiveOnce(ctx context.Context, session string, src *partSource
 			if r.RangeID != rangeID {
 				return rangeID, fmt.Errorf("row %s belongs to range %s, not %s", r.ID, r.RangeID, rangeID)
 			}
-			if strings.IndexByte(r.JSON, 0) >= 0 {
-				return rangeID, &core.Error{Code: core.CodeInvalidRequest, Path: "/rows/" + strconv.Itoa(row+j) + "/json", Message: fmt.Sprintf(
-					"ctxcompact: row %s's json holds a NUL byte, which is not JSON and which PostgreSQL text cannot hold", r.ID)}
+			if err := checkNULs(r, row+j); err != nil {
+				return rangeID, err
 			}
 			values[j] = []any{session, r.ID, r.RangeID, r.Position, r.Role, r.Reason, r.JSON, searchable(r.Text)}
 		}
@@ -538,7 +555,7 @@ func (s *Store) landed(ctx context.Context, tx pgx.Tx, session string, src *part
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
-	if err != nil || from != first.Range.FromIndex || to != first.Range.ToIndex || summary != first.Range.Summary {
+	if err != nil || from != first.Range.FromIndex || to != first.Range.ToIndex || summary != searchable(first.Range.Summary) {
 		return false, err
 	}
 	have, err := rangeRows(ctx, tx, session, first.Range.ID)
@@ -559,6 +576,33 @@ func (s *Store) landed(ctx context.Context, tx pgx.Tx, session string, src *part
 			k++
 		}
 	}
+}
+
+// checkNULs refuses a row PostgreSQL cannot hold as it is: a NUL in its id, role or
+// reason, or a raw NUL byte in its json (not JSON, where it is the escape \u0000).
+// A NUL in its text is kept as U+FFFD (searchable).
+func checkNULs(r core.RecallRow, i int) error {
+	for _, f := range []struct{ name, v string }{{"id", r.ID}, {"role", r.Role}, {"reason", r.Reason}, {"json", r.JSON}} {
+		if strings.IndexByte(f.v, 0) >= 0 {
+			what := "must not contain a NUL character (U+0000): PostgreSQL text cannot hold it"
+			if f.name == "json" {
+				what = "holds a raw NUL byte, which is not JSON (it writes \\u0000) and which PostgreSQL text cannot hold"
+			}
+			return &core.Error{Code: core.CodeInvalidRequest, Path: "/rows/" + strconv.Itoa(i) + "/" + f.name, Message: fmt.Sprintf("ctxcompact: row %s's %s %s", r.ID, f.name, what)}
+		}
+	}
+	return nil
+}
+
+// noNUL reports whether none of the strings holds a NUL: a session or id that
+// does, which no archive can have written, answers nothing.
+func noNUL(ss ...string) bool {
+	for _, s := range ss {
+		if strings.IndexByte(s, 0) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // searchable is a row's text as PostgreSQL can hold it: U+0000 as U+FFFD.

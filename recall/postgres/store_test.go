@@ -167,6 +167,21 @@ func TestNULs(t *testing.T) {
 	rs, err := s.Ranges(bg, "s")
 	require.NoError(t, err)
 	require.Len(t, rs, 1, "nothing of r2")
+	c := archive("r2", "x")
+	c.Rows[0].Role = "us\x00er"
+	err = s.ArchiveOne(bg, "s", c)
+	require.Equal(t, "/rows/0/role", pathOf(err), "%v", err)
+	err = s.ArchiveOne(bg, "s\x00", archive("r1", "x"))
+	require.Equal(t, "/session", pathOf(err), "%v", err)
+	d := archive("r2", "x")
+	d.Range.Summary = "sum\x00mary"
+	require.NoError(t, s.ArchiveOne(bg, "s", d))
+	rs, err = s.Ranges(bg, "s")
+	require.NoError(t, err)
+	require.Equal(t, "sum\uFFFDmary", rs[1].Summary)
+	ms, err := s.Messages(bg, "s\x00", "r1")
+	require.NoError(t, err)
+	require.Empty(t, ms, "a session with a NUL has nothing")
 }
 
 // Two compactions of one session at once, both reserving r1: one archives, the
