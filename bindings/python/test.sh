@@ -10,7 +10,10 @@
 #   3. mypy --strict on the package (the type hints are part of the API);
 #   4. pytest on tests/ against the installed wheel; tests/test_hermes.py in a venv of
 #      its own with hermes-agent (build/venv-hermes). Any failure, error or an empty
-#      run (pytest exit 5) fails this script.
+#      run (pytest exit 5) fails this script. The PostgreSQL store's tests
+#      (tests/test_recall_postgres.py) use the server CTXCOMPACT_TEST_PG_URL names, else
+#      one started here (internal/pgtest/pg-server.sh, stopped on exit); with CI set, a
+#      server that cannot be started fails this script.
 #   tests/test_wheel.py also installs by every route the README names (the directory,
 #   git+file, the sdist, the wheel), each into a fresh venv.
 # Usage: bash bindings/python/test.sh [--copy-only | --venv-only | --bench [args] | pytest args...]
@@ -59,6 +62,12 @@ if ! "$venv/bin/python" -c 'import wasmtime, pytest, build, hatchling, mypy' >/d
 	"$python" -m venv "$venv"
 	"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${deps[@]}"
 fi
+# psycopg 3 (binary: it carries libpq), pinned, for the PostgreSQL recall store: its
+# tests, and the load-test workers the Go tests of recall/postgres run from this venv.
+pg_deps=(psycopg==3.3.9 psycopg-binary==3.3.9)
+if ! "$venv/bin/python" -c 'import psycopg; assert psycopg.__version__ == "3.3.9" and psycopg.pq.__impl__ == "binary"' >/dev/null 2>&1; then
+	"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "psycopg[binary]==3.3.9"
+fi
 if [[ "${1:-}" == "--venv-only" ]]; then
 	copy_wasm
 	exit 0
@@ -88,7 +97,7 @@ mkdir -p "$here/build"
 # The same pins for the fresh venvs of tests/test_wheel.py (and of the [openai] route in
 # tests/test_agent_loop_example.py), build isolation included
 # (pip passes PIP_CONSTRAINT on to the pip that fills a build environment).
-printf '%s\n' "${deps[@]}" "${sdk_deps[@]}" >"$here/build/constraints.txt"
+printf '%s\n' "${deps[@]}" "${sdk_deps[@]}" "${pg_deps[@]}" >"$here/build/constraints.txt"
 
 dist="$here/dist"
 rm -rf "$dist"
@@ -117,6 +126,19 @@ cd "$here"
 # arguments naming test_hermes go to the Hermes venv alone.
 if [[ "$*" == *test_hermes* ]]; then
 	exec "$hpy" -m pytest -p no:cacheprovider "$@"
+fi
+# A PostgreSQL server for tests/test_recall_postgres.py, unless one is named.
+if [[ -z "${CTXCOMPACT_TEST_PG_URL:-}" ]]; then
+	pgdir=$(mktemp -d -u)
+	trap 'bash "$root/internal/pgtest/pg-server.sh" stop "$pgdir"' EXIT
+	if pgurl=$(bash "$root/internal/pgtest/pg-server.sh" start "$pgdir"); then
+		export CTXCOMPACT_TEST_PG_URL="$pgurl"
+	elif ci=${CI:-} && [[ -n $ci && $ci != 0 && ${ci,,} != false ]]; then
+		echo "test.sh: could not start a PostgreSQL server (internal/pgtest/pg-server.sh) and CI is set" >&2
+		exit 1
+	else
+		echo "test.sh: WARNING: no PostgreSQL server (pg-server.sh failed): the PostgreSQL store's tests will be SKIPPED, NOT TESTED" >&2
+	fi
 fi
 "$vpy" -m pytest -p no:cacheprovider --ignore=tests/test_hermes.py "$@"
 if [[ $# -eq 0 ]]; then

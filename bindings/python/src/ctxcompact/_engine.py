@@ -62,7 +62,8 @@ from ._types import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ._recall import RecallStore
+    from ._recall import AnyRecallStore, RecallStore
+    from ._recall_postgres import PostgresRecallStore
 
 __all__ = ["ContextEngine", "CompactionEngine"]
 
@@ -96,12 +97,14 @@ class ContextEngine:
     positional order, ``CompactionEngine(summarize, config, **same_keywords)``.
 
     Lossless recall: with ``{"context": {"engine": "lossless"}}`` in the config,
-    every compaction's originals are archived in ``store`` (a ``RecallStore``, or a
-    path to open one; None: a store in memory) under ``session_id`` (None: a random
-    id, or the one ``on_session_start`` gives), the summary names the archived range
-    (``r1``, ``r2``, ...), and ``get_tool_schemas()`` / ``handle_tool_call()`` give
-    the agent ``context_search`` and ``context_expand``. In ``compressor`` mode (the
-    default) ``store`` and ``session_id`` are kept but unused. Every engine also gives
+    every compaction's originals are archived in ``store`` (a ``RecallStore`` or a
+    ``PostgresRecallStore``, or a path or store URL to open one, as
+    ``ctxcompact.recall.open_store`` reads it; None: a store in memory) under
+    ``session_id`` (None: a random id, or the one ``on_session_start`` gives), the
+    summary names the archived range (``r1``, ``r2``, ...), and
+    ``get_tool_schemas()`` / ``handle_tool_call()`` give the agent ``context_search``
+    and ``context_expand``. In ``compressor`` mode (the default) ``store`` and
+    ``session_id`` are kept but unused. Every engine also gives
     ``context_status`` and ``compact_now`` (docs/STEERING.md).
 
     Typical loop (what a host does)::
@@ -141,13 +144,13 @@ class ContextEngine:
         compactor: Optional[Compactor] = None,
         state: Optional[Dict[str, Any]] = None,
         timeout: Optional[float] = DEFAULT_TIMEOUT,
-        store: Union[None, str, "os.PathLike[str]", "RecallStore"] = None,
+        store: Union[None, str, "os.PathLike[str]", "RecallStore", "PostgresRecallStore"] = None,
         session_id: Optional[str] = None,
         **unknown: NoReturn,
     ) -> None:
         reject_unknown(type(self).__name__, unknown, _CTOR_OPTIONS)
         self._store_arg = _check_store(store)
-        self._store: Optional["RecallStore"] = None
+        self._store: Optional["AnyRecallStore"] = None
         self._owns_store = False
         session_id = check_opt_str("session_id", session_id)
         if session_id == "":
@@ -434,15 +437,19 @@ class ContextEngine:
         return isinstance(ctx, dict) and ctx.get("engine") == "lossless"
 
     @property
-    def store(self) -> "RecallStore":
-        """The RecallStore of lossless recall (opened on first use)."""
+    def store(self) -> "AnyRecallStore":
+        """The recall store of lossless recall (opened on first use)."""
         with self._lock:
             if self._store is None:
                 from ._recall import RecallStore
+                from ._recall_postgres import PostgresRecallStore, open_store
 
                 arg = self._store_arg
-                if isinstance(arg, RecallStore):
+                if isinstance(arg, (RecallStore, PostgresRecallStore)):
                     self._store = arg
+                elif isinstance(arg, str) and arg:  # a path or a store URL
+                    self._store = open_store(arg, compactor=self._compactor)
+                    self._owns_store = True
                 else:
                     self._store = RecallStore(arg, compactor=self._compactor)
                     self._owns_store = True
@@ -1071,10 +1078,12 @@ def _check_store(store: Any) -> Any:
     if store is None or isinstance(store, (str, os.PathLike)):
         return store
     from ._recall import RecallStore
+    from ._recall_postgres import PostgresRecallStore
 
-    if isinstance(store, RecallStore):
+    if isinstance(store, (RecallStore, PostgresRecallStore)):
         return store
-    raise OptionError(f"store must be a path or a RecallStore, not {type(store).__name__}", "/store")
+    raise OptionError(
+        f"store must be a path, a store URL, a RecallStore or a PostgresRecallStore, not {type(store).__name__}", "/store")
 
 
 def _tool_error(message: str) -> str:

@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import os
 
     from ._compactor import Compactor
+    from ._recall_postgres import PostgresRecallStore
 
 __all__ = ["RecallStore", "plan_query", "split_terms", "fts5_trigram_available", "SCHEMA_VERSION", "SCHEMA_SQL", "BUSY_TIMEOUT"]
 
@@ -86,6 +87,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS ctxc_fts USING fts5(
 _SCHEMA, _FTS_TABLE = SCHEMA_SQL.split("\n-- fts5\n")
 
 QueryArg = Union[str, Sequence[str], RecallQuery, Dict[str, Any]]
+#: Either store: the engine, find_rows and the tool results take both.
+AnyRecallStore = Union["RecallStore", "PostgresRecallStore"]
 
 
 def fts5_trigram_available(conn: Optional[sqlite3.Connection] = None) -> bool:
@@ -880,7 +883,7 @@ class RecallStore:
         return expand_result(self._core(), id, self.expand_rows(session, id), max_tokens)
 
 
-def search_result(core: "Compactor", store: RecallStore, session: str, query: str, limit: int) -> str:
+def search_result(core: "Compactor", store: AnyRecallStore, session: str, query: str, limit: int) -> str:
     """recall.query, the SQL, recall.search_result: the first ``limit`` hits (with
     their text, for the snippets) and the count of all of them."""
     limit = check_int("limit", limit)
@@ -890,11 +893,14 @@ def search_result(core: "Compactor", store: RecallStore, session: str, query: st
     return cast(str, out["result"])
 
 
-def find_rows(store: RecallStore, session: str, plan: RecallQuery, limit: int) -> Tuple[List[SearchHit], int]:
+def find_rows(store: AnyRecallStore, session: str, plan: RecallQuery, limit: int) -> Tuple[List[SearchHit], int]:
     """The first ``limit`` hits of a query plan (newest first, with their text,
     for the snippets) and the count of all of them, in one read: the answer to a
-    ``search`` effect of session.run."""
+    ``search`` effect of session.run. A PostgresRecallStore reads both in one
+    statement (the same answer)."""
     n = max(1, min(limit, 50))
+    if not isinstance(store, RecallStore):
+        return store._find(session, plan, n)
     with store.reading():
         hits = store.search_rows(session, plan, limit=n)
         total = len(hits) if len(hits) < n else store.count_rows(session, plan, store.count_limit)
