@@ -333,7 +333,10 @@ export class PostgresRecallStore {
   async #setUp() {
     const version = await this.#run(`cannot open ${this.#path}`, (c) => this.#tx(c, async () => {
       await c.query(`SELECT pg_advisory_xact_lock(${LOCK_KEY})`);
-      const missing = (await c.query("SELECT to_regclass('ctxc_meta') IS NULL AS missing")).rows[0].missing;
+      // Reading pg_class first makes the server take in the catalog changes committed
+      // while this connection waited for the lock (to_regclass alone can answer from
+      // a cache that predates them).
+      const missing = (await c.query("SELECT to_regclass('ctxc_meta') IS NULL AS missing FROM pg_catalog.pg_class LIMIT 1")).rows[0].missing;
       // One script, simple-query protocol (no parameters): every runtime runs this text.
       if (missing) await c.query(PG_SCHEMA_SQL);
       return (await c.query("SELECT value FROM ctxc_meta WHERE key = 'schema_version'")).rows[0]?.value;

@@ -78,8 +78,11 @@ func (s *Store) setUp(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(lockClass)); err != nil {
 			return err
 		}
+		// Reading pg_class first makes the server take in the catalog changes
+		// committed while this connection waited for the lock; to_regclass alone can
+		// answer from a cache that predates them.
 		var exists bool
-		if err := tx.QueryRow(ctx, `SELECT to_regclass('ctxc_meta') IS NOT NULL`).Scan(&exists); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT to_regclass('ctxc_meta') IS NOT NULL FROM pg_catalog.pg_class LIMIT 1`).Scan(&exists); err != nil {
 			return err
 		}
 		if !exists {
