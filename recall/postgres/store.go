@@ -163,6 +163,24 @@ func (s *Store) failure(what string, err error) error {
 	return fmt.Errorf("ctxcompact: %s %s: %w", what, s.name, err)
 }
 
+// collect runs a read (retried once on a lost connection) and scans each row with
+// scan; what failed is named with what.
+func collect[T any](ctx context.Context, s *Store, what, sql string, args []any, scan func(pgx.CollectableRow) (T, error)) ([]T, error) {
+	var out []T
+	err := s.retry(ctx, func(ctx context.Context) error {
+		rows, err := s.pool.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, scan)
+		return err
+	})
+	if err != nil {
+		return nil, s.failure(what, err)
+	}
+	return out, nil
+}
+
 // NextRangeID is the id the session's next archived range gets: r<k>, k being 1 +
 // the number of ranges it has.
 func (s *Store) NextRangeID(ctx context.Context, session string) (string, error) {
@@ -192,20 +210,13 @@ func (s *Store) Find(ctx context.Context, session, query string, limit int) (hit
 		return []core.RecallHit{}, 0, nil
 	}
 	sql, args := findSQL(session, q.Like, limit)
-	err = s.retry(ctx, func(ctx context.Context) error {
-		rows, err := s.pool.Query(ctx, sql, args...)
-		if err != nil {
-			return err
-		}
-		hits, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (core.RecallHit, error) {
-			var h core.RecallHit
-			err := r.Scan(&h.ID, &h.RangeID, &h.Position, &h.Role, &h.Text)
-			return h, err
-		})
-		return err
+	hits, err = collect(ctx, s, "searching", sql, args, func(r pgx.CollectableRow) (core.RecallHit, error) {
+		var h core.RecallHit
+		err := r.Scan(&h.ID, &h.RangeID, &h.Position, &h.Role, &h.Text)
+		return h, err
 	})
 	if err != nil {
-		return nil, 0, s.failure("searching", err)
+		return nil, 0, err
 	}
 	if hits == nil {
 		hits = []core.RecallHit{}
@@ -255,22 +266,11 @@ func (s *Store) Expand(ctx context.Context, session, id string) (out []recall.Me
 	if core.IsRangeID(id) {
 		sql = `SELECT id, range_id, position, role, reason, json FROM ctxc_messages WHERE session = $1 AND range_id = $2 AND reason <> 'summary' ORDER BY position, rowid`
 	}
-	err = s.retry(ctx, func(ctx context.Context) error {
-		rows, err := s.pool.Query(ctx, sql, session, id)
-		if err != nil {
-			return err
-		}
-		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (recall.Message, error) {
-			var m recall.Message
-			err := r.Scan(&m.ID, &m.RangeID, &m.Position, &m.Role, &m.Reason, &m.JSON)
-			return m, err
-		})
-		return err
+	return collect(ctx, s, "reading", sql, []any{session, id}, func(r pgx.CollectableRow) (recall.Message, error) {
+		var m recall.Message
+		err := r.Scan(&m.ID, &m.RangeID, &m.Position, &m.Role, &m.Reason, &m.JSON)
+		return m, err
 	})
-	if err != nil {
-		return nil, s.failure("reading", err)
-	}
-	return out, nil
 }
 
 // Messages is Expand's JSON texts (host.RecallStore).
@@ -291,22 +291,12 @@ func (s *Store) Ranges(ctx context.Context, session string) (out []recall.Range,
 	if !noNUL(session) {
 		return nil, nil
 	}
-	err = s.retry(ctx, func(ctx context.Context) error {
-		rows, err := s.pool.Query(ctx, `SELECT id, seq, from_index, to_index, summary FROM ctxc_ranges WHERE session = $1 ORDER BY seq`, session)
-		if err != nil {
-			return err
-		}
-		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (recall.Range, error) {
+	return collect(ctx, s, "reading", `SELECT id, seq, from_index, to_index, summary FROM ctxc_ranges WHERE session = $1 ORDER BY seq`,
+		[]any{session}, func(r pgx.CollectableRow) (recall.Range, error) {
 			var g recall.Range
 			err := r.Scan(&g.ID, &g.Seq, &g.FromIndex, &g.ToIndex, &g.Summary)
 			return g, err
 		})
-		return err
-	})
-	if err != nil {
-		return nil, s.failure("reading", err)
-	}
-	return out, nil
 }
 
 // RangeRows returns every row of one range, its summary row too, in archive order.
@@ -314,43 +304,28 @@ func (s *Store) RangeRows(ctx context.Context, session, rangeID string) (out []c
 	if !noNUL(session, rangeID) {
 		return []core.RecallRow{}, nil
 	}
-	err = s.retry(ctx, func(ctx context.Context) error {
-		out, err = rangeRows(ctx, s.pool, session, rangeID)
-		return err
-	})
-	if err != nil {
-		return nil, s.failure("reading", err)
+	out, err = collect(ctx, s, "reading", rangeRowsSQL, []any{session, rangeID}, scanRow)
+	if out == nil && err == nil {
+		out = []core.RecallRow{}
 	}
-	return out, nil
+	return out, err
 }
 
-func rangeRows(ctx context.Context, q interface {
-	Query(context.Context, string, ...any) (pgx.Rows, error)
-}, session, rangeID string) ([]core.RecallRow, error) {
-	rows, err := q.Query(ctx, `SELECT id, range_id, position, role, reason, json, text FROM ctxc_messages WHERE session = $1 AND range_id = $2 ORDER BY rowid`, session, rangeID)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (core.RecallRow, error) {
-		var w core.RecallRow
-		err := r.Scan(&w.ID, &w.RangeID, &w.Position, &w.Role, &w.Reason, &w.JSON, &w.Text)
-		return w, err
-	})
+const rangeRowsSQL = `SELECT id, range_id, position, role, reason, json, text FROM ctxc_messages WHERE session = $1 AND range_id = $2 ORDER BY rowid`
+
+func scanRow(r pgx.CollectableRow) (core.RecallRow, error) {
+	var w core.RecallRow
+	err := r.Scan(&w.ID, &w.RangeID, &w.Position, &w.Role, &w.Reason, &w.JSON, &w.Text)
+	return w, err
 }
 
 // Sessions lists the sessions in the store in byte order (as SQLite sorts them,
 // whatever the database's collation).
 func (s *Store) Sessions(ctx context.Context) (out []string, err error) {
-	err = s.retry(ctx, func(ctx context.Context) error {
-		rows, err := s.pool.Query(ctx, `SELECT session FROM (SELECT session FROM ctxc_ranges UNION SELECT session FROM ctxc_messages) s ORDER BY session COLLATE "C"`)
-		if err != nil {
-			return err
-		}
-		out, err = pgx.CollectRows(rows, pgx.RowTo[string])
-		return err
-	})
+	out, err = collect(ctx, s, "reading", `SELECT session FROM (SELECT session FROM ctxc_ranges UNION SELECT session FROM ctxc_messages) s ORDER BY session COLLATE "C"`,
+		nil, pgx.RowTo[string])
 	if err != nil {
-		return nil, s.failure("reading", err)
+		return nil, err
 	}
 	if out == nil {
 		out = []string{}
@@ -561,7 +536,11 @@ func (s *Store) landed(ctx context.Context, tx pgx.Tx, session string, src *part
 	if err != nil || from != first.Range.FromIndex || to != first.Range.ToIndex || summary != searchable(first.Range.Summary) {
 		return false, err
 	}
-	have, err := rangeRows(ctx, tx, session, first.Range.ID)
+	rows, err := tx.Query(ctx, rangeRowsSQL, session, first.Range.ID)
+	if err != nil {
+		return false, err
+	}
+	have, err := pgx.CollectRows(rows, scanRow)
 	if err != nil {
 		return false, err
 	}
