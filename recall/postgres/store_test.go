@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -381,4 +382,28 @@ func TestExportImportBetweenStores(t *testing.T) {
 	require.Equal(t, core.CodeInvalidState, codeOf(err), "%v", err)
 	_, err = recall.Import(bg, pg, strings.NewReader(`{"not":"an export"}`))
 	require.Equal(t, core.CodeInvalidRequest, codeOf(err), "%v", err)
+}
+
+// A reader in the middle of a long read transaction does not hold up a writer of
+// the same session, and still sees the state it started with (MVCC).
+func TestReadersNeverBlockWriters(t *testing.T) {
+	s, url := open(t)
+	require.NoError(t, s.ArchiveOne(bg, "s", archive("r1", "first")))
+	c, err := pgx.Connect(bg, url)
+	require.NoError(t, err)
+	defer c.Close(bg)
+	tx, err := c.BeginTx(bg, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	require.NoError(t, err)
+	defer tx.Rollback(bg)
+	var n int
+	require.NoError(t, tx.QueryRow(bg, `SELECT count(*) FROM ctxc_messages WHERE session = 's' AND ctxc_fold(text) LIKE '%first%'`).Scan(&n))
+	require.Equal(t, 1, n)
+	ctx, cancel := context.WithTimeout(bg, 30*time.Second) // far above an archive's time: a bound against a hang
+	defer cancel()
+	require.NoError(t, s.ArchiveOne(ctx, "s", archive("r2", "second")), "the writer went through while the reader's transaction is open")
+	hits, _, err := s.Find(bg, "s", "second", 10)
+	require.NoError(t, err)
+	require.Len(t, hits, 1)
+	require.NoError(t, tx.QueryRow(bg, `SELECT count(*) FROM ctxc_ranges WHERE session = 's'`).Scan(&n))
+	require.Equal(t, 1, n, "the reader's snapshot is the one it began with")
 }
