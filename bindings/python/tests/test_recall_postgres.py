@@ -773,3 +773,37 @@ def test_load_workers_archive_every_op_and_find_what_they_search(url: str):
                 assert r["summary"] == "summary " + archived.pop((session, r["id"]))
                 assert len(s.expand_rows(session, r["id"])) == 3
     assert archived == {}
+
+
+def test_the_readme_route_with_the_postgres_extra(tmp_path, url):
+    """`pip install './bindings/python[postgres]'` into a fresh venv (psycopg from PyPI or
+    pip's cache, pinned through test.sh's constraints), then a store on PostgreSQL from
+    that venv: archived, searched and expanded."""
+    import venv
+
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
+    py = env_dir / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PIP_NO_BUILD_ISOLATION")}
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    if os.environ.get("CTXCOMPACT_PIP_CONSTRAINT"):
+        env["PIP_CONSTRAINT"] = os.environ["CTXCOMPACT_PIP_CONSTRAINT"]
+    r = subprocess.run([str(py), "-m", "pip", "install", "--quiet", "./bindings/python[postgres]"],
+                       cwd=ROOT, env=env, capture_output=True, text=True)
+    assert r.returncode == 0, f"pip install failed:\n{r.stdout}\n{r.stderr}"
+    script = (
+        "import json, sys, ctxcompact, psycopg\n"
+        "from ctxcompact.recall import open_store\n"
+        "s = open_store(sys.argv[1])\n"
+        "rows = [{'id': 'r1.1', 'range_id': 'r1', 'position': 1, 'role': 'user', 'reason': 'summarized',\n"
+        "         'json': '{\"role\":\"user\",\"content\":\"fix src/app.py\"}', 'text': 'user\\nfix src/app.py'}]\n"
+        "s.archive('s1', {'range': {'id': 'r1', 'from_index': 1, 'to_index': 2, 'summary': 'sum'}, 'rows': rows})\n"
+        "print(json.dumps({'file': ctxcompact.__file__, 'hits': [h['id'] for h in s.search_rows('s1', 'src/app.py')],\n"
+        "                  'expand': s.expand_rows('s1', 'r1')}))\n"
+        "s.close()\n")
+    out = subprocess.run([str(py), "-c", script, url], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert Path(got["file"]).resolve().is_relative_to(env_dir.resolve()), got["file"]
+    assert got["hits"] == ["r1.1"]
+    assert got["expand"] == ['{"role":"user","content":"fix src/app.py"}']
