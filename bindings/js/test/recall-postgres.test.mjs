@@ -367,11 +367,12 @@ function defineTests() {
     const url = await freshDb("race");
     const [a, b] = await Promise.all([PostgresRecallStore.open(url), PostgresRecallStore.open(url)]);
     try {
-      // Each writer holds its transaction open a while before COMMIT: the other
-      // reaches the session's lock meanwhile and waits on it.
+      // The writer that has the session's lock holds its transaction open before
+      // COMMIT until the other waits on that lock (polled; 30 s bounds a hang, a
+      // correct build sees it within milliseconds).
       let waited = 0;
       testHooks.beforeCommit = async () => {
-        for (let i = 0; i < 50; i++) {
+        for (let i = 0; i < 3000; i++) {
           if ((await sql("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"))[0].n > 0) {
             waited++;
             return;

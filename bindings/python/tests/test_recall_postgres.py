@@ -401,13 +401,13 @@ def test_two_writers_of_one_range_one_wins_the_other_writes_nothing(url: str, mo
     advisory lock lets one in; the other then finds r1 taken and writes nothing."""
     a, b = PostgresRecallStore(url), PostgresRecallStore(url)
     monkeypatch.setattr(_recall_postgres, "_before_commit", lambda store, attempt: time.sleep(0.3))
-    start = threading.Barrier(2)
+    start = threading.Barrier(2, timeout=60)
     results: Dict[str, Any] = {}
 
     def write(name: str, store: PostgresRecallStore) -> None:
-        start.wait()
         try:
-            rid = store.next_range_id("one")
+            rid = store.next_range_id("one")  # both reserve r1 before either archives
+            start.wait()
             results[name] = store.archive("one", archive_of(rid, [f"written by {name}", f"more by {name}"], f"summary {name}"))
         except BaseException as e:  # judged below
             results[name] = e
