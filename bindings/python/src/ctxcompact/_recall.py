@@ -401,7 +401,58 @@ class _DirLock:
 TOTAL_CAP = 100
 
 
-class RecallStore:
+class _ToolAnswers:
+    """The agent's tools over a store (``RecallStore``, ``PostgresRecallStore``): the
+    core plans the queries and formats the answers; the store gives ``messages``,
+    its rows, and the compactor it was given (or one it makes on first use)."""
+
+    _lock: "threading.RLock"
+    _compactor: Optional["Compactor"]
+    _owns_compactor: bool
+
+    def messages(self, session: str, id: str) -> List[StoredMessage]:  # pragma: no cover - each store's
+        raise NotImplementedError
+
+    def expand_rows(self, session: str, id: str) -> List[str]:
+        """The original message JSON behind an id, as stored (see ``messages``)."""
+        return [r["json"] for r in self.messages(session, id)]
+
+    # -- the tool results (formatted by the core) ----------------------------------------
+
+    def _core(self) -> "Compactor":
+        with self._lock:
+            if self._compactor is None:
+                from ._compactor import Compactor
+
+                self._compactor = Compactor()
+                self._owns_compactor = True
+            return self._compactor
+
+    def search(self, session: str, query: str, limit: int = 10) -> SearchResult:
+        """``context_search`` over a session: the core plans the query
+        (``recall.query``) and formats the hits (``recall.search_result``)."""
+        return cast(SearchResult, json.loads(self.search_json(session, query, limit)))
+
+    def search_json(self, session: str, query: str, limit: int = 10) -> str:
+        """``search`` as the tool's JSON string."""
+        return search_result(self._core(), cast("AnyRecallStore", self), session, query, limit)
+
+    def expand(self, session: str, id: str, max_tokens: Optional[int] = None) -> ExpandResult:
+        """``context_expand`` over a session: the original messages behind a range or
+        message id, cut to ``max_tokens`` by the core (``recall.expand_result``); an
+        unknown id gives ``{"error": ...}``."""
+        return cast(ExpandResult, json.loads(self.expand_json(session, id, max_tokens)))
+
+    def expand_json(self, session: str, id: str, max_tokens: Optional[int] = None) -> str:
+        """``expand`` as the tool's JSON string. The stored message JSON goes to the
+        core as it is (spliced into the request, never re-encoded)."""
+        if not isinstance(id, str):
+            raise OptionError(f"id must be a str, not {type(id).__name__}", "/id")
+        max_tokens = check_opt_int("max_tokens", max_tokens)
+        return expand_result(self._core(), id, self.expand_rows(session, id), max_tokens)
+
+
+class RecallStore(_ToolAnswers):
     """An SQLite archive of compacted conversations, many sessions per file.
 
     ``RecallStore(path=None, *, fts=None, compactor=None, count_limit=100,
@@ -843,44 +894,6 @@ class RecallStore:
             {"id": r[0], "range_id": r[1], "position": r[2], "role": r[3], "reason": r[4], "json": r[5]}
             for r in rows
         ]
-
-    def expand_rows(self, session: str, id: str) -> List[str]:
-        """The original message JSON behind an id, as stored (see ``messages``)."""
-        return [r["json"] for r in self.messages(session, id)]
-
-    # -- the tool results (formatted by the core) ----------------------------------------
-
-    def _core(self) -> "Compactor":
-        with self._lock:
-            if self._compactor is None:
-                from ._compactor import Compactor
-
-                self._compactor = Compactor()
-                self._owns_compactor = True
-            return self._compactor
-
-    def search(self, session: str, query: str, limit: int = 10) -> SearchResult:
-        """``context_search`` over a session: the core plans the query
-        (``recall.query``) and formats the hits (``recall.search_result``)."""
-        return cast(SearchResult, json.loads(self.search_json(session, query, limit)))
-
-    def search_json(self, session: str, query: str, limit: int = 10) -> str:
-        """``search`` as the tool's JSON string."""
-        return search_result(self._core(), self, session, query, limit)
-
-    def expand(self, session: str, id: str, max_tokens: Optional[int] = None) -> ExpandResult:
-        """``context_expand`` over a session: the original messages behind a range or
-        message id, cut to ``max_tokens`` by the core (``recall.expand_result``); an
-        unknown id gives ``{"error": ...}``."""
-        return cast(ExpandResult, json.loads(self.expand_json(session, id, max_tokens)))
-
-    def expand_json(self, session: str, id: str, max_tokens: Optional[int] = None) -> str:
-        """``expand`` as the tool's JSON string. The stored message JSON goes to the
-        core as it is (spliced into the request, never re-encoded)."""
-        if not isinstance(id, str):
-            raise OptionError(f"id must be a str, not {type(id).__name__}", "/id")
-        max_tokens = check_opt_int("max_tokens", max_tokens)
-        return expand_result(self._core(), id, self.expand_rows(session, id), max_tokens)
 
 
 def search_result(core: "Compactor", store: AnyRecallStore, session: str, query: str, limit: int) -> str:

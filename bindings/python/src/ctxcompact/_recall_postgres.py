@@ -13,7 +13,6 @@ kind of store from one URL.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import threading
@@ -48,10 +47,9 @@ from ._recall import (
     _as_plan,
     _ascii_lower,
     _check_session,
-    expand_result,
-    search_result,
+    _ToolAnswers,
 )
-from ._types import ArchiveRows, ExpandResult, RecallQuery, RecallRange, SearchHit, SearchResult, StoredMessage
+from ._types import ArchiveRows, RecallQuery, RecallRange, SearchHit, StoredMessage
 
 if TYPE_CHECKING:  # pragma: no cover - types only: psycopg stays optional
     import psycopg
@@ -204,7 +202,7 @@ def open_store(url: Union[None, str, "os.PathLike[str]"] = None, **options: Any)
 # --- the store ----------------------------------------------------------------------------
 
 
-class PostgresRecallStore:
+class PostgresRecallStore(_ToolAnswers):
     """A PostgreSQL archive of compacted conversations, many sessions per database:
     the SQLite ``RecallStore``'s methods, answers and errors, for many writers on
     many machines.
@@ -733,43 +731,6 @@ class PostgresRecallStore:
             {"id": r[0], "range_id": r[1], "position": r[2], "role": r[3], "reason": r[4], "json": r[5]}
             for r in rows
         ]
-
-    def expand_rows(self, session: str, id: str) -> List[str]:
-        """The original message JSON behind an id, as stored (see ``messages``)."""
-        return [r["json"] for r in self.messages(session, id)]
-
-    # -- the tool results (formatted by the core) ----------------------------------------
-
-    def _core(self) -> "Compactor":
-        with self._lock:
-            if self._compactor is None:
-                from ._compactor import Compactor
-
-                self._compactor = Compactor()
-                self._owns_compactor = True
-            return self._compactor
-
-    def search(self, session: str, query: str, limit: int = 10) -> SearchResult:
-        """``context_search`` over a session: the core plans the query
-        (``recall.query``) and formats the hits (``recall.search_result``)."""
-        return cast(SearchResult, json.loads(self.search_json(session, query, limit)))
-
-    def search_json(self, session: str, query: str, limit: int = 10) -> str:
-        """``search`` as the tool's JSON string."""
-        return search_result(self._core(), self, session, query, limit)
-
-    def expand(self, session: str, id: str, max_tokens: Optional[int] = None) -> ExpandResult:
-        """``context_expand`` over a session: the original messages behind a range or
-        message id, cut to ``max_tokens`` by the core (``recall.expand_result``); an
-        unknown id gives ``{"error": ...}``."""
-        return cast(ExpandResult, json.loads(self.expand_json(session, id, max_tokens)))
-
-    def expand_json(self, session: str, id: str, max_tokens: Optional[int] = None) -> str:
-        """``expand`` as the tool's JSON string (the stored JSON spliced in as it is)."""
-        if not isinstance(id, str):
-            raise OptionError(f"id must be a str, not {type(id).__name__}", "/id")
-        max_tokens = check_opt_int("max_tokens", max_tokens)
-        return expand_result(self._core(), id, self.expand_rows(session, id), max_tokens)
 
 
 class _Feed:
