@@ -10,7 +10,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { CompactError, ErrMissingDependency } from "./errors.js";
 import {
-  DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, RANGE_ID, TOTAL_CAP, archiveRow, asciiLower, checkParsed, fail, int, str,
+  DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, RANGE_ID, TOTAL_CAP, archiveRow, asciiLower, checkParsed, fail, firstRange, int, str,
 } from "./recall-query.js";
 
 /** The schema this store runs on a database without ctxc_meta (recall/schema_postgres.sql, packaged with ctxcompact/recall). */
@@ -512,13 +512,7 @@ export class PostgresRecallStore {
     };
     try {
       const first = await next();
-      if (done) throw fail("recall store: an archive with no parts", "");
-      if (first === null || typeof first !== "object" || first.range === null || typeof first.range !== "object") {
-        throw fail("recall store: an archive's first part holds its range: { range, rows }", "/range");
-      }
-      const range = first.range;
-      const rid = str(range.id, "/range/id");
-      if (!RANGE_ID.test(rid)) throw fail(`recall store: range id ${JSON.stringify(rid)} is not r<k>`, "/range/id");
+      const { range, rid } = firstRange(first, done);
       const from = int4(range.from_index, "/range/from_index");
       const to = int4(range.to_index, "/range/to_index");
       const summary = str(range.summary, "/range/summary").replaceAll("\0", "\uFFFD");

@@ -121,5 +121,19 @@ export function archiveRow(session, rid, r, p) {
 
 export const RANGE_ID = /^r[1-9][0-9]*$/;
 
+/**
+ * The range of an archive's first part, and its id, checked as every store checks
+ * them (done: the parts had none). The store checks the span and summary as it binds them.
+ */
+export function firstRange(first, done) {
+  if (done) throw fail("recall store: an archive with no parts", "");
+  if (first === null || typeof first !== "object" || first.range === null || typeof first.range !== "object") {
+    throw fail("recall store: an archive's first part holds its range: { range, rows }", "/range");
+  }
+  const rid = str(first.range.id, "/range/id");
+  if (!RANGE_ID.test(rid)) throw fail(`recall store: range id ${JSON.stringify(rid)} is not r<k>`, "/range/id");
+  return { range: first.range, rid };
+}
+
 /** A term as an FTS5 phrase (the core's recall.query writes the same). */
 export const ftsPhrase = (t) => `"${t.replace(/"/g, '""')}"`;

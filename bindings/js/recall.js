@@ -18,7 +18,7 @@ import { CompactError, ErrMissingDependency } from "./errors.js";
 import { DirLock, testHooks } from "./recall-lock.js";
 import {
   DEFAULT_SEARCH_LIMIT, MAX_QUERY_CHARS, MAX_QUERY_TERMS, MAX_SEARCH_LIMIT, MAX_TERM_CHARS, RANGE_ID, TOTAL_CAP,
-  archiveRow, checkParsed, fail, ftsPhrase, int, parseQuery, str,
+  archiveRow, checkParsed, firstRange, fail, ftsPhrase, int, parseQuery, str,
 } from "./recall-query.js";
 import { PostgresRecallStore } from "./recall-postgres.js";
 
@@ -546,13 +546,7 @@ export class RecallStore {
     };
     try {
       const first = pull();
-      if (done) throw fail("recall store: an archive with no parts", "");
-      if (first === null || typeof first !== "object" || first.range === null || typeof first.range !== "object") {
-        throw fail("recall store: an archive's first part holds its range: { range, rows }", "/range");
-      }
-      const range = first.range;
-      const rid = str(range.id, "/range/id");
-      if (!RANGE_ID.test(rid)) throw fail(`recall store: range id ${JSON.stringify(rid)} is not r<k>`, "/range/id");
+      const { range, rid } = firstRange(first, done);
       const from = int(range.from_index, "/range/from_index");
       const to = int(range.to_index, "/range/to_index");
       const summary = str(range.summary, "/range/summary");
