@@ -671,7 +671,12 @@ func (s *Store) Expand(ctx context.Context, session, id string) ([]Message, erro
 
 // Messages is Expand's JSON texts (host.RecallStore).
 func (s *Store) Messages(ctx context.Context, session, id string) ([]string, error) {
-	ms, err := s.Expand(ctx, session, id)
+	return JSONOf(s.Expand(ctx, session, id))
+}
+
+// JSONOf is the original JSON of messages, in order: a store's Messages from its
+// Expand (err is passed on).
+func JSONOf(ms []Message, err error) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}

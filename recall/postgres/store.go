@@ -275,15 +275,7 @@ func (s *Store) Expand(ctx context.Context, session, id string) (out []recall.Me
 
 // Messages is Expand's JSON texts (host.RecallStore).
 func (s *Store) Messages(ctx context.Context, session, id string) ([]string, error) {
-	ms, err := s.Expand(ctx, session, id)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, len(ms))
-	for i, m := range ms {
-		out[i] = m.JSON
-	}
-	return out, nil
+	return recall.JSONOf(s.Expand(ctx, session, id))
 }
 
 // Ranges lists the session's ranges in order.
