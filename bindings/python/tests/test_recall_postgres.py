@@ -779,15 +779,11 @@ def test_the_readme_route_with_the_postgres_extra(tmp_path, url):
     """`pip install './bindings/python[postgres]'` into a fresh venv (psycopg from PyPI or
     pip's cache, pinned through test.sh's constraints), then a store on PostgreSQL from
     that venv: archived, searched and expanded."""
-    import venv
+    from test_wheel import _env, _fresh_venv
 
     env_dir = tmp_path / "venv"
-    venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
-    py = env_dir / "bin" / "python"
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PIP_NO_BUILD_ISOLATION")}
-    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-    if os.environ.get("CTXCOMPACT_PIP_CONSTRAINT"):
-        env["PIP_CONSTRAINT"] = os.environ["CTXCOMPACT_PIP_CONSTRAINT"]
+    py = _fresh_venv(env_dir)
+    env = _env()
     r = subprocess.run([str(py), "-m", "pip", "install", "--quiet", "./bindings/python[postgres]"],
                        cwd=ROOT, env=env, capture_output=True, text=True)
     assert r.returncode == 0, f"pip install failed:\n{r.stdout}\n{r.stderr}"
